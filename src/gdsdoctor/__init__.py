@@ -1,0 +1,6 @@
+"""gdsdoctor: diagnose the GPU checkpoint storage path (GDS, NVMe, NVMe-oF, PCIe, filesystems)."""
+
+__version__ = "0.1.0"
+BUNDLE_FORMAT = "gdsdoctor.bundle"
+BUNDLE_VERSION = 1
+REPORT_SCHEMA_VERSION = "1.0"

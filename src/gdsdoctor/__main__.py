@@ -1,0 +1,3 @@
+from gdsdoctor.cli import main
+
+main()

@@ -1,0 +1,53 @@
+"""Value types shared by every stage: artifacts (raw captures) and their status.
+
+An artifact is the raw output of one command or one file read, exactly as captured,
+with a status. Nothing downstream ever sees an exception from a capture: a failure is
+a status with a one-line detail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ArtifactStatus(StrEnum):
+    OK = "ok"
+    MISSING = "missing"  # command or file absent
+    DENIED = "denied"  # permission
+    TIMEOUT = "timeout"
+    ERROR = "error"  # non-zero exit (stderr in detail) or unreadable
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """One captured command output or file, as raw bytes, with how the capture went."""
+
+    name: str  # bundle-relative path, e.g. "proc/mounts", "cmd/gdscheck-p.txt"
+    status: ArtifactStatus
+    data: bytes = b""
+    source: str = ""  # the command line or host path it came from
+    detail: str = ""  # one line: why it is not ok, or stderr of a failed command
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def text(self) -> str:
+        """Decoded text: UTF-8, UTF-16 with BOM, CRLF normalised; undecodable bytes replaced."""
+        return decode_text(self.data)
+
+
+def decode_text(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    elif data.startswith(b"\xef\xbb\xbf"):
+        text = data[3:].decode("utf-8", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -1,0 +1,80 @@
+"""What a probe is: the sources it captures and the pure parser that turns them into facts.
+
+A probe declares; the capture layer executes. Each probe owns one section of the facts
+document (``facts[probe.section]``). Its ``sources`` are alternatives tried in order
+(for example ``/proc/modules`` then ``lsmod``): the first one captured ``ok`` is parsed.
+
+Parsers are pure functions ``parse(text, artifact) -> dict``: no I/O, no subprocess.
+They raise :class:`ParseError` for text that is not what they expect; anything else they
+return is merged into the section. Every item that came from a line of text carries a
+provenance record made by :func:`src`, so a finding can show the exact line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Section = dict[str, Any]
+Parser = Callable[[str, str], Section]
+Recogniser = Callable[[str], bool]
+# A reader captures something that is not one file or one command (a sysfs tree walk):
+# it gets the host root and returns the artifact bytes (usually JSON).
+Reader = Callable[[Path], bytes]
+
+
+class ParseError(ValueError):
+    """The text is not the format this parser reads (with the line where it went wrong)."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason if line is None else f"line {line}: {reason}")
+        self.reason = reason
+        self.line = line
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One way to capture a probe's input: a command, a host file, or a reader."""
+
+    artifact: str  # bundle-relative name, e.g. "proc/modules", "cmd/lsmod.txt"
+    argv: tuple[str, ...] = ()  # command, run without a shell
+    path: str = ""  # absolute host path, read under --host-root
+    reader: Reader | None = None
+    timeout: float = 10.0
+    needs_root: bool = False  # full output only as root (the capture still runs as non-root)
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def describe(self) -> str:
+        if self.argv:
+            return " ".join(self.argv)
+        return self.path or f"(reads {self.artifact})"
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    section: str  # key in the facts document
+    title: str  # what it is, for `gdsdoctor probes` and "how to collect" hints
+    sources: tuple[Source, ...]
+    parse: Parser
+    recognise: Recogniser | None = None  # True if a pasted text is this source's output
+    paste_hint: str = ""  # what a user should paste, e.g. "output of `gdscheck -p`"
+    targeted: bool = False  # captured only with --path
+    tags: tuple[str, ...] = field(default=())
+
+    def how_to_collect(self) -> str:
+        how = " or ".join(f"`{s.describe}`" for s in self.sources)
+        root = any(s.needs_root for s in self.sources)
+        return how + (" (as root)" if root else "")
+
+
+def src(artifact: str, line: int, text: str) -> dict[str, Any]:
+    """Provenance of one item: the artifact, the 1-based line number and the raw line."""
+    return {"artifact": artifact, "line": line, "text": text.rstrip("\n")[:500]}
+
+
+def numbered_lines(text: str) -> list[tuple[int, str]]:
+    """Lines with 1-based numbers, the way provenance counts them."""
+    return list(enumerate(text.split("\n"), start=1))

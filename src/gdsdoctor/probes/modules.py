@@ -1,0 +1,65 @@
+"""Loaded kernel modules, from ``/proc/modules`` or ``lsmod`` (same columns, lsmod has a header).
+
+/proc/modules::
+
+    nvidia_fs 262144 0 - Live 0xffffffffc0a1a000 (OE)
+
+lsmod::
+
+    Module                  Size  Used by
+    nvidia_fs             262144  0
+"""
+
+from __future__ import annotations
+
+import re
+
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+
+_LSMOD_HEADER = re.compile(r"^Module\s+Size\s+Used by")
+_LINE = re.compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+)(?P<rest>.*)$")
+
+
+def parse(text: str, artifact: str) -> Section:
+    modules: dict[str, dict] = {}
+    for number, line in numbered_lines(text):
+        if not line.strip() or _LSMOD_HEADER.match(line):
+            continue
+        match = _LINE.match(line.strip())
+        if not match:
+            continue
+        name = match["name"].replace("-", "_")
+        used_by = [m for m in re.split(r"[,\s]+", match["rest"]) if re.fullmatch(r"[a-z0-9_]+", m)]
+        modules[name] = {
+            "name": name,
+            "size": int(match["size"]),
+            "refcount": 0 if match["used"] == "-" else int(match["used"]),
+            "used_by": [m for m in used_by if m not in ("live", "loading", "unloading")],
+            "src": src(artifact, number, line),
+        }
+    if not modules:
+        raise ParseError("no module lines (expected /proc/modules or lsmod output)")
+    return {"names": sorted(modules), "by_name": modules}
+
+
+def recognise(text: str) -> bool:
+    lines = [line for line in text.split("\n")[:50] if line.strip()]
+    if not lines:
+        return False
+    if _LSMOD_HEADER.match(lines[0]):
+        return True
+    proc_like = [line for line in lines if re.match(r"^[a-z0-9_]+ \d+ (\d+|-) \S+ (Live|Loading|Unloading)", line)]
+    return len(proc_like) >= max(1, len(lines) // 2)
+
+
+PROBE = Probe(
+    section="modules",
+    title="loaded kernel modules",
+    sources=(
+        Source("proc/modules", path="/proc/modules"),
+        Source("cmd/lsmod.txt", argv=("lsmod",)),
+    ),
+    parse=parse,
+    recognise=recognise,
+    paste_hint="`lsmod` or `cat /proc/modules`",
+)
