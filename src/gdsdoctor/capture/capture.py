@@ -1,0 +1,28 @@
+"""The result of any capture (live host, bundle, pasted files): artifacts plus what they are for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gdsdoctor.model import Artifact
+
+
+@dataclass
+class Capture:
+    """Raw artifacts of one host and, for each facts section, which artifacts may feed it."""
+
+    origin: str  # "live", "bundle", "files"
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    # section -> artifact names in order of preference (the first ok one is parsed)
+    assignments: dict[str, list[str]] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # e.g. {"target_path": "/mnt/ckpt"}
+    notes: list[str] = field(default_factory=list)  # things the user should know (unrecognised files…)
+    label: str = ""  # what to call it in a report: host name, bundle path, file names
+
+    def add(self, section: str, artifact: Artifact) -> None:
+        self.artifacts[artifact.name] = artifact
+        names = self.assignments.setdefault(section, [])
+        if artifact.name not in names:
+            names.append(artifact.name)

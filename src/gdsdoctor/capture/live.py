@@ -1,0 +1,120 @@
+"""Live capture: run every probe's sources on this host, in parallel, under a global deadline.
+
+Each probe tries its sources in order until one is captured ``ok``. Commands are killed at
+their own timeout (see runner); the global deadline bounds the whole run even if something
+blocks in a way we cannot kill (a read stuck on a dead mount): we stop waiting and report it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, run_command
+from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.probes import PROBES, target
+from gdsdoctor.probes.base import Probe, Source
+
+DEFAULT_DEADLINE_S = 60.0
+
+
+def capture_live(
+    host_root: Path = Path("/"),
+    target_path: str | None = None,
+    probes: Sequence[Probe] = PROBES,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+) -> Capture:
+    """Capture every probe on this host (or the host mounted at ``host_root``)."""
+    selected = list(probes)
+    if target_path:
+        selected.append(target.probe_for(target_path))
+    capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())
+    capture.options = {"host_root": str(host_root), "target_path": target_path}
+    results: dict[str, list[Artifact]] = {}
+    threads = [
+        threading.Thread(target=_run_probe, args=(probe, host_root, results), daemon=True)
+        for probe in selected
+    ]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + deadline_s
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+    for probe in selected:
+        attempted = results.get(probe.section) or [_deadline_artifact(probe.sources[0], deadline_s)]
+        for artifact in attempted:
+            capture.add(probe.section, artifact)
+        capture.assignments[probe.section] = [a.name for a in attempted]
+    return capture
+
+
+def _run_probe(probe: Probe, host_root: Path, results: dict[str, list[Artifact]]) -> None:
+    attempted: list[Artifact] = []
+    for source in probe.sources:
+        artifact = capture_source(source, host_root)
+        attempted.append(artifact)
+        if artifact.status is ArtifactStatus.OK:
+            break
+    results[probe.section] = attempted
+
+
+def capture_source(source: Source, host_root: Path) -> Artifact:
+    """Capture one source; never raises."""
+    if source.argv:
+        return run_command(source.artifact, source.argv, source.timeout, dict(source.env))
+    if source.reader is not None:
+        return _run_reader(source, host_root)
+    if source.path:
+        return read_host_file(source.artifact, host_root, source.path)
+    return Artifact(source.artifact, ArtifactStatus.MISSING, detail="produced only by another command")
+
+
+def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
+    full = host_root / path.lstrip("/")
+    started = time.monotonic()
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read(MAX_OUTPUT_BYTES)
+    except FileNotFoundError:
+        return Artifact(name, ArtifactStatus.MISSING, source=path, detail=f"{path} does not exist")
+    except PermissionError:
+        return Artifact(name, ArtifactStatus.DENIED, source=path, detail=f"{path}: permission denied")
+    except OSError as error:
+        return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: {error.strerror or error}")
+    return Artifact(name, ArtifactStatus.OK, data, path, duration_s=time.monotonic() - started)
+
+
+def _run_reader(source: Source, host_root: Path) -> Artifact:
+    started = time.monotonic()
+    try:
+        data = source.reader(host_root)  # type: ignore[misc]
+    except PermissionError as error:
+        return Artifact(source.artifact, ArtifactStatus.DENIED, source=source.describe, detail=str(error))
+    except Exception as error:  # a reader bug must not sink the whole check
+        detail = f"reader failed: {type(error).__name__}: {error}"
+        return Artifact(source.artifact, ArtifactStatus.ERROR, source=source.describe, detail=detail)
+    if not data:
+        return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail="nothing to read")
+    return Artifact(source.artifact, ArtifactStatus.OK, data, source.describe, duration_s=time.monotonic() - started)
+
+
+def _deadline_artifact(source: Source, deadline_s: float) -> Artifact:
+    detail = f"still running at the global deadline ({deadline_s:g}s); abandoned"
+    return Artifact(source.artifact, ArtifactStatus.TIMEOUT, source=source.describe, detail=detail)
+
+
+def host_summary(host_root: Path) -> dict[str, str]:
+    uname = platform.uname()
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": uname.release,
+        "machine": uname.machine,
+        "host_root": str(host_root),
+        "euid": str(os.geteuid()),
+    }

@@ -1,0 +1,1 @@
+"""Engine: load the YAML diagnostic matrix, evaluate it over the facts, rank the findings."""

@@ -1,0 +1,221 @@
+"""Evaluate every cause over the facts: not applicable, inconclusive, or fired with a certainty.
+
+Per cause, in order:
+
+1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
+   null (the facts cannot tell) does not skip the cause;
+2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it;
+3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
+   combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
+   forms for disconfirming and mixed ones), and the cause *fires* when the combined
+   certainty reaches ``min_certainty`` (default 0.2).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from jmespath.exceptions import JMESPathError
+
+from gdsdoctor.engine.functions import search, truthy
+from gdsdoctor.engine.rules import Cause, Signal
+
+MAX_EVIDENCE_PER_SIGNAL = 12
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class Outcome(StrEnum):
+    FIRED = "fired"
+    CLEAR = "clear"  # evaluated, did not fire
+    INCONCLUSIVE = "inconclusive"
+    NOT_APPLICABLE = "not_applicable"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    text: str
+    artifact: str | None = None
+    line: int | None = None
+    signal: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "artifact": self.artifact, "line": self.line, "signal": self.signal}
+
+
+@dataclass(frozen=True, slots=True)
+class SignalResult:
+    signal: Signal
+    held: bool
+    error: str = ""
+
+
+@dataclass
+class CauseResult:
+    cause: Cause
+    outcome: Outcome
+    certainty: float = 0.0
+    signals: list[SignalResult] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    remediation: list[str] = field(default_factory=list)
+    missing: list[dict[str, str]] = field(default_factory=list)
+
+
+def combine(a: float, b: float) -> float:
+    """MYCIN certainty-factor combination of two certainties in [-1, 1]."""
+    if a >= 0 and b >= 0:
+        return a + b * (1 - a)
+    if a < 0 and b < 0:
+        return a + b * (1 + a)
+    return (a + b) / (1 - min(abs(a), abs(b)))
+
+
+def evaluate(causes: Sequence[Cause], facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[CauseResult]:
+    return [evaluate_cause(cause, facts, how_to_collect) for cause in causes]
+
+
+def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> CauseResult:
+    if cause.applies_when and _applicability(cause.applies_when, facts) is False:
+        return CauseResult(cause, Outcome.NOT_APPLICABLE)
+    missing = _missing(cause, facts, how_to_collect)
+    if missing:
+        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
+    results = [_signal(signal, facts) for signal in cause.signals]
+    certainty = 0.0
+    for result in results:
+        if result.held:
+            certainty = combine(certainty, result.signal.certainty)
+    fired = certainty >= cause.min_certainty
+    outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
+    if fired:
+        values = _vars(cause, facts)
+        outcome.evidence = [e for r in results if r.held and r.signal.certainty > 0 for e in _evidence(r.signal, facts, values)]
+        outcome.remediation = [line for template in cause.remediation for line in render_command(template, values)]
+    return outcome
+
+
+def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:
+    """True/False when the facts say; None when they cannot (e.g. nothing showed whether a GPU
+    is present): an unknown applicability is checked, never silently skipped."""
+    try:
+        value = search(expression, facts)
+    except JMESPathError:
+        return None
+    return None if value is None else truthy(value)
+
+
+def _signal(signal: Signal, facts: dict[str, Any]) -> SignalResult:
+    try:
+        return SignalResult(signal, truthy(search(signal.when, facts)))
+    except JMESPathError as error:  # e.g. a function given null: the signal cannot hold
+        return SignalResult(signal, False, str(error).splitlines()[0])
+
+
+def _missing(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[dict[str, str]]:
+    missing = []
+    for requirement in cause.requires:
+        options = (requirement,) if isinstance(requirement, str) else requirement
+        if any(_section_status(facts, s) == "ok" for s in options):
+            continue
+        for section in options:
+            missing.append(
+                {
+                    "section": section,
+                    "status": _section_status(facts, section),
+                    "detail": str((facts.get(section) or {}).get("detail", "")),
+                    "collect": cause.collect or how_to_collect.get(section, ""),
+                }
+            )
+    return missing
+
+
+def _section_status(facts: dict[str, Any], section: str) -> str:
+    value = facts.get(section)
+    if section == "derived":
+        return "ok"
+    return str(value.get("status", "unknown")) if isinstance(value, dict) else "not_collected"
+
+
+def _vars(cause: Cause, facts: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, expression in cause.vars.items():
+        try:
+            values[name] = search(expression, facts)
+        except JMESPathError:
+            values[name] = None
+    return values
+
+
+def _evidence(signal: Signal, facts: dict[str, Any], values: dict[str, Any]) -> list[Evidence]:
+    says = fill_text(signal.says, values)
+    lines: list[Evidence] = []
+    if signal.evidence:
+        try:
+            found = search(signal.evidence, facts)
+        except JMESPathError:
+            found = None
+        for record in _provenance(found):
+            lines.append(Evidence(str(record.get("text", "")), str(record["artifact"]), _int(record.get("line")), signal.id))
+            if len(lines) >= MAX_EVIDENCE_PER_SIGNAL:
+                break
+    return [Evidence(says, None, None, signal.id), *lines]
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _provenance(value: Any) -> list[dict[str, Any]]:
+    """Every provenance record (``{"artifact", "line", "text"}``) inside a search result."""
+    found: list[dict[str, Any]] = []
+    stack = [value]
+    while stack and len(found) < MAX_EVIDENCE_PER_SIGNAL:
+        current = stack.pop(0)
+        if isinstance(current, dict):
+            if "artifact" in current and "line" in current and "text" in current:
+                found.append(current)
+            elif isinstance(current.get("src"), dict):
+                stack.insert(0, current["src"])
+            else:
+                stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return found
+
+
+def fill_text(template: str, values: dict[str, Any]) -> str:
+    """Fill ``{name}`` in prose; values are shown, not executed (renderers escape them)."""
+    return _PLACEHOLDER.sub(lambda m: _display(values.get(m[1])), template)
+
+
+def _display(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_display(v) for v in value) or "(none)"
+    return "(unknown)" if value is None else str(value)
+
+
+def render_command(template: str, values: dict[str, Any]) -> list[str]:
+    """Fill a command template with shell-quoted values; one command per element of a list value.
+
+    A value that cannot be made safe to paste into a root shell (control characters) is
+    withheld: the command is replaced by a comment saying so.
+    """
+    names = _PLACEHOLDER.findall(template)
+    list_names = [n for n in names if isinstance(values.get(n), list)]
+    rows: list[dict[str, Any]] = [values]
+    if list_names:
+        expand = list_names[0]
+        rows = [{**values, expand: item} for item in values[expand]]
+    commands = []
+    for row in rows:
+        bad = [n for n in names if row.get(n) is None or isinstance(row.get(n), list | dict) or _UNSAFE.search(str(row.get(n)))]
+        if bad:
+            commands.append(f"# withheld: {template.split()[0]} … ({', '.join(sorted(set(bad)))} unknown or unsafe to paste)")
+            continue
+        commands.append(_PLACEHOLDER.sub(lambda m, r=row: shlex.quote(str(r[m[1]])), template))
+    return commands

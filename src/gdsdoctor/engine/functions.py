@@ -1,0 +1,73 @@
+"""The JMESPath dialect of rule conditions: standard JMESPath plus a few registered functions.
+
+- ``regex(subject, pattern)``: true if the regular expression matches anywhere in subject
+  (false for null subjects, so a missing value never matches).
+- ``version_cmp(a, b)``: -1, 0 or 1 comparing dotted versions numerically (``2.17.5`` >
+  ``2.9``); null if either side is not a version.
+- ``lower(s)``: lower-case string (null for null).
+- ``any_true(list)``: true if any element is truthy (JMESPath truthiness).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import jmespath
+from jmespath import functions
+
+
+def version_key(value: str) -> tuple[int, ...] | None:
+    numbers = re.findall(r"\d+", str(value))
+    return tuple(int(n) for n in numbers) if numbers else None
+
+
+class RuleFunctions(functions.Functions):
+    @functions.signature({"types": ["string", "null"]}, {"types": ["string"]})
+    def _func_regex(self, subject: str | None, pattern: str) -> bool:
+        return subject is not None and _compiled(pattern).search(subject) is not None
+
+    @functions.signature({"types": ["string", "number", "null"]}, {"types": ["string", "number", "null"]})
+    def _func_version_cmp(self, left: Any, right: Any) -> int | None:
+        a, b = version_key(left) if left is not None else None, version_key(right) if right is not None else None
+        if a is None or b is None:
+            return None
+        width = max(len(a), len(b))
+        a, b = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
+        return (a > b) - (a < b)
+
+    @functions.signature({"types": ["string", "null"]})
+    def _func_lower(self, subject: str | None) -> str | None:
+        return None if subject is None else subject.lower()
+
+    @functions.signature({"types": ["array", "null"]})
+    def _func_any_true(self, values: list[Any] | None) -> bool:
+        return any(truthy(v) for v in values or [])
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
+
+
+@lru_cache(maxsize=4096)
+def compile_expression(expression: str) -> Any:
+    """Compile once; raises jmespath.exceptions.JMESPathError on a bad expression."""
+    return jmespath.compile(expression)
+
+
+def search(expression: str, facts: Any) -> Any:
+    return compile_expression(expression).search(facts, options=OPTIONS)
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, empty string/list/object are false; numbers are true."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, str | list | dict):
+        return len(value) > 0
+    return True

@@ -1,0 +1,94 @@
+"""Derived facts, computed once in Python before rules run, so that rules stay declarative.
+
+``derived`` holds:
+
+- ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck),
+  False if the sources that would show it were read and do not, None if none was readable.
+- ``target_mount``: the mount holding ``--path`` (findmnt, else longest prefix over mounts).
+- ``checkpoint_mounts``: the mounts the filesystem rules judge: the target mount with
+  ``--path``, otherwise every data mount (block or network filesystems, not pseudo ones,
+  not ``/`` nor system trees such as ``/boot``: name the path to judge those).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PSEUDO_FSTYPES = frozenset(
+    "proc sysfs devtmpfs devpts tmpfs securityfs cgroup cgroup2 pstore bpf debugfs tracefs "
+    "configfs fusectl mqueue hugetlbfs autofs binfmt_misc rpc_pipefs nsfs efivarfs ramfs "
+    "selinuxfs squashfs overlay nfsd".split()
+)
+SYSTEM_MOUNTPOINTS = ("/boot", "/efi", "/snap", "/proc", "/sys", "/dev", "/run")
+
+
+def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
+    mounts = _ok(facts, "mounts").get("mounts", [])
+    target_mount = _target_mount(facts, mounts, target_path)
+    return {
+        "nvidia_present": _nvidia_present(facts),
+        "target_mount": target_mount,
+        "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
+    }
+
+
+def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
+    value = facts.get(section) or {}
+    return value if value.get("status") == "ok" else {}
+
+
+def _nvidia_present(facts: dict[str, Any]) -> bool | None:
+    """Evidence of the NVIDIA stack from any source; unknown only when nothing was readable."""
+    seen: list[bool] = []
+    modules = _ok(facts, "modules")
+    if modules:
+        seen.append(any(name.startswith("nvidia") for name in modules.get("names", [])))
+    for section in ("gdscheck", "nvidia_smi", "nvidia_topo", "nvidia_driver", "nvidia_fs_version"):
+        if _ok(facts, section):
+            seen.append(True)
+    pci = _ok(facts, "pci")
+    if pci:
+        seen.append(any(d.get("kind") == "gpu" for d in pci.get("devices", [])))
+    if any(seen):
+        return True
+    return False if seen else None
+
+
+def _target_mount(
+    facts: dict[str, Any], mounts: list[dict[str, Any]], target_path: str | None
+) -> dict[str, Any] | None:
+    found = _ok(facts, "target")
+    if found.get("mountpoint"):
+        for mount in reversed(mounts):  # the last mount on a point is the visible one
+            if mount.get("mountpoint") == found["mountpoint"]:
+                return mount
+        return {k: found.get(k) for k in ("device", "mountpoint", "fstype", "options", "src")}
+    if target_path:
+        return longest_prefix_mount(mounts, target_path)
+    return None
+
+
+def longest_prefix_mount(mounts: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
+    best: dict[str, Any] | None = None
+    for mount in mounts:
+        point = mount.get("mountpoint") or ""
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best["mountpoint"])):
+            best = mount
+    return best
+
+
+def _data_mounts(mounts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [mount for mount in mounts if _is_data_mount(mount)]
+
+
+def _is_data_mount(mount: dict[str, Any]) -> bool:
+    fstype = str(mount.get("fstype", ""))
+    point = str(mount.get("mountpoint", ""))
+    if point == "/" or any(point == p or point.startswith(p + "/") for p in SYSTEM_MOUNTPOINTS):
+        return False
+    if fstype.startswith("fuse"):
+        # FUSE object-store mounts (s3fs, mountpoint-s3, gcsfuse) are where people put
+        # checkpoints by mistake; desktop and container helpers (gvfs, lxcfs) are not.
+        return not any(s in fstype for s in ("gvfs", "lxcfs", "portal", "snapfuse"))
+    return fstype not in PSEUDO_FSTYPES

@@ -1,0 +1,80 @@
+"""One engine, two front doors: live capture and offline inputs run the same analysis.
+
+``check`` = capture live → analyse; ``analyze`` = read a bundle or pasted files → analyse.
+Both go capture → facts → evaluate → rank → report, so ``analyze(collect())`` equals
+``check()`` on the same host state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.capture.bundle import BundleError, read_bundle
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.detect import capture_files
+from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
+from gdsdoctor.engine.evaluate import CauseResult, evaluate
+from gdsdoctor.engine.rank import RankedFinding, rank
+from gdsdoctor.engine.rules import Cause, load_rules
+from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
+from gdsdoctor.report.build import build_report
+
+KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived"})
+HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES}
+
+
+@dataclass
+class Analysis:
+    capture: Capture
+    facts: dict[str, Any]
+    results: list[CauseResult]
+    ranked: list[RankedFinding]
+    report: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.report["summary"]["exit_code"])
+
+
+def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
+    return load_rules(rules_dirs, KNOWN_SECTIONS)
+
+
+def analyze_capture(capture: Capture, rules_dirs: Sequence[Path] = ()) -> Analysis:
+    facts = build_facts(capture)
+    results = evaluate(rules(rules_dirs), facts, HOW_TO_COLLECT)
+    ranked = rank(results)
+    return Analysis(capture, facts, results, ranked, build_report(capture, facts, results, ranked))
+
+
+def check(
+    host_root: Path = Path("/"),
+    target_path: str | None = None,
+    rules_dirs: Sequence[Path] = (),
+    deadline_s: float = DEFAULT_DEADLINE_S,
+) -> Analysis:
+    return analyze_capture(capture_live(host_root, target_path, deadline_s=deadline_s), rules_dirs)
+
+
+def is_bundle(path: Path) -> bool:
+    if path.is_dir():
+        return (path / "manifest.json").is_file() or any(path.glob("*/manifest.json"))
+    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+
+
+def load_inputs(paths: Sequence[Path], target_path: str | None = None) -> Capture:
+    """A bundle (directory or archive) or any number of pasted text files of one host."""
+    bundles = [p for p in paths if is_bundle(p)]
+    if bundles and len(paths) > 1:
+        raise BundleError("give either one bundle or several pasted files, not both")
+    capture = read_bundle(bundles[0]) if bundles else capture_files(paths)
+    if target_path:
+        capture.options["target_path"] = target_path
+    return capture
+
+
+def analyze_paths(paths: Sequence[Path], target_path: str | None = None, rules_dirs: Sequence[Path] = ()) -> Analysis:
+    return analyze_capture(load_inputs(paths, target_path), rules_dirs)

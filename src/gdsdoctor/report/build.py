@@ -1,0 +1,118 @@
+"""Assemble the report document (the JSON contract, see schemas/report.schema.json).
+
+Status: the worst severity among findings (critical → CRITICAL, warning → WARNING, info
+only → OK). With no finding: OK if at least one cause could be evaluated, UNKNOWN if none
+could (missing data is inconclusive, never healthy). Exit codes follow the monitoring-plugin
+convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.engine.evaluate import CauseResult, Outcome
+from gdsdoctor.engine.rank import RankedFinding
+
+EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+_STATUS_OF_SEVERITY = {"critical": "CRITICAL", "warning": "WARNING", "info": "OK"}
+
+
+def build_report(
+    capture: Capture, facts: dict[str, Any], results: Sequence[CauseResult], ranked: Sequence[RankedFinding]
+) -> dict[str, Any]:
+    findings = [_finding(f) for f in ranked]
+    inconclusive = [_inconclusive(r) for r in results if r.outcome is Outcome.INCONCLUSIVE]
+    probes = _probes(facts)
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tool": {"name": "gdsdoctor", "version": __version__},
+        "source": {
+            "kind": capture.origin,
+            "label": capture.label,
+            "target_path": capture.options.get("target_path"),
+            "notes": list(capture.notes),
+        },
+        "host": {str(k): str(v) for k, v in capture.host.items()},
+        "probes": probes,
+        "findings": findings,
+        "inconclusive": inconclusive,
+        "summary": summarise(results, findings, probes),
+    }
+
+
+def _finding(ranked: RankedFinding) -> dict[str, Any]:
+    result, cause = ranked.result, ranked.result.cause
+    return {
+        "id": cause.id,
+        "title": cause.title,
+        "category": cause.category,
+        "severity": cause.severity,
+        "certainty": result.certainty,
+        "explanation": cause.explanation,
+        "evidence": [e.to_dict() for e in result.evidence],
+        "fix": cause.fix,
+        "remediation": list(result.remediation),
+        "explains": list(ranked.explains),
+        "explained_by": ranked.explained_by,
+        "references": list(cause.references),
+    }
+
+
+def _inconclusive(result: CauseResult) -> dict[str, Any]:
+    cause = result.cause
+    return {
+        "id": cause.id,
+        "title": cause.title,
+        "category": cause.category,
+        "severity": cause.severity,
+        "missing": result.missing,
+    }
+
+
+def _probes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "status": section.get("status", "unknown"),
+            "artifact": section.get("artifact"),
+            "detail": str(section.get("detail", "")),
+        }
+        for name, section in sorted(facts.items())
+        if name != "derived" and isinstance(section, dict)
+    ]
+
+
+def summarise(
+    results: Sequence[CauseResult], findings: Sequence[dict[str, Any]], probes: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    counts = {outcome.value: 0 for outcome in Outcome}
+    for result in results:
+        counts[result.outcome.value] += 1
+    severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("critical", "warning", "info")}
+    evaluated = counts["fired"] + counts["clear"]
+    readable = any(p["status"] == "ok" for p in probes)
+    if not readable or evaluated == 0:
+        status = "UNKNOWN"
+        reason = "nothing could be read" if not readable else "no cause could be evaluated with the data available"
+    elif severities["critical"]:
+        status, reason = "CRITICAL", f"{severities['critical']} critical finding(s), first: {_first(findings, 'critical')}"
+    elif severities["warning"]:
+        status, reason = "WARNING", f"{severities['warning']} warning(s), first: {_first(findings, 'warning')}"
+    else:
+        status = "OK"
+        reason = f"{evaluated} cause(s) evaluated, none critical or warning"
+        if counts["inconclusive"]:
+            reason += f"; {counts['inconclusive']} inconclusive for lack of data"
+    return {
+        "status": status,
+        "exit_code": EXIT_CODES[status],
+        "reason": reason,
+        "counts": {**severities, **counts},
+    }
+
+
+def _first(findings: Sequence[dict[str, Any]], severity: str) -> str:
+    return next(f["id"] for f in findings if f["severity"] == severity)

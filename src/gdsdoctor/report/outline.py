@@ -1,0 +1,156 @@
+"""The report as a sequence of neutral blocks, so that every human-readable format says the
+same things in the same order and differs only in how it draws them.
+
+Block kinds: ``Heading`` (a section), ``Line`` (styled spans), ``Bullet`` (an indented item
+of styled spans) and ``Commands`` (copy-pasteable shell lines). Styles are names
+(``critical``, ``warning``, ``info``, ``ok``, ``unknown``, ``bold``, ``dim``, ``code``) that
+each renderer maps to its own means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+Span = tuple[str, str]  # (text, style name or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Bullet:
+    spans: tuple[Span, ...]
+    indent: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    lines: tuple[str, ...]
+    indent: int = 2
+
+
+Block = Heading | Line | Bullet | Commands
+STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNOWN": "unknown"}
+
+
+def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
+    yield from _header(report)
+    yield from _probes(report, verbose)
+    yield from _findings(report)
+    yield from _inconclusive(report, verbose)
+    yield from _notes(report)
+    yield _status_line(report)
+
+
+def _header(report: dict[str, Any]) -> Iterator[Block]:
+    source = report["source"]
+    where = {"live": "live check", "bundle": "bundle", "files": "pasted files"}[source["kind"]]
+    spans: list[Span] = [(f"gdsdoctor {report['tool']['version']}", "bold"), (f" — {where}: ", ""), (source["label"], "")]
+    if source.get("target_path"):
+        spans += [("  path: ", "dim"), (source["target_path"], "code")]
+    yield Line(tuple(spans))
+
+
+def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
+    probes = report["probes"]
+    ok = sum(1 for p in probes if p["status"] == "ok")
+    yield Line(((f"Sources read: {ok} of {len(probes)}", "dim"),))
+    for probe in probes:
+        if probe["status"] != "ok" and (verbose or probe["status"] not in ("not_collected", "missing")):
+            yield Bullet(((probe["name"], "bold"), (f" {probe['status']}", "warning"), (f": {probe['detail']}", "dim")))
+
+
+def _findings(report: dict[str, Any]) -> Iterator[Block]:
+    findings = report["findings"]
+    if not findings:
+        yield Heading("No problem found")
+        return
+    yield Heading("Findings (root causes first)")
+    number = 0
+    for finding in findings:
+        if finding["explained_by"]:
+            continue
+        number += 1
+        yield from _finding(finding, f"{number}.")
+        for symptom in findings:
+            if symptom["explained_by"] == finding["id"]:
+                yield from _symptom(symptom)
+
+
+def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
+    return (
+        (finding["severity"].upper(), finding["severity"]),
+        ("  ", ""),
+        (finding["id"], "bold"),
+        (f"  certainty {finding['certainty']:.2f}  [{finding['category']}]", "dim"),
+    )
+
+
+def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
+    yield Line(((number + " ", "bold"), *_severity_spans(finding)))
+    yield Bullet(((finding["title"], "bold"),))
+    yield Bullet(((finding["explanation"], ""),))
+    yield Bullet((("Evidence:", "bold"),))
+    for evidence in finding["evidence"]:
+        where = f"{evidence['artifact']}:{evidence['line']}" if evidence.get("artifact") else ""
+        if where:
+            yield Bullet(((where + "  ", "dim"), (evidence["text"], "code")), indent=2)
+        else:
+            yield Bullet(((evidence["text"], ""),), indent=2)
+    if finding["fix"]:
+        yield Bullet((("Fix: ", "bold"), (finding["fix"], "")))
+    if finding["remediation"]:
+        yield Commands(tuple(finding["remediation"]))
+    for reference in finding["references"]:
+        yield Bullet((("see ", "dim"), (reference, "dim")), indent=2)
+
+
+def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:
+    yield Bullet((("↳ explains ", "dim"), *_severity_spans(symptom)), indent=2)
+    yield Bullet(((symptom["title"], ""),), indent=3)
+    for evidence in symptom["evidence"][:4]:
+        where = f"{evidence['artifact']}:{evidence['line']}  " if evidence.get("artifact") else ""
+        yield Bullet(((where, "dim"), (evidence["text"], "code" if where else "")), indent=3)
+
+
+def _inconclusive(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
+    items = report["inconclusive"]
+    if not items:
+        return
+    yield Heading(f"Inconclusive: {len(items)} cause(s) could not be checked")
+    shown = items if verbose else [i for i in items if i["severity"] != "info"][:8]
+    for item in shown:
+        needs = "; ".join(f"{m['section']} ({m['status']})" for m in item["missing"])
+        yield Bullet(((item["id"], "bold"), (f" — needs {needs}", "dim")))
+    collect = sorted({m["collect"] for i in items for m in i["missing"] if m["collect"]})
+    if collect:
+        yield Bullet((("To check them, collect: ", "bold"), ("; ".join(collect[:8]), "")))
+    if len(shown) < len(items):
+        yield Bullet(((f"… and {len(items) - len(shown)} more (--verbose lists all)", "dim"),))
+
+
+def _notes(report: dict[str, Any]) -> Iterator[Block]:
+    if report["source"]["notes"]:
+        yield Heading("Notes on the input")
+        for note in report["source"]["notes"]:
+            yield Bullet(((note, ""),))
+
+
+def _status_line(report: dict[str, Any]) -> Block:
+    summary = report["summary"]
+    return Line(
+        (
+            ("Status: ", "bold"),
+            (summary["status"], STATUS_STYLE[summary["status"]]),
+            (f" (exit {summary['exit_code']}) — {summary['reason']}", ""),
+        )
+    )

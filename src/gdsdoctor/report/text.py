@@ -1,0 +1,58 @@
+"""Terminal renderer (rich). Only ``Text`` objects are printed: no markup is ever parsed, and
+control characters from the facts are made visible first."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.padding import Padding
+from rich.text import Text
+
+from gdsdoctor.report.escape import visible
+from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Span, outline
+
+STYLES = {
+    "critical": "bold red",
+    "warning": "bold yellow",
+    "info": "cyan",
+    "ok": "bold green",
+    "unknown": "bold magenta",
+    "bold": "bold",
+    "dim": "dim",
+    "code": "",
+    "": "",
+}
+
+
+def render_text(report: dict[str, Any], color: bool = False, verbose: bool = False, width: int = 100) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False, markup=False
+    )
+    for block in outline(report, verbose):
+        console.print(_renderable(block))
+    return buffer.getvalue()
+
+
+def _spans(spans: tuple[Span, ...]) -> Text:
+    text = Text()
+    for content, style in spans:
+        text.append(visible(content), style=STYLES.get(style, ""))
+    return text
+
+
+def _renderable(block: Block) -> RenderableType:
+    """Indented blocks are padded, so that wrapped lines keep their indentation."""
+    match block:
+        case Heading(text=heading):
+            return Text("\n" + visible(heading), style="bold underline")
+        case Line(spans=spans):
+            return _spans(spans)
+        case Bullet(spans=spans, indent=indent):
+            return Padding(_spans(spans), (0, 0, 0, 2 * indent), expand=False)
+        case Commands(lines=lines, indent=indent):
+            commands = Text("\n".join(f"$ {visible(line)}" for line in lines), style="green")
+            return Padding(commands, (0, 0, 0, 2 * indent), expand=False)
+    raise TypeError(f"unknown block {block!r}")

@@ -1,0 +1,74 @@
+"""Shared test helpers. Every report built in-process during the suite is validated against
+the published JSON Schema (an autouse fixture wraps the report builder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import gdsdoctor.pipeline
+from gdsdoctor.report import build
+
+REPORT_SCHEMA = json.loads(resources.files("gdsdoctor").joinpath("schemas/report.schema.json").read_text())
+REPO = Path(__file__).resolve().parents[1]
+SHARED_REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def validate_report(report: dict) -> None:
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(report)
+
+
+@pytest.fixture(autouse=True)
+def _every_report_validates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict]]:
+    built: list[dict] = []
+
+    def validating_build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        report = build.build_report(*args, **kwargs)
+        validate_report(report)
+        built.append(report)
+        return report
+
+    monkeypatch.setattr(gdsdoctor.pipeline, "build_report", validating_build)
+    yield built
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+def fake_binary(bindir: Path, name: str, script: str) -> Path:
+    """A fake command on PATH (a shell script) for capture tests."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    path = bindir / name
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+@pytest.fixture
+def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """PATH holding only a fresh directory of fake binaries (plus nothing else), so live
+    capture is deterministic: real commands on this machine are not run."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", str(bindir))
+    return bindir
+
+
+@pytest.fixture
+def sh_available() -> str:
+    for candidate in ("/bin/sh", "/usr/bin/sh"):
+        if os.path.exists(candidate):
+            return candidate
+    pytest.skip("no /bin/sh")

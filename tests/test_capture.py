@@ -1,0 +1,145 @@
+"""Live capture, bundles and pasted files: the same findings whichever door the data comes in by."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor.capture.bundle import BundleError, read_bundle, write_bundle
+from gdsdoctor.capture.detect import capture_files
+from gdsdoctor.capture.live import capture_live
+from gdsdoctor.capture.runner import run_command
+from gdsdoctor.model import ArtifactStatus
+from gdsdoctor.pipeline import analyze_capture, analyze_paths, check
+from tests.conftest import fake_binary, write_tree
+
+PROC_MOUNTS = (
+    "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
+    "/dev/nvme0n1p2 / ext4 rw,relatime 0 0\n"
+    "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime 0 0\n"
+    "/dev/md0 /mnt/data\\040set xfs rw,noatime 0 0\n"
+)
+PROC_MODULES = (
+    "nvidia_uvm 1388544 0 - Live 0xffffffffc2a00000 (POE)\n"
+    "nvidia 56737792 1 nvidia_uvm, Live 0xffffffffc0600000 (POE)\n"
+    "nvme 53248 3 - Live 0xffffffffc04e4000\n"
+)
+
+
+def _host(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+
+
+def _findings(analysis) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [(f["id"], f["certainty"], f["explained_by"], json.dumps(f["evidence"])) for f in analysis.report["findings"]]
+
+
+def test_check_reads_host_root_and_finds_causes(tmp_path: Path, isolated_path: Path) -> None:
+    analysis = check(_host(tmp_path))
+    ids = [f["id"] for f in analysis.report["findings"]]
+    assert "nvidia-fs-not-loaded" in ids and "ext4-data-mode-not-explicit" in ids
+    assert analysis.report["summary"]["status"] == "CRITICAL" and analysis.exit_code == 2
+    mounts = analysis.facts["mounts"]["mounts"]
+    assert mounts[3]["mountpoint"] == "/mnt/data set"  # octal escape decoded
+    evidence = next(f for f in analysis.report["findings"] if f["id"] == "ext4-data-mode-not-explicit")["evidence"]
+    assert {"artifact": "proc/mounts", "line": 3} == {k: evidence[1][k] for k in ("artifact", "line")}
+
+
+@pytest.mark.parametrize("suffix", ["bundle.tar.gz", "bundle-dir"])
+def test_analyze_of_collect_equals_check(tmp_path: Path, isolated_path: Path, suffix: str) -> None:
+    host = _host(tmp_path)
+    fake_binary(isolated_path, "gdscheck", "echo 'garbage that is not gdscheck output'; exit 0")
+    live = check(host)
+    bundle = write_bundle(capture_live(host), tmp_path / suffix)
+    offline = analyze_paths([bundle])
+    assert _findings(offline) == _findings(live)
+    assert offline.report["inconclusive"] == live.report["inconclusive"]
+    assert offline.report["summary"] == live.report["summary"]
+    assert offline.facts == live.facts
+
+
+def test_bundle_manifest_records_every_artifact(tmp_path: Path, isolated_path: Path) -> None:
+    bundle = write_bundle(capture_live(_host(tmp_path)), tmp_path / "b")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["format"] == "gdsdoctor.bundle" and manifest["format_version"] == 1
+    by_name = {a["name"]: a for a in manifest["artifacts"]}
+    assert by_name["proc/mounts"]["status"] == "ok" and by_name["proc/mounts"]["size"] == len(PROC_MOUNTS)
+    assert by_name["proc/modules"]["status"] == "ok"
+    assert "cmd/lsmod.txt" not in by_name  # the fallback runs only when the preferred source fails
+
+
+def test_partial_bundle_is_analysed_with_what_is_there(tmp_path: Path, isolated_path: Path) -> None:
+    bundle = write_bundle(capture_live(_host(tmp_path)), tmp_path / "b")
+    (bundle / "proc" / "modules").unlink()
+    analysis = analyze_paths([bundle])
+    assert analysis.facts["modules"]["status"] == "missing"
+    assert "nvidia-fs-not-loaded" in {i["id"] for i in analysis.report["inconclusive"]}
+
+
+def test_bundle_refuses_unsafe_members(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.tar.gz"
+    manifest = {"format": "gdsdoctor.bundle", "format_version": 1, "artifacts": [{"name": "../etc/passwd", "status": "ok"}]}
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in {"manifest.json": json.dumps(manifest).encode(), "../etc/passwd": b"root:x:0:0"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            import io
+
+            tar.addfile(info, io.BytesIO(data))
+    capture = read_bundle(archive)
+    assert capture.artifacts == {}
+    assert any("unsafe artifact name" in note for note in capture.notes)
+
+
+def test_bundle_errors_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notabundle.tar.gz").write_bytes(b"\x1f\x8bthis is not gzip")
+    with pytest.raises(BundleError, match="not a readable tar.gz bundle"):
+        read_bundle(tmp_path / "notabundle.tar.gz")
+    newer = tmp_path / "newer"
+    write_tree(newer, {"manifest.json": json.dumps({"format": "gdsdoctor.bundle", "format_version": 99})})
+    with pytest.raises(BundleError, match="newer than this gdsdoctor reads"):
+        read_bundle(newer)
+
+
+def test_pasted_files_are_recognised_by_content(tmp_path: Path) -> None:
+    files = write_tree(
+        tmp_path,
+        {"a.txt": PROC_MOUNTS, "b.log": "Module                  Size  Used by\nnvidia_fs  262144  0\n", "c.txt": "hello\n"},
+    )
+    capture = capture_files([files / "a.txt", files / "b.log", files / "c.txt", files / "missing.txt"])
+    assert capture.assignments == {"mounts": ["a.txt"], "modules": ["b.log"]}
+    assert any(n.startswith(f"{files / 'c.txt'}: not recognised; expected one of:") for n in capture.notes)
+    assert any(n == f"{files / 'missing.txt'}: no such file" for n in capture.notes)
+    analysis = analyze_capture(capture)
+    assert "nvidia-fs-not-loaded" not in [f["id"] for f in analysis.report["findings"]]
+
+
+def test_nothing_readable_is_unknown(tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("not any known output\n")
+    analysis = analyze_paths([tmp_path / "x.txt"])
+    assert analysis.report["summary"]["status"] == "UNKNOWN" and analysis.exit_code == 3
+
+
+def test_runner_kills_hung_command_group(tmp_path: Path, isolated_path: Path, sh_available: str) -> None:
+    fake_binary(isolated_path, "hang", "/bin/sleep 30 & /bin/sleep 30")
+    started = time.monotonic()
+    artifact = run_command("cmd/hang.txt", [str(isolated_path / "hang")], timeout=0.5)
+    assert artifact.status is ArtifactStatus.TIMEOUT and time.monotonic() - started < 5
+    missing = run_command("cmd/x", ["definitely-not-a-command-xyz"], timeout=1)
+    assert missing.status is ArtifactStatus.MISSING and "command not found" in missing.detail
+    failing = fake_binary(isolated_path, "fails", "echo partial; echo 'boom happened' >&2; exit 4")
+    failed = run_command("cmd/f", [str(failing)], timeout=2)
+    assert (failed.status, failed.exit_code, failed.detail, failed.data) == (ArtifactStatus.ERROR, 4, "boom happened", b"partial\n")
+
+
+def test_check_with_hanging_probe_meets_deadline(tmp_path: Path, isolated_path: Path, sh_available: str) -> None:
+    fake_binary(isolated_path, "gdscheck", "/bin/sleep 60")
+    started = time.monotonic()
+    analysis = check(_host(tmp_path), deadline_s=3)
+    assert time.monotonic() - started < 3 + 2
+    statuses = {p["name"]: p["status"] for p in analysis.report["probes"]}
+    assert statuses.get("gdscheck", "timeout") == "timeout"

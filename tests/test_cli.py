@@ -1,0 +1,111 @@
+"""The command line as users and automation call it: exit codes, one-line errors, formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import validate_report, write_tree
+
+PROC_MOUNTS = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=journal 0 0\n"
+
+
+def gdsdoctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gdsdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_version() -> None:
+    result = gdsdoctor("--version")
+    assert result.returncode == 0 and result.stdout.startswith("gdsdoctor ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["analyze"], ["check", "--format", "yaml"], ["no-such-command"], ["rules", "show", "no-such-cause"]],
+)
+def test_usage_errors_exit_unknown_with_one_line(args: list[str]) -> None:
+    result = gdsdoctor(*args)
+    assert result.returncode == 3
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_missing_and_bad_inputs_exit_unknown(tmp_path: Path) -> None:
+    (tmp_path / "bad.tar.gz").write_bytes(b"not an archive")
+    result = gdsdoctor("analyze", str(tmp_path / "bad.tar.gz"))
+    assert result.returncode == 3 and "not a readable tar.gz bundle" in result.stderr
+    result = gdsdoctor("analyze", str(tmp_path / "nope.txt"), "--format", "json")
+    assert result.returncode == 3
+    report = json.loads(result.stdout)
+    assert report["summary"]["status"] == "UNKNOWN"
+    assert report["source"]["notes"] == [f"{tmp_path / 'nope.txt'}: no such file"]
+
+
+def test_analyze_json_and_exit_code_follow_severity(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mounts.txt": PROC_MOUNTS})
+    result = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--format", "json", "--path", "/mnt/ckpt/run1")
+    report = json.loads(result.stdout)
+    validate_report(report)
+    assert [f["id"] for f in report["findings"]] == ["ext4-data-journal"]
+    assert report["summary"]["status"] == "WARNING" and result.returncode == 1
+    markdown = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--format", "markdown", "--path", "/mnt/ckpt")
+    assert markdown.returncode == 1 and "**WARNING**" in markdown.stdout and "```sh" in markdown.stdout
+    text = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--path", "/mnt/ckpt")
+    assert "ext4-data-journal" in text.stdout and text.stdout.rstrip().splitlines()[-1].startswith("Status: WARNING")
+
+
+def test_check_on_this_machine_completes(tmp_path: Path) -> None:
+    result = gdsdoctor("check", "--format", "json", "--deadline", "30")
+    assert result.returncode in (0, 1, 2, 3) and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    validate_report(report)
+    assert report["summary"]["exit_code"] == result.returncode
+
+
+def test_collect_then_analyze_cli(tmp_path: Path) -> None:
+    bundle = tmp_path / "node.tar.gz"
+    result = gdsdoctor("collect", "-o", str(bundle), "--deadline", "30")
+    assert result.returncode == 0 and bundle.is_file(), result.stderr
+    again = gdsdoctor("collect", "-o", str(bundle))
+    assert again.returncode == 3 and "already exists" in again.stderr
+    analysis = gdsdoctor("analyze", str(bundle), "--format", "json")
+    validate_report(json.loads(analysis.stdout))
+
+
+def test_rules_commands() -> None:
+    listing = gdsdoctor("rules", "list")
+    assert listing.returncode == 0 and "nvidia-fs-not-loaded" in listing.stdout
+    show = gdsdoctor("rules", "show", "nvidia-fs-not-loaded")
+    assert show.returncode == 0 and "modprobe nvidia_fs" in show.stdout
+    lint = gdsdoctor("rules", "lint")
+    assert lint.returncode == 0 and "0 problem(s)" in lint.stderr
+
+
+def test_rules_lint_reports_problems(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("causes:\n  - id: Bad_Id\n")
+    result = gdsdoctor("rules", "lint", str(tmp_path))
+    assert result.returncode == 3
+    assert result.stdout.startswith(f"{tmp_path / 'x.yaml'}:2:")
+
+
+def test_explain_shows_signals(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mounts.txt": PROC_MOUNTS})
+    result = gdsdoctor("explain", "ext4-data-journal", str(tmp_path / "mounts.txt"))
+    assert result.returncode == 0
+    assert "[held]" in result.stdout and "mounts: ok" in result.stdout
+
+
+def test_probes_lists_sources() -> None:
+    result = gdsdoctor("probes")
+    assert result.returncode == 0 and "/proc/modules" in result.stdout and "lsmod" in result.stdout

@@ -1,0 +1,174 @@
+"""The rule engine: certainty combination, applicability, inconclusive, ranking, quoting, lint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor.engine.evaluate import Outcome, combine, evaluate, render_command
+from gdsdoctor.engine.rank import rank
+from gdsdoctor.engine.rules import RuleError, lint_paths, load_rules
+from gdsdoctor.pipeline import KNOWN_SECTIONS
+
+
+def test_mycin_combination() -> None:
+    assert combine(0.6, 0.5) == pytest.approx(0.8)
+    assert combine(0.0, 0.7) == pytest.approx(0.7)
+    assert combine(-0.6, -0.5) == pytest.approx(-0.8)
+    assert combine(0.8, -0.4) == pytest.approx(0.4 / 0.6)
+    assert combine(combine(0.3, 0.3), 0.3) == pytest.approx(1 - 0.7**3)
+
+
+RULES = """
+causes:
+  - id: root-cause
+    title: the root cause of it all
+    category: gds-driver
+    severity: critical
+    requires: [modules]
+    explanation: A root cause that explains the symptom below, for the test.
+    signals:
+      - {id: a, when: "!contains(modules.names, 'nvidia_fs')", certainty: 0.6, says: "no nvidia_fs", evidence: modules}
+      - {id: b, when: "contains(modules.names, 'nvidia')", certainty: 0.5, says: "nvidia is there"}
+      - {id: counter, when: "contains(modules.names, 'nvidia_fs_shim')", certainty: -0.9, says: "shim loaded"}
+    explains: [symptom]
+    vars: {mods: "modules.names"}
+    remediation: ["modprobe {mods}"]
+  - id: symptom
+    title: a symptom of the root cause
+    category: gds-config
+    severity: critical
+    requires: [modules]
+    explanation: Fires together with the root cause; must be folded under it.
+    signals:
+      - {id: s, when: "contains(modules.names, 'nvidia')", certainty: 0.9, says: "symptom"}
+  - id: unrelated-warning
+    title: an unrelated warning of the test
+    category: filesystem
+    severity: warning
+    requires: [mounts]
+    explanation: Fires on its own, ranks after the critical root cause.
+    signals:
+      - {id: w, when: "mounts.mounts[?fstype=='ext4']", certainty: 0.9, says: "ext4"}
+  - id: needs-gdscheck
+    title: a cause that needs gdscheck output
+    category: gds-config
+    severity: warning
+    requires: [gdscheck]
+    explanation: Must be inconclusive when gdscheck was not collected.
+    signals:
+      - {id: g, when: "gdscheck", certainty: 0.9, says: "g"}
+  - id: gated-off
+    title: a cause gated by applies_when
+    category: gpu
+    severity: warning
+    applies_when: "derived.nvidia_present"
+    requires: [modules]
+    explanation: Not applicable when the facts say there is no NVIDIA stack.
+    signals:
+      - {id: x, when: "modules", certainty: 0.9, says: "x"}
+"""
+
+
+def _rules(tmp_path: Path) -> list:
+    (tmp_path / "r.yaml").write_text(RULES)
+    causes, issues = lint_paths([tmp_path], KNOWN_SECTIONS | {"gdscheck"})
+    assert issues == []
+    return causes
+
+
+def _facts(modules: list[str], nvidia_present: bool | None) -> dict:
+    src = {"artifact": "proc/modules", "line": 1, "text": "nvidia 1 0 - Live"}
+    return {
+        "modules": {"status": "ok", "names": modules, "by_name": {m: {"src": src} for m in modules}},
+        "mounts": {"status": "ok", "mounts": [{"fstype": "ext4", "mountpoint": "/data", "src": src}]},
+        "gdscheck": {"status": "not_collected", "detail": "not in this capture"},
+        "derived": {"nvidia_present": nvidia_present},
+    }
+
+
+def test_evaluate_outcomes_and_certainty(tmp_path: Path) -> None:
+    results = {r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia"], False), {"gdscheck": "`gdscheck -p`"})}
+    assert results["root-cause"].outcome is Outcome.FIRED
+    assert results["root-cause"].certainty == pytest.approx(0.8)
+    assert results["needs-gdscheck"].outcome is Outcome.INCONCLUSIVE
+    assert results["needs-gdscheck"].missing[0]["collect"] == "`gdscheck -p`"
+    assert results["gated-off"].outcome is Outcome.NOT_APPLICABLE
+    evidence = results["root-cause"].evidence
+    assert evidence[0].text == "no nvidia_fs" and evidence[0].artifact is None
+    assert (evidence[1].artifact, evidence[1].line) == ("proc/modules", 1)
+
+
+def test_unknown_applicability_is_checked_not_skipped(tmp_path: Path) -> None:
+    results = {r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia"], None), {})}
+    assert results["gated-off"].outcome is Outcome.FIRED
+
+
+def test_counter_evidence_lowers_certainty(tmp_path: Path) -> None:
+    results = {r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia", "nvidia_fs_shim"], False), {})}
+    assert results["root-cause"].outcome is Outcome.CLEAR
+    assert results["root-cause"].certainty < 0
+
+
+def test_ranking_folds_symptoms_under_cause(tmp_path: Path) -> None:
+    ranked = rank(evaluate(_rules(tmp_path), _facts(["nvidia"], False), {}))
+    order = [(f.result.cause.id, f.explained_by) for f in ranked]
+    assert order == [("root-cause", None), ("symptom", "root-cause"), ("unrelated-warning", None)]
+    assert ranked[0].explains == ["symptom"]
+
+
+def test_remediation_values_are_shell_quoted() -> None:
+    assert render_command("modprobe {m}", {"m": "nvidia_fs"}) == ["modprobe nvidia_fs"]
+    assert render_command("umount {m}", {"m": "/mnt/a b; rm -rf /"}) == ["umount '/mnt/a b; rm -rf /'"]
+    assert render_command("ls {m}", {"m": ["/a", "$(reboot)"]}) == ["ls /a", "ls '$(reboot)'"]
+    withheld = render_command("ls {m}", {"m": "/a\x1b[2J"})
+    assert withheld[0].startswith("# withheld")
+    assert render_command("ls {m}", {"m": None})[0].startswith("# withheld")
+
+
+def test_lint_reports_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "causes:\n"
+        "  - id: x-cause\n"
+        "    title: broken cause\n"
+        "    category: not-a-category\n"
+        "    severity: critical\n"
+        "    requires: [modules]\n"
+        "    explanation: an explanation long enough\n"
+        "    signals:\n"
+        "      - {id: s, when: 'contains(', certainty: 0.5, says: x}\n"
+    )
+    _, issues = lint_paths([bad], KNOWN_SECTIONS)
+    assert len(issues) == 1
+    assert issues[0].file == str(bad) and issues[0].line == 4 and "category" in issues[0].message
+    bad.write_text(bad.read_text().replace("not-a-category", "gpu"))
+    _, issues = lint_paths([bad], KNOWN_SECTIONS)
+    assert [(i.line, "invalid JMESPath" in i.message) for i in issues] == [(9, True)]
+
+
+def test_lint_semantic_cross_checks(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(RULES.replace("explains: [symptom]", "explains: [nonexistent]"))
+    (tmp_path / "b.yaml").write_text(RULES.split("  - id: symptom")[0].replace("requires: [modules]", "requires: [nope]"))
+    _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
+    messages = " | ".join(i.message for i in issues)
+    assert "explains unknown cause 'nonexistent'" in messages
+    assert "duplicate cause id 'root-cause'" in messages
+    assert "requires unknown facts section 'nope'" in messages
+
+
+def test_builtin_rules_lint_clean() -> None:
+    causes = load_rules(known_sections=KNOWN_SECTIONS)
+    assert len({c.id for c in causes}) == len(causes) > 0
+
+
+def test_site_rules_dir_loads_beside_builtin(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "site.yaml").write_text(RULES.split("  - id: symptom")[0].replace("explains: [symptom]", ""))
+    ids = {c.id for c in load_rules([site], KNOWN_SECTIONS)}
+    assert "root-cause" in ids and "nvidia-fs-not-loaded" in ids
+    (site / "dup.yaml").write_text(RULES.split("  - id: symptom")[0].replace("explains: [symptom]", ""))
+    with pytest.raises(RuleError, match="duplicate cause id"):
+        load_rules([site], KNOWN_SECTIONS)
