@@ -35,7 +35,10 @@ def _host(tmp_path: Path) -> Path:
 
 
 def _findings(analysis) -> list[tuple]:  # type: ignore[no-untyped-def]
-    return [(f["id"], f["certainty"], f["explained_by"], json.dumps(f["evidence"])) for f in analysis.report["findings"]]
+    return [
+        (f["id"], f["certainty"], f["explained_by"], json.dumps(f["evidence"]))
+        for f in analysis.report["findings"]
+    ]
 
 
 def test_check_reads_host_root_and_finds_causes(tmp_path: Path, isolated_path: Path) -> None:
@@ -45,8 +48,10 @@ def test_check_reads_host_root_and_finds_causes(tmp_path: Path, isolated_path: P
     assert analysis.report["summary"]["status"] == "CRITICAL" and analysis.exit_code == 2
     mounts = analysis.facts["mounts"]["mounts"]
     assert mounts[3]["mountpoint"] == "/mnt/data set"  # octal escape decoded
-    evidence = next(f for f in analysis.report["findings"] if f["id"] == "ext4-data-mode-not-explicit")["evidence"]
-    assert {"artifact": "proc/mounts", "line": 3} == {k: evidence[1][k] for k in ("artifact", "line")}
+    evidence = next(f for f in analysis.report["findings"] if f["id"] == "ext4-data-mode-not-explicit")[
+        "evidence"
+    ]
+    assert {k: evidence[1][k] for k in ("artifact", "line")} == {"artifact": "proc/mounts", "line": 3}
 
 
 @pytest.mark.parametrize("suffix", ["bundle.tar.gz", "bundle-dir"])
@@ -82,9 +87,16 @@ def test_partial_bundle_is_analysed_with_what_is_there(tmp_path: Path, isolated_
 
 def test_bundle_refuses_unsafe_members(tmp_path: Path) -> None:
     archive = tmp_path / "evil.tar.gz"
-    manifest = {"format": "gdsdoctor.bundle", "format_version": 1, "artifacts": [{"name": "../etc/passwd", "status": "ok"}]}
+    manifest = {
+        "format": "gdsdoctor.bundle",
+        "format_version": 1,
+        "artifacts": [{"name": "../etc/passwd", "status": "ok"}],
+    }
     with tarfile.open(archive, "w:gz") as tar:
-        for name, data in {"manifest.json": json.dumps(manifest).encode(), "../etc/passwd": b"root:x:0:0"}.items():
+        for name, data in {
+            "manifest.json": json.dumps(manifest).encode(),
+            "../etc/passwd": b"root:x:0:0",
+        }.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             import io
@@ -97,18 +109,22 @@ def test_bundle_refuses_unsafe_members(tmp_path: Path) -> None:
 
 def test_bundle_errors_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "notabundle.tar.gz").write_bytes(b"\x1f\x8bthis is not gzip")
-    with pytest.raises(BundleError, match="not a readable tar.gz bundle"):
+    with pytest.raises(BundleError, match=r"not a readable tar\.gz bundle"):
         read_bundle(tmp_path / "notabundle.tar.gz")
     newer = tmp_path / "newer"
     write_tree(newer, {"manifest.json": json.dumps({"format": "gdsdoctor.bundle", "format_version": 99})})
-    with pytest.raises(BundleError, match="newer than this gdsdoctor reads"):
+    with pytest.raises(BundleError, match=r"newer than this gdsdoctor reads"):
         read_bundle(newer)
 
 
 def test_pasted_files_are_recognised_by_content(tmp_path: Path) -> None:
     files = write_tree(
         tmp_path,
-        {"a.txt": PROC_MOUNTS, "b.log": "Module                  Size  Used by\nnvidia_fs  262144  0\n", "c.txt": "hello\n"},
+        {
+            "a.txt": PROC_MOUNTS,
+            "b.log": "Module                  Size  Used by\nnvidia_fs  262144  0\n",
+            "c.txt": "hello\n",
+        },
     )
     capture = capture_files([files / "a.txt", files / "b.log", files / "c.txt", files / "missing.txt"])
     assert capture.assignments == {"mounts": ["a.txt"], "modules": ["b.log"]}
@@ -133,10 +149,17 @@ def test_runner_kills_hung_command_group(tmp_path: Path, isolated_path: Path, sh
     assert missing.status is ArtifactStatus.MISSING and "command not found" in missing.detail
     failing = fake_binary(isolated_path, "fails", "echo partial; echo 'boom happened' >&2; exit 4")
     failed = run_command("cmd/f", [str(failing)], timeout=2)
-    assert (failed.status, failed.exit_code, failed.detail, failed.data) == (ArtifactStatus.ERROR, 4, "boom happened", b"partial\n")
+    assert (failed.status, failed.exit_code, failed.detail, failed.data) == (
+        ArtifactStatus.ERROR,
+        4,
+        "boom happened",
+        b"partial\n",
+    )
 
 
-def test_check_with_hanging_probe_meets_deadline(tmp_path: Path, isolated_path: Path, sh_available: str) -> None:
+def test_check_with_hanging_probe_meets_deadline(
+    tmp_path: Path, isolated_path: Path, sh_available: str
+) -> None:
     fake_binary(isolated_path, "gdscheck", "/bin/sleep 60")
     started = time.monotonic()
     analysis = check(_host(tmp_path), deadline_s=3)

@@ -54,15 +54,21 @@ def test_missing_and_bad_inputs_exit_unknown(tmp_path: Path) -> None:
 
 def test_analyze_json_and_exit_code_follow_severity(tmp_path: Path) -> None:
     write_tree(tmp_path, {"mounts.txt": PROC_MOUNTS})
-    result = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--format", "json", "--path", "/mnt/ckpt/run1")
+    result = gdsdoctor(
+        "analyze", str(tmp_path / "mounts.txt"), "--format", "json", "--path", "/mnt/ckpt/run1"
+    )
     report = json.loads(result.stdout)
     validate_report(report)
     assert [f["id"] for f in report["findings"]] == ["ext4-data-journal"]
     assert report["summary"]["status"] == "WARNING" and result.returncode == 1
-    markdown = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--format", "markdown", "--path", "/mnt/ckpt")
+    markdown = gdsdoctor(
+        "analyze", str(tmp_path / "mounts.txt"), "--format", "markdown", "--path", "/mnt/ckpt"
+    )
     assert markdown.returncode == 1 and "**WARNING**" in markdown.stdout and "```sh" in markdown.stdout
     text = gdsdoctor("analyze", str(tmp_path / "mounts.txt"), "--path", "/mnt/ckpt")
-    assert "ext4-data-journal" in text.stdout and text.stdout.rstrip().splitlines()[-1].startswith("Status: WARNING")
+    assert "ext4-data-journal" in text.stdout and text.stdout.rstrip().splitlines()[-1].startswith(
+        "Status: WARNING"
+    )
 
 
 def test_check_on_this_machine_completes(tmp_path: Path) -> None:

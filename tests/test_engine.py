@@ -89,7 +89,10 @@ def _facts(modules: list[str], nvidia_present: bool | None) -> dict:
 
 
 def test_evaluate_outcomes_and_certainty(tmp_path: Path) -> None:
-    results = {r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia"], False), {"gdscheck": "`gdscheck -p`"})}
+    results = {
+        r.cause.id: r
+        for r in evaluate(_rules(tmp_path), _facts(["nvidia"], False), {"gdscheck": "`gdscheck -p`"})
+    }
     assert results["root-cause"].outcome is Outcome.FIRED
     assert results["root-cause"].certainty == pytest.approx(0.8)
     assert results["needs-gdscheck"].outcome is Outcome.INCONCLUSIVE
@@ -106,7 +109,9 @@ def test_unknown_applicability_is_checked_not_skipped(tmp_path: Path) -> None:
 
 
 def test_counter_evidence_lowers_certainty(tmp_path: Path) -> None:
-    results = {r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia", "nvidia_fs_shim"], False), {})}
+    results = {
+        r.cause.id: r for r in evaluate(_rules(tmp_path), _facts(["nvidia", "nvidia_fs_shim"], False), {})
+    }
     assert results["root-cause"].outcome is Outcome.CLEAR
     assert results["root-cause"].certainty < 0
 
@@ -150,7 +155,9 @@ def test_lint_reports_file_and_line(tmp_path: Path) -> None:
 
 def test_lint_semantic_cross_checks(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(RULES.replace("explains: [symptom]", "explains: [nonexistent]"))
-    (tmp_path / "b.yaml").write_text(RULES.split("  - id: symptom")[0].replace("requires: [modules]", "requires: [nope]"))
+    (tmp_path / "b.yaml").write_text(
+        RULES.split("  - id: symptom")[0].replace("requires: [modules]", "requires: [nope]")
+    )
     _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
     messages = " | ".join(i.message for i in issues)
     assert "explains unknown cause 'nonexistent'" in messages

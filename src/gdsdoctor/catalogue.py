@@ -17,8 +17,14 @@ def render_catalogue(causes: Sequence[Cause], fmt: str) -> str:
     ordered = sorted(causes, key=lambda c: (c.category, c.id))
     if fmt == "json":
         rows = [
-            {"id": c.id, "title": c.title, "category": c.category, "severity": c.severity,
-             "requires": [r if isinstance(r, str) else list(r) for r in c.requires], "explains": list(c.explains)}
+            {
+                "id": c.id,
+                "title": c.title,
+                "category": c.category,
+                "severity": c.severity,
+                "requires": [r if isinstance(r, str) else list(r) for r in c.requires],
+                "explains": list(c.explains),
+            }
             for c in ordered
         ]
         return json.dumps(rows, indent=2) + "\n"
@@ -42,9 +48,8 @@ def _markdown(causes: Sequence[Cause]) -> str:
     ]
     for c in causes:
         explains = ", ".join(c.explains) or "-"
-        lines.append(
-            f"| `{c.id}` | {c.severity} | {c.category} | {markdown_inline(c.title)} | {_requires(c)} | {explains} |"
-        )
+        title = markdown_inline(c.title)
+        lines.append(f"| `{c.id}` | {c.severity} | {c.category} | {title} | {_requires(c)} | {explains} |")
     return "\n".join(lines) + "\n"
 
 

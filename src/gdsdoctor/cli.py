@@ -25,7 +25,7 @@ UNKNOWN_EXIT = 3
 
 app = typer.Typer(
     name="gdsdoctor",
-    help="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe, NVMe-oF, PCIe/NUMA, filesystems.",
+    help="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA, filesystems.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -50,7 +50,9 @@ PathOpt = Annotated[
 HostRootOpt = Annotated[
     Path, typer.Option("--host-root", help="Where the host's / is mounted (e.g. /host in a container).")
 ]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")
+]
 
 
 def _version(value: bool) -> None:
@@ -93,7 +95,9 @@ def check(
     host_root: HostRootOpt = Path("/"),
     fmt: FormatOpt = Format.text,
     rules_dir: RulesDirOpt = None,
-    deadline: Annotated[float, typer.Option(help="Global time limit for capture, seconds.")] = DEFAULT_DEADLINE_S,
+    deadline: Annotated[
+        float, typer.Option(help="Global time limit for capture, seconds.")
+    ] = DEFAULT_DEADLINE_S,
     verbose: VerboseOpt = False,
 ) -> None:
     """Diagnose this host (read-only): capture every source, analyse, print ranked findings."""
@@ -104,10 +108,14 @@ def check(
 
 @app.command()
 def collect(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Bundle to write: NAME.tar.gz or a directory.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Bundle to write: NAME.tar.gz or a directory.")
+    ],
     path: PathOpt = None,
     host_root: HostRootOpt = Path("/"),
-    deadline: Annotated[float, typer.Option(help="Global time limit for capture, seconds.")] = DEFAULT_DEADLINE_S,
+    deadline: Annotated[
+        float, typer.Option(help="Global time limit for capture, seconds.")
+    ] = DEFAULT_DEADLINE_S,
 ) -> None:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
     if output.exists() and (output.is_file() or any(output.iterdir())):
@@ -120,7 +128,9 @@ def collect(
 
 @app.command()
 def analyze(
-    inputs: Annotated[list[Path], typer.Argument(help="A bundle (.tar.gz or directory), or pasted text files.")],
+    inputs: Annotated[
+        list[Path], typer.Argument(help="A bundle (.tar.gz or directory), or pasted text files.")
+    ],
     path: PathOpt = None,
     fmt: FormatOpt = Format.text,
     rules_dir: RulesDirOpt = None,
@@ -135,7 +145,9 @@ def analyze(
 @app.command()
 def explain(
     cause_id: Annotated[str, typer.Argument(help="Cause id, as in `gdsdoctor rules list`.")],
-    inputs: Annotated[list[Path] | None, typer.Argument(help="Bundle or pasted files; none: this host.")] = None,
+    inputs: Annotated[
+        list[Path] | None, typer.Argument(help="Bundle or pasted files; none: this host.")
+    ] = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """Show which facts a cause needs, their values here, and which signals held."""
@@ -177,7 +189,9 @@ def rules_show(cause_id: str, rules_dir: RulesDirOpt = None) -> None:
 
 
 @rules_app.command("lint")
-def rules_lint(paths: Annotated[list[Path] | None, typer.Argument(help="Rule files or directories.")] = None) -> None:
+def rules_lint(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Rule files or directories.")] = None,
+) -> None:
     """Check rule files against the schema and for semantic errors (file:line: message)."""
     from gdsdoctor.engine.rules import builtin_rules_dir, lint_paths
     from gdsdoctor.pipeline import KNOWN_SECTIONS
@@ -214,6 +228,9 @@ def main() -> None:
     except Exception as error:  # a bug: still one line and UNKNOWN, traceback only on request
         if os.environ.get("GDSDOCTOR_DEBUG"):
             raise
-        typer.echo(f"gdsdoctor: internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)", err=True)
+        typer.echo(
+            f"gdsdoctor: internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)",
+            err=True,
+        )
         code = UNKNOWN_EXIT
     sys.exit(code if isinstance(code, int) else 0)

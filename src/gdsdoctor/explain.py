@@ -27,12 +27,17 @@ def explain_cause(cause_id: str, inputs: Sequence[Path], rules_dirs: Sequence[Pa
     capture = load_inputs(inputs) if inputs else capture_live()
     facts = build_facts(capture)
     result = evaluate_cause(cause, facts, HOW_TO_COLLECT)
-    lines = [f"{cause.id}: {one_line(cause.title)}", f"  outcome: {result.outcome}  certainty: {result.certainty:.2f}"]
+    lines = [
+        f"{cause.id}: {one_line(cause.title)}",
+        f"  outcome: {result.outcome}  certainty: {result.certainty:.2f}",
+    ]
     lines.append("  required facts:")
     for requirement in cause.requires:
         for section in (requirement,) if isinstance(requirement, str) else requirement:
             value = facts.get(section) or {}
-            lines.append(f"    {section}: {value.get('status', 'absent')} {one_line(value.get('detail', ''))}".rstrip())
+            lines.append(
+                f"    {section}: {value.get('status', 'absent')} {one_line(value.get('detail', ''))}".rstrip()
+            )
     if cause.applies_when:
         lines.append(f"  applies when {cause.applies_when} → {_value(cause.applies_when, facts)}")
     lines.append("  signals:")

@@ -76,5 +76,7 @@ def load_inputs(paths: Sequence[Path], target_path: str | None = None) -> Captur
     return capture
 
 
-def analyze_paths(paths: Sequence[Path], target_path: str | None = None, rules_dirs: Sequence[Path] = ()) -> Analysis:
+def analyze_paths(
+    paths: Sequence[Path], target_path: str | None = None, rules_dirs: Sequence[Path] = ()
+) -> Analysis:
     return analyze_capture(load_inputs(paths, target_path), rules_dirs)

@@ -46,7 +46,9 @@ def capture_files(paths: Sequence[Path]) -> Capture:
             continue
         if probe.section in capture.assignments:
             first = capture.assignments[probe.section][0]
-            capture.notes.append(f"{path}: another {probe.paste_hint} ({first}) was given first; this one is ignored")
+            capture.notes.append(
+                f"{path}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
+            )
             continue
         name = _unique_name(path.name, capture)
         capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=str(path)))

@@ -100,8 +100,12 @@ def _run_reader(source: Source, host_root: Path) -> Artifact:
         detail = f"reader failed: {type(error).__name__}: {error}"
         return Artifact(source.artifact, ArtifactStatus.ERROR, source=source.describe, detail=detail)
     if not data:
-        return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail="nothing to read")
-    return Artifact(source.artifact, ArtifactStatus.OK, data, source.describe, duration_s=time.monotonic() - started)
+        return Artifact(
+            source.artifact, ArtifactStatus.MISSING, source=source.describe, detail="nothing to read"
+        )
+    return Artifact(
+        source.artifact, ArtifactStatus.OK, data, source.describe, duration_s=time.monotonic() - started
+    )
 
 
 def _deadline_artifact(source: Source, deadline_s: float) -> Artifact:

@@ -6,6 +6,7 @@ each command runs in its own session, and on timeout the whole process group is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,7 +16,11 @@ from collections.abc import Mapping, Sequence
 from gdsdoctor.model import Artifact, ArtifactStatus
 
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024  # keeps a spewing command from eating memory
-_BASE_ENV = {"LC_ALL": "C", "LANG": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+_BASE_ENV = {
+    "LC_ALL": "C",
+    "LANG": "C",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+}
 
 
 def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
@@ -25,9 +30,7 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
-def run_command(
-    name: str, argv: Sequence[str], timeout: float, env: Mapping[str, str] = ()
-) -> Artifact:
+def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str, str] = ()) -> Artifact:
     """Run ``argv`` and return its stdout as an artifact; never raises."""
     source = " ".join(argv)
     started = time.monotonic()
@@ -68,15 +71,11 @@ def run_command(
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        # A process stuck in uninterruptible sleep (D state) may never die: do not wait long.
+    # A process stuck in uninterruptible sleep (D state) may never die: do not wait long.
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.communicate(timeout=1)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _first_line(data: bytes) -> str:

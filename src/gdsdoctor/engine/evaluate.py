@@ -75,7 +75,9 @@ def combine(a: float, b: float) -> float:
     return (a + b) / (1 - min(abs(a), abs(b)))
 
 
-def evaluate(causes: Sequence[Cause], facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[CauseResult]:
+def evaluate(
+    causes: Sequence[Cause], facts: dict[str, Any], how_to_collect: dict[str, str]
+) -> list[CauseResult]:
     return [evaluate_cause(cause, facts, how_to_collect) for cause in causes]
 
 
@@ -94,8 +96,15 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
         values = _vars(cause, facts)
-        outcome.evidence = [e for r in results if r.held and r.signal.certainty > 0 for e in _evidence(r.signal, facts, values)]
-        outcome.remediation = [line for template in cause.remediation for line in render_command(template, values)]
+        outcome.evidence = [
+            e
+            for r in results
+            if r.held and r.signal.certainty > 0
+            for e in _evidence(r.signal, facts, values)
+        ]
+        outcome.remediation = [
+            line for template in cause.remediation for line in render_command(template, values)
+        ]
     return outcome
 
 
@@ -160,7 +169,11 @@ def _evidence(signal: Signal, facts: dict[str, Any], values: dict[str, Any]) -> 
         except JMESPathError:
             found = None
         for record in _provenance(found):
-            lines.append(Evidence(str(record.get("text", "")), str(record["artifact"]), _int(record.get("line")), signal.id))
+            lines.append(
+                Evidence(
+                    str(record.get("text", "")), str(record["artifact"]), _int(record.get("line")), signal.id
+                )
+            )
             if len(lines) >= MAX_EVIDENCE_PER_SIGNAL:
                 break
     return [Evidence(says, None, None, signal.id), *lines]
@@ -213,9 +226,14 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
         rows = [{**values, expand: item} for item in values[expand]]
     commands = []
     for row in rows:
-        bad = [n for n in names if row.get(n) is None or isinstance(row.get(n), list | dict) or _UNSAFE.search(str(row.get(n)))]
+        bad = [
+            n
+            for n in names
+            if row.get(n) is None or isinstance(row.get(n), list | dict) or _UNSAFE.search(str(row.get(n)))
+        ]
         if bad:
-            commands.append(f"# withheld: {template.split()[0]} … ({', '.join(sorted(set(bad)))} unknown or unsafe to paste)")
+            names_text = ", ".join(sorted(set(bad)))
+            commands.append(f"# withheld: {template.split()[0]} … ({names_text} unknown or unsafe to paste)")
             continue
         commands.append(_PLACEHOLDER.sub(lambda m, r=row: shlex.quote(str(r[m[1]])), template))
     return commands

@@ -30,7 +30,10 @@ class RuleFunctions(functions.Functions):
 
     @functions.signature({"types": ["string", "number", "null"]}, {"types": ["string", "number", "null"]})
     def _func_version_cmp(self, left: Any, right: Any) -> int | None:
-        a, b = version_key(left) if left is not None else None, version_key(right) if right is not None else None
+        a, b = (
+            version_key(left) if left is not None else None,
+            version_key(right) if right is not None else None,
+        )
         if a is None or b is None:
             return None
         width = max(len(a), len(b))

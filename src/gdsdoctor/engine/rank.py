@@ -39,13 +39,17 @@ def rank(results: Sequence[CauseResult]) -> list[RankedFinding]:
     placed: set[str] = set()
     # Roots are the fired causes nothing else explains; a cycle of explanations leaves
     # causes unplaced, and the best-ranked of those then stands as a root too.
-    candidates = [r for r in fired if r.cause.id not in explained] + [r for r in fired if r.cause.id in explained]
+    candidates = [r for r in fired if r.cause.id not in explained] + [
+        r for r in fired if r.cause.id in explained
+    ]
     for root in candidates:
         if root.cause.id in placed:
             continue
         placed.add(root.cause.id)
         finding = RankedFinding(root)
-        symptoms = sorted((by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=score)
+        symptoms = sorted(
+            (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=score
+        )
         finding.explains = [s.cause.id for s in symptoms]
         ranked.append(finding)
         for symptom in symptoms:

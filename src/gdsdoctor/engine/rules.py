@@ -106,7 +106,9 @@ def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = 
     return causes
 
 
-def lint_paths(paths: Sequence[Path], known_sections: Iterable[str] = ()) -> tuple[list[Cause], list[LintIssue]]:
+def lint_paths(
+    paths: Sequence[Path], known_sections: Iterable[str] = ()
+) -> tuple[list[Cause], list[LintIssue]]:
     causes: list[Cause] = []
     issues: list[LintIssue] = []
     for file in rule_files(paths):
@@ -127,7 +129,9 @@ def _load_file(file: Path) -> tuple[list[Cause], list[LintIssue]]:
         return [], [LintIssue(name, 0, f"cannot read: {error}")]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        return [], [LintIssue(name, mark.line + 1 if mark else 0, f"YAML error: {getattr(error, 'problem', error)}")]
+        return [], [
+            LintIssue(name, mark.line + 1 if mark else 0, f"YAML error: {getattr(error, 'problem', error)}")
+        ]
     lines = _line_map(node)
     validator = jsonschema.Draft202012Validator(schema())
     schema_issues = [
@@ -148,7 +152,10 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
     requires = tuple(r if isinstance(r, str) else tuple(r["any_of"]) for r in raw["requires"])
-    signals = tuple(Signal(s["id"], s["when"], float(s["certainty"]), s["says"], s.get("evidence")) for s in raw["signals"])
+    signals = tuple(
+        Signal(s["id"], s["when"], float(s["certainty"]), s["says"], s.get("evidence"))
+        for s in raw["signals"]
+    )
     return Cause(
         id=raw["id"],
         title=raw["title"],
@@ -178,7 +185,9 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
 
     expressions = [(("applies_when",), cause.applies_when)] if cause.applies_when else []
     expressions += [(("signals", i, "when"), s.when) for i, s in enumerate(cause.signals)]
-    expressions += [(("signals", i, "evidence"), s.evidence) for i, s in enumerate(cause.signals) if s.evidence]
+    expressions += [
+        (("signals", i, "evidence"), s.evidence) for i, s in enumerate(cause.signals) if s.evidence
+    ]
     expressions += [(("vars", k), v) for k, v in cause.vars.items()]
     for where, expression in expressions:
         try:
@@ -204,19 +213,33 @@ def _cross_checks(causes: Sequence[Cause], known_sections: set[str]) -> list[Lin
     for cause in causes:
         if cause.id in by_id:
             first = by_id[cause.id]
-            issues.append(LintIssue(cause.file, cause.line, f"duplicate cause id {cause.id!r} (first at {first.file}:{first.line})"))
+            issues.append(
+                LintIssue(
+                    cause.file,
+                    cause.line,
+                    f"duplicate cause id {cause.id!r} (first at {first.file}:{first.line})",
+                )
+            )
         by_id.setdefault(cause.id, cause)
     for cause in causes:
         for symptom in cause.explains:
             if symptom not in by_id:
-                issues.append(LintIssue(cause.file, cause.line, f"{cause.id}: explains unknown cause {symptom!r}"))
+                issues.append(
+                    LintIssue(cause.file, cause.line, f"{cause.id}: explains unknown cause {symptom!r}")
+                )
             elif symptom == cause.id:
                 issues.append(LintIssue(cause.file, cause.line, f"{cause.id}: explains itself"))
         if known_sections:
             for requirement in cause.requires:
                 for section in (requirement,) if isinstance(requirement, str) else requirement:
                     if section not in known_sections:
-                        issues.append(LintIssue(cause.file, cause.line, f"{cause.id}: requires unknown facts section {section!r}"))
+                        issues.append(
+                            LintIssue(
+                                cause.file,
+                                cause.line,
+                                f"{cause.id}: requires unknown facts section {section!r}",
+                            )
+                        )
     return issues
 
 

@@ -12,27 +12,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+# Per-domain derivations (GDS data path, storage stacks, PCIe topology) register here.
+DOMAIN_DERIVATIONS: list[Derivation] = []
+
 PSEUDO_FSTYPES = frozenset(
-    "proc sysfs devtmpfs devpts tmpfs securityfs cgroup cgroup2 pstore bpf debugfs tracefs "
-    "configfs fusectl mqueue hugetlbfs autofs binfmt_misc rpc_pipefs nsfs efivarfs ramfs "
-    "selinuxfs squashfs overlay nfsd".split()
+    (
+        "proc sysfs devtmpfs devpts tmpfs securityfs cgroup cgroup2 pstore bpf debugfs tracefs configfs "
+        "fusectl mqueue hugetlbfs autofs binfmt_misc rpc_pipefs nsfs efivarfs ramfs selinuxfs squashfs "
+        "overlay nfsd"
+    ).split()
 )
 SYSTEM_MOUNTPOINTS = ("/boot", "/efi", "/snap", "/proc", "/sys", "/dev", "/run")
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
-    mounts = _ok(facts, "mounts").get("mounts", [])
+    mounts = ok_section(facts, "mounts").get("mounts", [])
     target_mount = _target_mount(facts, mounts, target_path)
-    return {
+    derived: dict[str, Any] = {
         "nvidia_present": _nvidia_present(facts),
         "target_mount": target_mount,
         "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
     }
+    # Domain derivations see the facts and what is derived so far; each owns its keys.
+    for derivation in DOMAIN_DERIVATIONS:
+        derived.update(derivation(facts, derived))
+    return derived
 
 
-def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
+def ok_section(facts: dict[str, Any], section: str) -> dict[str, Any]:
     value = facts.get(section) or {}
     return value if value.get("status") == "ok" else {}
 
@@ -40,13 +51,13 @@ def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
 def _nvidia_present(facts: dict[str, Any]) -> bool | None:
     """Evidence of the NVIDIA stack from any source; unknown only when nothing was readable."""
     seen: list[bool] = []
-    modules = _ok(facts, "modules")
+    modules = ok_section(facts, "modules")
     if modules:
         seen.append(any(name.startswith("nvidia") for name in modules.get("names", [])))
     for section in ("gdscheck", "nvidia_smi", "nvidia_topo", "nvidia_driver", "nvidia_fs_version"):
-        if _ok(facts, section):
+        if ok_section(facts, section):
             seen.append(True)
-    pci = _ok(facts, "pci")
+    pci = ok_section(facts, "pci")
     if pci:
         seen.append(any(d.get("kind") == "gpu" for d in pci.get("devices", [])))
     if any(seen):
@@ -57,7 +68,7 @@ def _nvidia_present(facts: dict[str, Any]) -> bool | None:
 def _target_mount(
     facts: dict[str, Any], mounts: list[dict[str, Any]], target_path: str | None
 ) -> dict[str, Any] | None:
-    found = _ok(facts, "target")
+    found = ok_section(facts, "target")
     if found.get("mountpoint"):
         for mount in reversed(mounts):  # the last mount on a point is the visible one
             if mount.get("mountpoint") == found["mountpoint"]:

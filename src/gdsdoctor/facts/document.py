@@ -39,7 +39,10 @@ def section_for(probe: Probe, capture: Capture) -> dict[str, Any]:
     names = capture.assignments.get(probe.section) or []
     artifacts = [capture.artifacts[n] for n in names if n in capture.artifacts]
     if not artifacts:
-        return {"status": "not_collected", "detail": f"not in this capture; collect with {probe.how_to_collect()}"}
+        return {
+            "status": "not_collected",
+            "detail": f"not in this capture; collect with {probe.how_to_collect()}",
+        }
     for artifact in artifacts:
         if artifact.status is ArtifactStatus.OK:
             return _parsed(probe, artifact)

@@ -96,11 +96,19 @@ def summarise(
     readable = any(p["status"] == "ok" for p in probes)
     if not readable or evaluated == 0:
         status = "UNKNOWN"
-        reason = "nothing could be read" if not readable else "no cause could be evaluated with the data available"
+        reason = (
+            "nothing could be read" if not readable else "no cause could be evaluated with the data available"
+        )
     elif severities["critical"]:
-        status, reason = "CRITICAL", f"{severities['critical']} critical finding(s), first: {_first(findings, 'critical')}"
+        status, reason = (
+            "CRITICAL",
+            f"{severities['critical']} critical finding(s), first: {_first(findings, 'critical')}",
+        )
     elif severities["warning"]:
-        status, reason = "WARNING", f"{severities['warning']} warning(s), first: {_first(findings, 'warning')}"
+        status, reason = (
+            "WARNING",
+            f"{severities['warning']} warning(s), first: {_first(findings, 'warning')}",
+        )
     else:
         status = "OK"
         reason = f"{evaluated} cause(s) evaluated, none critical or warning"

@@ -54,7 +54,11 @@ def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
 def _header(report: dict[str, Any]) -> Iterator[Block]:
     source = report["source"]
     where = {"live": "live check", "bundle": "bundle", "files": "pasted files"}[source["kind"]]
-    spans: list[Span] = [(f"gdsdoctor {report['tool']['version']}", "bold"), (f" — {where}: ", ""), (source["label"], "")]
+    spans: list[Span] = [
+        (f"gdsdoctor {report['tool']['version']}", "bold"),
+        (f" — {where}: ", ""),
+        (source["label"], ""),
+    ]
     if source.get("target_path"):
         spans += [("  path: ", "dim"), (source["target_path"], "code")]
     yield Line(tuple(spans))
@@ -66,7 +70,9 @@ def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
     yield Line(((f"Sources read: {ok} of {len(probes)}", "dim"),))
     for probe in probes:
         if probe["status"] != "ok" and (verbose or probe["status"] not in ("not_collected", "missing")):
-            yield Bullet(((probe["name"], "bold"), (f" {probe['status']}", "warning"), (f": {probe['detail']}", "dim")))
+            yield Bullet(
+                ((probe["name"], "bold"), (f" {probe['status']}", "warning"), (f": {probe['detail']}", "dim"))
+            )
 
 
 def _findings(report: dict[str, Any]) -> Iterator[Block]:

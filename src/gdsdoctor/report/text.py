@@ -29,7 +29,13 @@ STYLES = {
 def render_text(report: dict[str, Any], color: bool = False, verbose: bool = False, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(
-        file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False, markup=False
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=width,
+        highlight=False,
+        emoji=False,
+        markup=False,
     )
     for block in outline(report, verbose):
         console.print(_renderable(block))

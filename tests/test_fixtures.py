@@ -1,0 +1,59 @@
+"""Every fixture (a node state) produces the findings it must, and not the ones it must not.
+
+A fixture is ``fixtures/NAME/`` with ``files/`` (pasted outputs) or ``bundle/`` (a bundle
+directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids that must be
+among the first three root causes), ``not_fires`` (ids that must not be found), optional
+``status`` and ``path`` (the --path to analyse with).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gdsdoctor.pipeline import analyze_paths, rules
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CASES = sorted(p.parent for p in FIXTURES.rglob("expect.yaml"))
+
+
+def _inputs(case: Path) -> list[Path]:
+    if (case / "bundle").is_dir():
+        return [case / "bundle"]
+    return sorted(p for p in (case / "files").iterdir() if p.is_file())
+
+
+def _expect(case: Path) -> dict:
+    return yaml.safe_load((case / "expect.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(FIXTURES)) for c in CASES])
+def test_fixture(case: Path) -> None:
+    expect = _expect(case)
+    analysis = analyze_paths(_inputs(case), expect.get("path"))
+    found = [f["id"] for f in analysis.report["findings"]]
+    roots = [f["id"] for f in analysis.report["findings"] if not f["explained_by"]]
+    for cause in expect.get("fires", []):
+        assert cause in found, f"{cause} did not fire; found {found}"
+    for cause in expect.get("top", []):
+        assert cause in roots[:3], f"{cause} not in the top three root causes {roots[:3]}"
+    for cause in expect.get("not_fires", []):
+        assert cause not in found, f"{cause} fired but must not"
+    if "status" in expect:
+        assert analysis.report["summary"]["status"] == expect["status"]
+    assert not analysis.report["source"]["notes"], analysis.report["source"]["notes"]
+
+
+def test_every_cause_has_a_firing_and_a_near_miss_fixture() -> None:
+    fires: set[str] = set()
+    misses: set[str] = set()
+    for case in CASES:
+        expect = _expect(case)
+        fires |= set(expect.get("fires", [])) | set(expect.get("top", []))
+        misses |= set(expect.get("not_fires", []))
+    ids = {cause.id for cause in rules()}
+    assert sorted(ids - fires) == [], "causes without a fixture where they fire"
+    assert sorted(ids - misses) == [], "causes without a near-miss fixture"
+    assert sorted((fires | misses) - ids) == [], "fixtures name causes that do not exist"
