@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import content_lines
+from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
 DEFAULTS: dict[str, Any] = {
@@ -512,6 +513,93 @@ def read_cufile_log(host_root: Path) -> bytes:
     return (body or "").encode()
 
 
+# --- gds_stats (cuFile per-process statistics) -------------------------------------------------
+
+_STATS_VERSION = re.compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
+_GLOBAL = re.compile(
+    r"^(?P<key>(?:Total|Read|Write|Avg)[\w ]*?)\s*(?:\((?P<unit>[^)]*)\))?\s*:\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
+)
+_HISTOGRAM = re.compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
+_PER_GPU = re.compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")
+_POOL = re.compile(r"^GPU\s*:\s*(?P<index>\d+) pool_size_MiB\s*:\s*(?P<size>\d+) usage\s*:\s*(?P<usage>\S+)")
+_UNIT_SUFFIX = {"MiB": "", "GiB/s": "_gibps", "us": "_usec"}
+
+
+def _gpu_segments(rest: str) -> dict[str, dict[str, Any]]:
+    """'Read: bw=.. n=.. Write: ... BufRegister: ...' -> {read: {...}, write: {...}, buf_register: {...}}."""
+    parts = re.split(r"\b(Read|Write|BufRegister):", rest)
+    segments: dict[str, dict[str, Any]] = {}
+    for name, pairs in zip(parts[1::2], parts[2::2], strict=False):
+        values = parse_pairs(pairs)
+        if "bw" in values:
+            values["bw_gibps"] = values.pop("bw")
+        if "bytes" in values:  # bare "MiB=" counts
+            values["size_bytes"] = values.pop("bytes")
+        segments[snake_key(name)] = values
+    return segments
+
+
+def parse_gds_stats(text: str, artifact: str) -> Section:
+    dumps: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for number, line in numbered_lines(text):
+        stripped = line.strip()
+        if version := _STATS_VERSION.match(stripped):
+            current = {
+                "stats_version": int(version[1]),
+                "global": {},
+                "histogram": [],
+                "gpus": [],
+                "pools": [],
+            }
+            current["src"] = src(artifact, number, line)
+            dumps.append(current)
+        elif current is not None:
+            _gds_stats_line(current, stripped, src(artifact, number, line))
+    if not dumps:
+        raise ParseError("no `cuFile STATS VERSION` line (expected `gds_stats -p PID -l N` output)")
+    return {"dumps": dumps, "last": dumps[-1]}
+
+
+def _gds_stats_line(dump: dict[str, Any], line: str, line_src: dict[str, Any]) -> None:
+    if gpu := _PER_GPU.match(line):
+        dump["gpus"].append({"index": int(gpu["index"]), **_gpu_segments(gpu["rest"]), "src": line_src})
+    elif pool := _POOL.match(line):
+        used, _, total = pool["usage"].partition("/")
+        dump["pools"].append(
+            {
+                "index": int(pool["index"]),
+                "pool_size": int(pool["size"]) * MIB,
+                "buffers_used": int(used) if used.isdigit() else None,
+                "buffers_total": int(total) if total.isdigit() else None,
+                "src": line_src,
+            }
+        )
+    elif bucket := _HISTOGRAM.match(line):
+        high = None if bucket["high"] == "..." else int(bucket["high"]) * 1024
+        dump["histogram"].append(
+            {
+                "low": int(bucket["low"]) * 1024,
+                "high": high,
+                "reads": int(bucket["reads"]),
+                "writes": int(bucket["writes"]),
+                "src": line_src,
+            }
+        )
+    elif total := _GLOBAL.match(line):
+        value = total["value"]
+        number_value: float | int = float(value) if "." in value else int(value)
+        unit = total["unit"] or ""
+        key = snake_key(total["key"]) + _UNIT_SUFFIX.get(unit, "")
+        if unit == "MiB":
+            key, number_value = key.removesuffix("_size") + "_bytes", int(number_value * MIB)
+        dump["global"][key] = number_value
+
+
+def recognise_gds_stats(text: str) -> bool:
+    return any(_STATS_VERSION.match(line.strip()) for line in text.split("\n")[:100])
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="cufile_json",
@@ -538,6 +626,15 @@ PROBES: tuple[Probe, ...] = (
         parse=parse_cufile_log,
         recognise=recognise_cufile_log,
         paste_hint="the application's `cufile.log` (run with CUFILE_LOGGING_LEVEL=INFO)",
+        tags=("gds",),
+    ),
+    Probe(
+        section="gds_stats",
+        title="cuFile per-process IO statistics (gds_stats)",
+        sources=(),  # needs the PID of a running cuFile application: paste only
+        parse=parse_gds_stats,
+        recognise=recognise_gds_stats,
+        paste_hint="`gds_stats -p <PID of the cuFile application> -l 3`",
         tags=("gds",),
     ),
 )

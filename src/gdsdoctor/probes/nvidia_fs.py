@@ -121,7 +121,12 @@ _GPU = re.compile(
 
 def snake_key(key: str) -> str:
     """'readMiB' -> 'read_bytes' (value scaled by the caller), 'Bandwidth(MiB/s)' -> 'bandwidth_mib_s'."""
-    key = key.replace("(MiB/s)", "_mib_s").replace("(usec)", "_usec").replace("(%)", "_pct")
+    key = (
+        key.replace("BandWidth", "Bandwidth")
+        .replace("(MiB/s)", "_mib_s")
+        .replace("(usec)", "_usec")
+        .replace("(%)", "_pct")
+    )
     key = re.sub(r"_?MiB$", "_bytes", key)
     key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
     return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
@@ -140,7 +145,7 @@ def parse_pairs(pairs: str) -> dict[str, Any]:
     for key, value in _PAIR.findall(pairs):
         name = snake_key(key)
         parsed[name] = number(value)
-        if name.endswith("_bytes") and isinstance(parsed[name], int | float):
+        if (name == "bytes" or name.endswith("_bytes")) and isinstance(parsed[name], int | float):
             parsed[name] = int(parsed[name] * MIB)
     return parsed
 
