@@ -517,7 +517,8 @@ def read_cufile_log(host_root: Path) -> bytes:
 
 _STATS_VERSION = re.compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
 _GLOBAL = re.compile(
-    r"^(?P<key>(?:Total|Read|Write|Avg)[\w ]*?)\s*(?:\((?P<unit>[^)]*)\))?\s*:\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
+    r"^(?P<key>(?:Total|Read|Write|Avg)[\w ]*?)\s*(?:\((?P<unit>[^)]*)\))?\s*:"
+    r"\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
 )
 _HISTOGRAM = re.compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
 _PER_GPU = re.compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")
