@@ -392,7 +392,8 @@ def _nvidia_fs_loaded(parser: _Parser) -> bool | None:
 
 
 def _layout(parser: _Parser) -> str | None:
-    if parser.header["gds_beta"] or any(b["name"].isupper() and len(b["name"]) > 4 for b in parser.backends):
+    beta_rows = {"USERSPACE RDMA", "SCALEFLUX CSD"}  # 0.9 printed the backend names in capitals
+    if parser.header["gds_beta"] or any(b["name"] in beta_rows for b in parser.backends):
         return "beta"
     if any(b["modes"] for b in parser.backends):
         return "modes"
