@@ -233,7 +233,7 @@ def read_devices(host_root: Path) -> bytes:
     return json.dumps(result).encode()
 
 
-_DEV_PATH = re.compile(r"/dev/nvidia-fs\d*\b")
+_DEV_PATH = re.compile(r"/dev/nvidia-fs\d+\b")
 
 
 def parse_devices(text: str, artifact: str) -> Section:
@@ -242,7 +242,8 @@ def parse_devices(text: str, artifact: str) -> Section:
     except (ValueError, RecursionError):
         document = None
     if isinstance(document, dict):
-        devices = [d for d in document.get("devices") or [] if isinstance(d, str)]
+        listed = document.get("devices")
+        devices = [d for d in listed if isinstance(d, str)] if isinstance(listed, list) else []
         raw_count = document.get("devcount")
         count_text = raw_count.strip() if isinstance(raw_count, str) else ""
         return {
@@ -438,8 +439,8 @@ def recognise_build_log(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
     if _DKMS_HEADER.search(head):
         return True
-    nvfs = re.search(r"nvidia-fs|nvfs-\w+\.[co]\b", head)
-    return bool(nvfs and (_looks_like_build(head) or re.search(r"modpost:|\berror:", head)))
+    nvfs = re.search(r"nvidia-fs\.ko|nvidia-fs/|nvfs-\w+\.[co]\b", head)
+    return bool(nvfs and (_looks_like_build(head) or re.search(r"modpost:|\.[ch]:\d+:\d+: error:", head)))
 
 
 def read_build_log(host_root: Path) -> bytes:
