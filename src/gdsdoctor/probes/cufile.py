@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.gdscheck import MIB, content_lines, read_under_root
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
@@ -260,19 +260,6 @@ def read_cufile_json(host_root: Path) -> bytes:
     if body is not None:
         wrapper.update(exists=True, text=body)
     return json.dumps(wrapper).encode()
-
-
-def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
-    """Text of `path` under host_root, or None when missing, unreadable or a link out of host_root."""
-    try:
-        root = host_root.resolve()
-        target = (root / path.lstrip("/")).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            return None
-        with target.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except (OSError, ValueError, RuntimeError):
-        return None
 
 
 def recognise_cufile_json(text: str) -> bool:

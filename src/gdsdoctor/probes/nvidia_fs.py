@@ -30,6 +30,7 @@ Sections (keys; ``src`` is provenance of the line each value came from):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.gdscheck import MIB, content_lines, read_under_root
 
 PROC_DIR = "/proc/driver/nvidia-fs"
 
@@ -224,12 +225,10 @@ def read_devices(host_root: Path) -> bytes:
         result["devices"] = sorted(f"/dev/{p.name}" for p in dev.glob("nvidia-fs*") if not p.is_dir())
     except OSError:
         pass
-    try:
-        proc = host_root / PROC_DIR.lstrip("/")
-        result["proc_present"] = proc.is_dir()
-        result["devcount"] = (proc / "devcount").read_text(errors="replace")[:100]
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        result["proc_present"] = (host_root / PROC_DIR.lstrip("/")).is_dir()
+    devcount = read_under_root(host_root, f"{PROC_DIR}/devcount", limit=100)
+    result["devcount"] = devcount
     return json.dumps(result).encode()
 
 
@@ -519,7 +518,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="dkms_status",
         title="DKMS module build/install states",
-        sources=(Source("cmd/dkms-status.txt", argv=("dkms", "status")),),
+        sources=(Source("cmd/dkms-status.txt", argv=("dkms", "status"), timeout=20.0),),
         parse=parse_dkms_status,
         recognise=recognise_dkms_status,
         paste_hint="`dkms status`",
