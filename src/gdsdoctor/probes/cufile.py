@@ -275,7 +275,7 @@ def recognise_cufile_json(text: str) -> bool:
 # --- environment -----------------------------------------------------------------------------
 
 _ENV_NAME = re.compile(r"^(CUFILE_[A-Z0-9_]+|KVIKIO_COMPAT_MODE|LIBCUDF_CUFILE_POLICY)$")
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>.*?)\s*$")
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>[^;]*?)\s*$")  # not `A=1; cmd`
 
 
 def read_cufile_env(host_root: Path) -> bytes:
@@ -488,7 +488,7 @@ def recognise_cufile_log(text: str) -> bool:
         match = _LOG_LINE.match(line)
         if match and (match["pid"] or (match["component"].startswith("cufio") and match["message"])):
             return True
-        if "Assertion failure, file index :cufio-" in line:
+        if line.lstrip().startswith("Assertion failure, file index :cufio-"):
             return True
     return False
 

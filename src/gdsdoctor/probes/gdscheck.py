@@ -443,8 +443,8 @@ def parse(text: str, artifact: str) -> Section:
 
 
 _RECOGNISE = re.compile(
-    r"GDS release version|DRIVER CONFIGURATION:|CUFILE CONFIGURATION:|cuFile CONFIGURATION:|"
-    r"--(rdma library|rdma devices|rdma_device_status|Mellanox PeerDirect|MOFED peer direct)\s*:|"
+    r"^\s*GDS release version|^\s*(DRIVER|CUFILE|cuFile) CONFIGURATION:\s*$|"
+    r"^\s*--(rdma library|rdma devices|rdma_device_status|Mellanox PeerDirect|MOFED peer direct)\s*:|"
     r"^\s*(NVMe P2PDMA|NVMeOF|ScaleFlux CSD|DDN EXAScaler|IBM Spectrum Scale|Userspace RDMA)\s*:\s*"
     r"(Supported|Unsupported|nvfs|p2pdma|compat)",
     re.M | re.I,
