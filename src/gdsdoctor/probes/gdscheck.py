@@ -146,6 +146,9 @@ def classify_message(text: str) -> str | None:
     return None
 
 
+# --- helpers shared by the GDS probes (cufile.py, nvidia_fs.py) ---------------------------------
+
+
 def content_lines(text: str) -> tuple[list[tuple[int, str]], bool]:
     """Numbered lines minus a line cut by an excerpt marker (the line just before it), and whether cut."""
     lines = numbered_lines(text)
@@ -159,9 +162,6 @@ def content_lines(text: str) -> tuple[list[tuple[int, str]], bool]:
             continue
         kept.append((number, line))
     return kept, truncated
-
-
-# --- helpers shared by the GDS probes (cufile.py, nvidia_fs.py) ---------------------------------
 
 
 def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
