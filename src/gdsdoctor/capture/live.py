@@ -31,7 +31,7 @@ def capture_live(
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Capture:
     """Capture every probe on this host (or the host mounted at ``host_root``)."""
-    selected = list(probes)
+    selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
     if target_path:
         selected.append(target.probe_for(target_path))
     capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from gdsdoctor.probes import modules, mounts
+from gdsdoctor.probes import cufile, gdscheck, modules, mounts, nvidia_fs
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,
     mounts.PROBE,
+    *gdscheck.PROBES,
+    *cufile.PROBES,
+    *nvidia_fs.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}

@@ -65,6 +65,8 @@ class Probe:
     tags: tuple[str, ...] = field(default=())
 
     def how_to_collect(self) -> str:
+        if not self.sources:
+            return f"paste {self.paste_hint}" if self.paste_hint else "(paste only)"
         how = " or ".join(f"`{s.describe}`" for s in self.sources)
         root = any(s.needs_root for s in self.sources)
         return how + (" (as root)" if root else "")
