@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gdsdoctor.facts import derive_gds, derive_storage, derive_topology
+
 Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
-# Per-domain derivations (GDS data path, storage stacks, PCIe topology) register here.
-DOMAIN_DERIVATIONS: list[Derivation] = []
 
 PSEUDO_FSTYPES = frozenset(
     (
@@ -38,7 +38,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
         "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
     }
     # Domain derivations see the facts and what is derived so far; each owns its keys.
-    for derivation in DOMAIN_DERIVATIONS:
+    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive):
         derived.update(derivation(facts, derived))
     return derived
 
