@@ -56,9 +56,8 @@ def close_truncated_json(body: str) -> Any | None:
             in_string = True
         elif char in "{[":
             stack.append("}" if char == "{" else "]")
-        elif char in "}]":
-            if not stack or stack.pop() != char:
-                return None
+        elif char in "}]" and (not stack or stack.pop() != char):
+            return None
     if not stack:
         return None
     candidate = body + ('"' if in_string else "")

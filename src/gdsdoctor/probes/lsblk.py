@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.blockutil import json_key, line_finder, load_json, size_bytes, to_bool, text_or_none
+from gdsdoctor.probes.blockutil import json_key, line_finder, load_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
     "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"
