@@ -115,7 +115,8 @@ def test_subsys_json_v1_object_and_old_separate_paths_element() -> None:
                                      "Address": "traddr=192.168.1.1 trsvcid=4420", "State": "live"}]},
                          {"Name": "nvme-subsys1", "NQN": "nqn.b", "Paths": [
                              {"Name": "nvme1", "Transport": "tcp", "State": "connecting",
-                              "Address": "traddr=10.0.0.2,trsvcid=4420,src_addr=10.0.0.9", "ANAState": "optimized"}]}]}  # fmt: skip
+                              "Address": "traddr=10.0.0.2,trsvcid=4420,src_addr=10.0.0.9",
+                              "ANAState": "optimized"}]}]}  # fmt: skip
     section = nvme_cli.parse_subsys(json.dumps(v1, indent=2), "x")
     assert [s["name"] for s in section["subsystems"]] == ["nvme-subsys0", "nvme-subsys1"]
     first, second = section["paths"]
@@ -133,9 +134,11 @@ def test_subsys_json_v1_object_and_old_separate_paths_element() -> None:
 
 
 def test_subsys_json_v2_with_iopolicy_and_namespace_paths() -> None:
-    v2 = [{"HostNQN": "nqn.host", "Subsystems": [{"Name": "nvme-subsys3", "NQN": "nqn.t", "IOPolicy": "round-robin",
-           "Namespaces": [{"NSID": 7, "Paths": [{"Name": "nvme3", "Transport": "tcp", "ANAState": "inaccessible",
-                                                   "Address": "traddr=1.2.3.4,trsvcid=4420", "State": "live"}]}]}]}]  # fmt: skip
+    path = {"Name": "nvme3", "Transport": "tcp", "ANAState": "inaccessible",
+            "Address": "traddr=1.2.3.4,trsvcid=4420", "State": "live"}  # fmt: skip
+    subsystem = {"Name": "nvme-subsys3", "NQN": "nqn.t", "IOPolicy": "round-robin",
+                 "Namespaces": [{"NSID": 7, "Paths": [path]}]}  # fmt: skip
+    v2 = [{"HostNQN": "nqn.host", "Subsystems": [subsystem]}]
     section = nvme_cli.parse_subsys(json.dumps(v2), "x")
     assert section["subsystems"][0]["iopolicy"] == "round-robin"
     assert section["paths"][0]["nsid"] == 7 and section["paths"][0]["ana_state"] == "inaccessible"
@@ -223,8 +226,8 @@ def test_smart_reader_wrapper_with_bits_errors_and_capitalised_keys() -> None:
     devices = nvme_cli.parse_smart(json.dumps(wrapper, indent=1), "cmd/nvme-smart-log.json")["devices"]
     nvme0, nvme1, nvme2 = devices
     assert nvme0["device"] == "nvme0" and nvme0["temperature_c"] == 57
-    assert nvme0["warnings"] == {"available_spare": False, "temperature": True, "reliability_degraded": False,
-                                 "read_only": True, "volatile_backup_failed": False, "pmr_read_only": False}  # fmt: skip
+    set_flags = {flag for flag, on in nvme0["warnings"].items() if on}
+    assert set_flags == {"temperature", "read_only"} and len(nvme0["warnings"]) == 6
     assert nvme1["error"].startswith("error: timed out") and nvme1["temperature_c"] is None
     assert nvme2["critical_warning"] == 1 and nvme2["warnings"]["available_spare"] is True
     assert nvme2["temperature_c"] == 27 and nvme2["src"]["line"] == 4
