@@ -328,12 +328,16 @@ def parse(text: str, artifact: str) -> Section:
     }
 
 
+_TOP_KEY = re.compile(r'^ "(block|controllers|modules|subsystems)": \{', re.MULTILINE)
+
+
 def recognise(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
-    return (
-        all(f'"{key}"' in head for key in ("block", "controllers", "subsystems"))
-        and '"modules"' in text[:200000]
-    )
+    """The reader's own JSON: the four top-level keys at one-space indent (sorted, so block first)."""
+    body = text.lstrip()
+    if not body.startswith("{") or not body[1:].lstrip().startswith('"block"'):
+        return False
+    found = {match[1] for match in _TOP_KEY.finditer(text[:4_000_000])}
+    return found == {"block", "controllers", "modules", "subsystems"}
 
 
 PROBES: tuple[Probe, ...] = (
