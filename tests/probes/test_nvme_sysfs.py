@@ -73,6 +73,7 @@ def test_apple_dump_with_nul_padded_attributes(tmp_path: Path) -> None:
     section = capture(tmp_path, "tree-apple-nvme.tar.xz")
     ctrls, subsystems, _ = expected_tree("tree-apple-nvme.out")
     assert {(c["name"], c["transport"], c["address"]) for c in section["controllers"]} == ctrls
+    assert {s["name"] for s in section["subsystems"]} == {name for name, _ in subsystems}
     (ctrl,) = section["controllers"]
     assert ctrl["namespaces"] == ["nvme0n1", "nvme0n2", "nvme0n3"] and ctrl["pci_bdf"] is None
     assert ctrl["model"] == "APPLE SSD AP2048Z" and ctrl["subsystem"] == "nvme-subsys0"
@@ -108,8 +109,9 @@ def test_fabrics_controllers_md_stack_and_module_params(fs) -> None:
     _write(fs, f"{ctrl}/nvme5c3n1/ana_grpid", "2")
     fs.create_symlink("/sys/class/nvme/nvme3", ctrl)
     dying = "/sys/devices/virtual/nvme-fabrics/ctl/nvme4"
-    for name, value in {"transport": "rdma", "state": "deleting (no IO)", "ctrl_loss_tmo": "600",
-                        "fast_io_fail_tmo": "30", "address": "traddr=192.168.7.1,trsvcid=4420"}.items():  # fmt: skip
+    dying_attrs = {"transport": "rdma", "state": "deleting (no IO)", "ctrl_loss_tmo": "600",
+                   "fast_io_fail_tmo": "30", "address": "traddr=192.168.7.1,trsvcid=4420"}  # fmt: skip
+    for name, value in dying_attrs.items():
         _write(fs, f"{dying}/{name}", value)
     fs.create_symlink("/sys/class/nvme/nvme4", dying)
     subsys = "/sys/devices/virtual/nvme-subsystem/nvme-subsys5"
