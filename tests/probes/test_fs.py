@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from blockfuzz import DATA, check_damaged, check_garbage, read
+from blockfuzz import check_damaged, check_garbage, read
 
 from gdsdoctor.probes import fs
 from gdsdoctor.probes.base import ParseError
