@@ -51,6 +51,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ from gdsdoctor.probes.blockutil import (
 )
 
 _CTRL_NAME = re.compile(r"^nvme\d+$")
+READER_BUDGET_S = 45.0  # the per-controller readers' Source timeout is 60 s
 _TRANSPORTS = ("pcie", "rdma", "tcp", "fc", "loop", "apple-nvme")
 _STATES = ("live", "connecting", "resetting", "new", "deleting", "dead", "only-admin", "(null)", "unknown")
 _ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")
@@ -120,8 +122,13 @@ def per_controller_reader(subcommand: str) -> Callable[[Path], bytes]:
             live = os.path.realpath(host_root) == "/"
         except (OSError, ValueError):
             live = False
+        deadline = time.monotonic() + READER_BUDGET_S
         for name in controllers_under(host_root) if live else []:
-            if _CTRL_NAME.match(name):
+            if not _CTRL_NAME.match(name):
+                continue
+            if time.monotonic() > deadline:  # many hung controllers must not stall the whole capture
+                outputs[name] = "error: skipped, time budget of the capture spent"
+            else:
                 outputs[name] = run_nvme(["nvme", subcommand, f"/dev/{name}", "-o", "json"])
         return json.dumps(outputs, indent=1).encode()
 
