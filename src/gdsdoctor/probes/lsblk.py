@@ -139,16 +139,80 @@ def _parse_pairs(text: str, artifact: str) -> list[dict[str, Any]]:
     return _link_children(devices)
 
 
+_TABLE_HEADER = re.compile(r"^NAME(\s+[A-Z][A-Z0-9:%_-]*)+\s*$")
+_TREE = re.compile(r"^[\s|`│├└─-]*")
+
+
+def _header_columns(header: str) -> list[tuple[str, int, int]]:
+    return [(m[0].lower(), m.start(), m.end()) for m in re.finditer(r"\S+", header)]
+
+
+def _table_row(line: str, columns: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """Assign each word to the header word it overlaps (lsblk right-aligns numbers, left-aligns text);
+    a word overlapping none (a model with a space) continues the previous column."""
+    row: dict[str, Any] = {}
+    previous = None
+    for word in re.finditer(r"\S+", line):
+        owner = next(
+            (name for name, start, end in columns if word.start() < end and word.end() > start), None
+        )
+        owner = owner or previous
+        if owner is None:
+            continue
+        row[owner] = f"{row[owner]} {word[0]}" if owner in row else word[0]
+        previous = owner
+    return row
+
+
+def _parse_table(text: str, artifact: str) -> list[dict[str, Any]]:
+    """Plain ``lsblk`` (tree table). The tree indentation gives the parent; extra mountpoints of
+    util-linux 2.37+ come on continuation lines holding only a path."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines[:20]) if _TABLE_HEADER.match(line)), None)
+    if start is None:
+        raise ParseError('no lsblk JSON, NAME="…" pairs or NAME … table header (expected lsblk output)')
+    columns = _header_columns(lines[start])
+    devices: dict[str, dict[str, Any]] = {}
+    stack: list[tuple[int, str]] = []  # (indent of the name, name) of the open ancestors
+    last: dict[str, Any] | None = None
+    for number, line in enumerate(lines[start + 1 :], start=start + 2):
+        indent = len(_TREE.match(line)[0])  # type: ignore[index]
+        row = _table_row(" " * indent + line[indent:], columns)
+        name = row.get("name", "")
+        extra = row.get("mountpoints") or row.get("mountpoint") or name
+        if len(row) == 1 and extra.startswith("/") and last is not None:
+            last["mountpoints"].append(extra)  # continuation line of MOUNTPOINTS
+            continue
+        if not name or not re.match(r"^[\w.:+-]+$", name):
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        row["mountpoints"] = [row.pop("mountpoints")] if "mountpoints" in row else None
+        last = _device(row, stack[-1][1] if stack else None, src(artifact, number, line))
+        _add(devices, last)
+        stack.append((indent, name))
+    if not devices:
+        raise ParseError("an lsblk table header but no device lines")
+    return _link_children(devices)
+
+
 def parse(text: str, artifact: str) -> Section:
-    is_json = any(line.lstrip().startswith("{") for line in text.split("\n")[:20])
-    devices = _parse_json(text, artifact) if is_json else _parse_pairs(text, artifact)
+    head = text.split("\n")[:20]
+    if any(line.lstrip().startswith("{") for line in head):
+        devices, layout = _parse_json(text, artifact), "json"
+    elif any(_TABLE_HEADER.match(line) for line in head):
+        devices, layout = _parse_table(text, artifact), "table"
+    else:
+        devices, layout = _parse_pairs(text, artifact), "pairs"
     by_name = {device["name"]: device for device in devices if device["name"]}
-    return {"devices": devices, "by_name": by_name, "format": "json" if is_json else "pairs"}
+    return {"devices": devices, "by_name": by_name, "format": layout}
 
 
 def recognise(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
     if '"blockdevices"' in head:
+        return True
+    if any(_TABLE_HEADER.match(line) and "MAJ:MIN" in line for line in head.split("\n")[:5]):
         return True
     pair_lines = [line for line in head.split("\n") if line.startswith('NAME="')]
     return bool(pair_lines) and all(key in pair_lines[0] for key in ('MAJ:MIN="', 'TYPE="'))
