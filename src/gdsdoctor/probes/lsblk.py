@@ -5,7 +5,8 @@ Reads every lsblk output variant seen in the wild:
 - ``lsblk -J`` of util-linux 2.27-2.32 (every value a string: ``"size": "1.8T"``, ``"ro": "0"``),
   2.33-2.36 (typed booleans, sizes numbers only with ``-b``) and 2.37+ (``mountpoints`` list with
   ``null`` for "not mounted", one key per line);
-- ``lsblk -P`` pairs (``NAME="sda" MAJ:MIN="8:0" …``) for util-linux < 2.27 (RHEL/CentOS 7).
+- ``lsblk -P`` pairs (``NAME="sda" MAJ:MIN="8:0" …``) for util-linux < 2.27 (RHEL/CentOS 7);
+- plain ``lsblk`` tree tables as pasted in tickets (``├─``/``|-`` trees; sizes then approximate).
 
 Section ``lsblk``::
 
@@ -15,7 +16,7 @@ Section ``lsblk``::
                   "tran": "nvme", "rota": false, "ro": false, "sched": "none",
                   "model": null, "serial": null, "parent": "nvme0n1", "parents": ["nvme0n1"],
                   "children": [], "src": {...}}],
-     "by_name": {"nvme0n1p1": {...}}, "format": "json" | "pairs"}
+     "by_name": {"nvme0n1p1": {...}}, "format": "json" | "pairs" | "table"}
 
 Sample line (util-linux 2.31): ``{"name": "nvme0n1p1", "maj:min": "259:2", "rm": "0",
 "size": "8G", "ro": "0", "type": "part", "mountpoint": "/"}``.
