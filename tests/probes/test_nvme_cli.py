@@ -178,6 +178,28 @@ def test_subsys_text_powerstore_tcp_ana() -> None:
     assert section["subsystems"][0]["path_count"] == 2
 
 
+def test_subsys_text_with_hostnqn_and_iopolicy_lines() -> None:
+    text = (
+        "nvme-subsys1 - NQN=nqn.2014-08.org.nvmexpress:target\n"
+        "               hostnqn=nqn.2014-08.org.nvmexpress:uuid:host\n"
+        "               iopolicy=round-robin\n"
+        "\\\n"
+        " +- nvme1 rdma traddr=192.168.10.1,trsvcid=4420,host_traddr=192.168.10.7 resetting\n"
+    )
+    section = nvme_cli.parse_subsys(text, "x")
+    assert section["subsystems"][0]["iopolicy"] == "round-robin"
+    assert section["subsystems"][0]["host_nqn"] == "nqn.2014-08.org.nvmexpress:uuid:host"
+    (path,) = section["paths"]
+    assert (
+        path["state"] == "resetting" and path["host_traddr"] == "192.168.10.7" and path["transport"] == "rdma"
+    )
+    assert section["subsystems"][0]["live_path_count"] == 0
+
+
+def test_list_with_no_devices() -> None:
+    assert nvme_cli.parse_list('{\n  "Devices" : [\n  ]\n}', "x")["namespaces"] == []
+
+
 def test_show_topology_per_namespace_ana() -> None:
     section = nvme_cli.parse_subsys(
         read("nvme_cli", "nvme-show-topology-text.v2.2-tcp-multipath-ana.txt"), "x"

@@ -102,7 +102,7 @@ def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]
     return found
 
 
-def _link_name(root: str, path: Path) -> str | None:
+def _link_name(path: Path) -> str | None:
     """Last component of a symlink target (``device`` -> the PCI BDF), read without following it."""
     try:
         return os.path.basename(os.readlink(path)) or None
@@ -126,7 +126,7 @@ def read_sysfs(host_root: Path) -> bytes:
     for name in _list(root, sys_dir / "class/nvme"):
         directory = sys_dir / "class/nvme" / name
         controller: dict[str, Any] = _attrs(root, directory, CONTROLLER_ATTRS)
-        controller["device_link"] = _link_name(root, directory / "device")
+        controller["device_link"] = _link_name(directory / "device")
         entries = _list(root, directory)
         controller["namespaces"] = [entry for entry in entries if _HEAD.match(entry)]
         controller["paths"] = {
