@@ -130,7 +130,8 @@ def per_controller_reader(subcommand: str) -> Callable[[Path], bytes]:
                 outputs[name] = "error: skipped, time budget of the capture spent"
             else:
                 outputs[name] = run_nvme(["nvme", subcommand, f"/dev/{name}", "-o", "json"])
-        return json.dumps(outputs, indent=1).encode()
+        # nothing to ask (no controllers, or a dump): empty, so the capture says "missing", not "ok"
+        return json.dumps(outputs, indent=1).encode() if outputs else b""
 
     return read
 
@@ -692,7 +693,7 @@ PROBES: tuple[Probe, ...] = (
         # no capture source: discovery connects to a remote discovery controller (not read-only)
         section="nvme_discover",
         title="NVMe-oF discovery log entries (what a target offers: transport, address, port, NQN)",
-        sources=(),
+        sources=(Source("cmd/nvme-discover.txt"),),  # no argv: never run, only read from pastes/bundles
         parse=parse_discover,
         recognise=recognise_discover,
         paste_hint="`nvme discover -t <tcp|rdma> -a <target> -o json`",
