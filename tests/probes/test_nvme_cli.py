@@ -12,7 +12,7 @@ from blockfuzz import DATA, check_damaged, check_garbage, read
 from gdsdoctor.probes import nvme_cli
 from gdsdoctor.probes.base import ParseError
 
-SAMPLES = sorted(p.name for p in (DATA / "nvme_cli").iterdir())
+SAMPLES = sorted(p.name for p in (DATA / "nvme_cli").iterdir() if p.suffix != ".md")
 KINDS = {  # file name part -> (parser, recogniser)
     "nvme-list-json": (nvme_cli.parse_list, nvme_cli.recognise_list),
     "nvme-list-subsys": (nvme_cli.parse_subsys, nvme_cli.recognise_subsys),
