@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gdsdoctor.probes import cufile, gdscheck, modules, mounts, nvidia_fs
+from gdsdoctor.probes import app_log, cufile, gdscheck, modules, mounts, nvidia_fs
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
@@ -11,6 +11,7 @@ PROBES: tuple[Probe, ...] = (
     *gdscheck.PROBES,
     *cufile.PROBES,
     *nvidia_fs.PROBES,
+    *app_log.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}

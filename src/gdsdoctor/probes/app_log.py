@@ -1,0 +1,257 @@
+"""Application output pasted into a ticket that carries cuFile errors (paste only).
+
+DALI, kvikio, vLLM/fastsafetensors, PyTorch, cudf, gdsio/gdsio_verify and the cufile samples
+print cuFile failures in their own words: ``cuFile error (5033): NVFS driver initialization
+error``, ``cuFileBufRegister returned an error = 5016``, ``CU_FILE_INTERNAL_ERROR``, kvikio's
+``WARNING - cuFile compat mode`` banner, ``write failed : Input/output error``. The error codes
+are the CUfileOpError enum (CUFILEOP_BASE_ERR 5000 + n, gds-matrix §8); names and numbers map
+both ways, so a log with only one of them still yields both.
+
+Section ``app_log``:
+
+- ``errors[]``: ``{code (int|None), name (CU_FILE_*|None), kind, api (cuFile call|None),
+  text, src}`` — one per line with a cuFile error or failure;
+- ``codes`` (sorted ints), ``names`` (CU_FILE_* names), ``kinds`` (sorted kinds);
+- ``compat_mode``: True when the application says it runs in compat mode (kvikio banner,
+  ``GDS driver | N/A (Compatibility Mode)``), else None (silence proves nothing);
+- ``compat[]``: the lines saying so (``{text, src}``);
+- ``kvikio``: kvikio benchmark header ``{gpu_name, bar1_total_bytes, gds_driver (version
+  string or None), config_path, directory, src}`` or None;
+- ``gpus[]``: GPU names the output shows (``{name, bar1_total_bytes, src}``);
+- ``operator``: GPU Operator nvidia-fs container failures ``[{text, src}]``.
+
+Kinds: ``driver_not_initialized`` (5001), ``platform_not_supported`` (5007),
+``io_not_supported`` (5008), ``device_not_supported`` (5009), ``nvfs_driver_error`` (5010),
+``mapping_size`` (5016), ``memory_not_registered`` (5024), ``internal_error`` (5030),
+``nvfs_setup_error`` (5033), ``io_disabled`` (5034), ``pinning_failed`` (5036), ``cufile_error``
+(any other code), ``buf_register_failed``, ``handle_register_failed``, ``io_failed`` (a read/write
+on the GDS path failed: EIO, ``cuFileRead returned error``), ``operator_nvidia_fs_ctr_failed``.
+
+Sample lines: ``cuFile error (5033): NVFS driver initialization error``,
+``gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, Probe, numbered_lines, src
+
+# CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
+CODES: dict[int, str] = {
+    5001: "CU_FILE_DRIVER_NOT_INITIALIZED",
+    5002: "CU_FILE_DRIVER_INVALID_PROPS",
+    5003: "CU_FILE_DRIVER_UNSUPPORTED_LIMIT",
+    5004: "CU_FILE_DRIVER_VERSION_MISMATCH",
+    5005: "CU_FILE_DRIVER_VERSION_READ_ERROR",
+    5006: "CU_FILE_DRIVER_CLOSING",
+    5007: "CU_FILE_PLATFORM_NOT_SUPPORTED",
+    5008: "CU_FILE_IO_NOT_SUPPORTED",
+    5009: "CU_FILE_DEVICE_NOT_SUPPORTED",
+    5010: "CU_FILE_NVFS_DRIVER_ERROR",
+    5011: "CU_FILE_CUDA_DRIVER_ERROR",
+    5012: "CU_FILE_CUDA_POINTER_INVALID",
+    5013: "CU_FILE_CUDA_MEMORY_TYPE_INVALID",
+    5014: "CU_FILE_CUDA_POINTER_RANGE_ERROR",
+    5015: "CU_FILE_CUDA_CONTEXT_MISMATCH",
+    5016: "CU_FILE_INVALID_MAPPING_SIZE",
+    5017: "CU_FILE_INVALID_MAPPING_RANGE",
+    5018: "CU_FILE_INVALID_FILE_TYPE",
+    5019: "CU_FILE_INVALID_FILE_OPEN_FLAG",
+    5020: "CU_FILE_DIO_NOT_SET",
+    5021: "CU_FILE_EXPECTED_FILE_MODE",
+    5022: "CU_FILE_INVALID_VALUE",
+    5023: "CU_FILE_MEMORY_ALREADY_REGISTERED",
+    5024: "CU_FILE_MEMORY_NOT_REGISTERED",
+    5025: "CU_FILE_PERMISSION_DENIED",
+    5026: "CU_FILE_DRIVER_ALREADY_OPEN",
+    5027: "CU_FILE_HANDLE_NOT_REGISTERED",
+    5028: "CU_FILE_HANDLE_ALREADY_REGISTERED",
+    5029: "CU_FILE_DEVICE_NOT_FOUND",
+    5030: "CU_FILE_INTERNAL_ERROR",
+    5031: "CU_FILE_GETNEWFD_FAILED",
+    5033: "CU_FILE_NVFS_SETUP_ERROR",
+    5034: "CU_FILE_IO_DISABLED",
+    5035: "CU_FILE_BATCH_SUBMIT_FAILED",
+    5036: "CU_FILE_GPU_MEMORY_PINNING_FAILED",
+    5037: "CU_FILE_BATCH_FULL",
+    5038: "CU_FILE_ASYNC_NOT_SUPPORTED",
+}
+BY_NAME = {name: code for code, name in CODES.items()}
+KIND_BY_CODE = {
+    5001: "driver_not_initialized",
+    5007: "platform_not_supported",
+    5008: "io_not_supported",
+    5009: "device_not_supported",
+    5010: "nvfs_driver_error",
+    5016: "mapping_size",
+    5024: "memory_not_registered",
+    5030: "internal_error",
+    5033: "nvfs_setup_error",
+    5034: "io_disabled",
+    5036: "pinning_failed",
+}
+# The error strings libcufile's cuFileGetErrorString prints (apps print them without the code).
+CODE_BY_MESSAGE = (
+    (re.compile(r"NVFS driver initialization error", re.I), 5033),
+    (re.compile(r"access beyond maximum pinned size", re.I), 5016),
+    (re.compile(r"GPUDirect Storage not supported on current file", re.I), 5008),
+    (re.compile(r"GPUDirect Storage disabled by config", re.I), 5034),
+    (re.compile(r"device pointer lookup failure", re.I), 5024),
+    (re.compile(r"driver not initialized", re.I), 5001),
+    (re.compile(r"\binternal error\b", re.I), 5030),
+)
+_CODE_NEAR_CUFILE = re.compile(
+    r"(?:cuFile\w*|CUFile|cufile\w*)[^\n]{0,80}?(?:error|returned|failed)[^\n]{0,40}?\b(50[0-3]\d)\b", re.I
+)
+_CU_FILE_NAME = re.compile(r"\b(CU_FILE_[A-Z_]+)\b")
+_API = re.compile(r"\b(cuFile(?:BufRegister|BufDeregister|HandleRegister|DriverOpen|Read|Write|BatchIO\w*))\b")
+_CUFILE_FAILURE = re.compile(
+    r"(?:cuFile error|CUFile import failed|cuFile\w* (?:returned (?:an )?error|failed|error)|"
+    r"CUFile\w* failed|buffer deregister failed|file register error)",
+    re.I,
+)
+_IO_ERROR = re.compile(r"\b(?:write|read) failed\s*:\s*Input/output error|cuFile(?:Read|Write) returned error")
+_KVIKIO_COMPAT = re.compile(r"WARNING - cuFile compat mode|GDS not enabled|\bN/A \(Compatibility Mode\)")
+_KVIKIO_FIELD = re.compile(r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$")
+_SIZE = re.compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
+_OPERATOR_CTR = re.compile(r"nvidia-fs-ctr")
+_OPERATOR_FAIL = re.compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
+_CUFILE_LOG_LINE = re.compile(r"\[pid=\d+ tid=\d+\]")
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+RECOGNISE_LINES = 200
+
+
+def _signature(line: str) -> bool:
+    return bool(
+        _CODE_NEAR_CUFILE.search(line)
+        or _CU_FILE_NAME.search(line)
+        or _CUFILE_FAILURE.search(line)
+        or _IO_ERROR.search(line)
+        or _KVIKIO_COMPAT.search(line)
+        or (_OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line))
+    )
+
+
+def recognise_app_log(text: str) -> bool:
+    """An application's output with a cuFile failure or compat banner, not a cufile.log."""
+    lines = text.split("\n")[:RECOGNISE_LINES]
+    if any(_CUFILE_LOG_LINE.search(line) for line in lines):
+        return False
+    return any(_signature(line) for line in lines)
+
+
+def _size_bytes(text: str) -> int | None:
+    match = _SIZE.search(text)
+    if not match:
+        return None
+    return int(float(match[1]) * _UNITS[match[2][0].lower()])
+
+
+def _code_of(line: str) -> int | None:
+    match = _CODE_NEAR_CUFILE.search(line)
+    if match and int(match[1]) in CODES:
+        return int(match[1])
+    name = _CU_FILE_NAME.search(line)
+    if name and name[1] in BY_NAME:
+        return BY_NAME[name[1]]
+    for pattern, code in CODE_BY_MESSAGE:
+        if pattern.search(line):
+            return code
+    return None
+
+
+def _error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
+    failure = _CUFILE_FAILURE.search(line) or _CU_FILE_NAME.search(line) or _CODE_NEAR_CUFILE.search(line)
+    io_error = _IO_ERROR.search(line)
+    if not failure and not io_error:
+        return None
+    code = _code_of(line) if failure else None
+    api = _API.search(line)
+    kind = KIND_BY_CODE.get(code, "cufile_error") if code else _kind_without_code(line, bool(io_error))
+    return {
+        "code": code,
+        "name": CODES.get(code) if code else None,
+        "kind": kind,
+        "api": api[1] if api else None,
+        "text": line.strip(),
+        "src": src(artifact, line_no, line),
+    }
+
+
+def _kind_without_code(line: str, io_error: bool) -> str:
+    if io_error:
+        return "io_failed"
+    if re.search(r"BufRegister|buffer deregister", line):
+        return "buf_register_failed"
+    if re.search(r"HandleRegister|file register error|import failed", line, re.I):
+        return "handle_register_failed"
+    return "cufile_error"
+
+
+def _kvikio(lines: list[tuple[int, str]], artifact: str) -> dict[str, Any] | None:
+    fields: dict[str, str] = {}
+    first: tuple[int, str] | None = None
+    for line_no, line in lines:
+        match = _KVIKIO_FIELD.match(line)
+        if match:
+            fields.setdefault(match[1], match[2])
+            first = first or (line_no, line)
+    if "GDS driver" not in fields or first is None:
+        return None
+    driver = fields["GDS driver"]
+    version = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", driver)
+    gpu = fields.get("GPU")
+    return {
+        "gpu_name": re.sub(r"\s*\(dev #\d+\)\s*$", "", gpu) if gpu else None,
+        "bar1_total_bytes": _size_bytes(fields.get("BAR1 Memory Total", "")),
+        "gds_driver": version[1] if version and "N/A" not in driver else None,
+        "config_path": fields.get("GDS config.json"),
+        "directory": fields.get("directory"),
+        "src": src(artifact, first[0], first[1]),
+    }
+
+
+def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
+    lines = numbered_lines(text)
+    if not any(_signature(line) for _, line in lines):
+        raise ParseError("no cuFile error, cuFile error code or compat-mode message in this output")
+    errors = [e for line_no, line in lines if (e := _error(line_no, line, artifact))]
+    compat = [
+        {"text": line.strip(), "src": src(artifact, n, line)} for n, line in lines if _KVIKIO_COMPAT.search(line)
+    ]
+    operator = [
+        {"text": line.strip(), "src": src(artifact, n, line)}
+        for n, line in lines
+        if _OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line)
+    ]
+    kvikio = _kvikio(lines, artifact)
+    gpus = []
+    if kvikio and kvikio["gpu_name"]:
+        gpus.append({"name": kvikio["gpu_name"], "bar1_total_bytes": kvikio["bar1_total_bytes"], "src": kvikio["src"]})
+    kinds = {e["kind"] for e in errors} | ({"operator_nvidia_fs_ctr_failed"} if operator else set())
+    return {
+        "errors": errors,
+        "codes": sorted({e["code"] for e in errors if e["code"]}),
+        "names": sorted({e["name"] for e in errors if e["name"]}),
+        "kinds": sorted(kinds),
+        "compat_mode": True if compat else None,
+        "compat": compat,
+        "kvikio": kvikio,
+        "gpus": gpus,
+        "operator": operator,
+    }
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="app_log",
+        title="application output with cuFile errors (DALI, kvikio, vLLM, PyTorch, gdsio)",
+        sources=(),  # the application's own output: paste only
+        parse=parse_app_log,
+        recognise=recognise_app_log,
+        paste_hint="the application's output around the cuFile error (e.g. `cuFile error (5033)`)",
+        tags=("gds",),
+    ),
+)
