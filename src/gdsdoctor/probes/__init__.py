@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from gdsdoctor.probes import app_log, cufile, gdscheck, modules, mounts, nvidia_fs
+from gdsdoctor.probes import (
+    app_log,
+    cufile,
+    fs,
+    gdscheck,
+    lsblk,
+    modules,
+    mounts,
+    nvidia_fs,
+    nvme_cli,
+    nvme_sysfs,
+)
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
@@ -11,6 +22,10 @@ PROBES: tuple[Probe, ...] = (
     *gdscheck.PROBES,
     *cufile.PROBES,
     *nvidia_fs.PROBES,
+    *lsblk.PROBES,
+    *nvme_cli.PROBES,
+    *nvme_sysfs.PROBES,
+    *fs.PROBES,
     *app_log.PROBES,
 )
 
