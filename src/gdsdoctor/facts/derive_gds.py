@@ -1,13 +1,325 @@
-"""Derived facts for the gds domain (filled in by the gds rules work).
+"""Derived facts for the GDS domain: which data path the node is set up for, the cuFile
+configuration in effect, and which GPUs GDS can use.
 
-``derive(facts, derived)`` returns new keys for ``facts["derived"]``; it sees the facts and
-what is derived so far (nvidia_present, target_mount, checkpoint_mounts).
+``derive(facts, derived)`` returns these keys for ``facts["derived"]``:
+
+- ``gds_nvidia_fs_loaded``: bool|None — nvidia_fs is loaded now (lsmod, /proc/driver/nvidia-fs,
+  gdscheck header, nvidia-fs stats); False when a source shows it absent (lsmod without it,
+  gdscheck header without the ``nvidia_fs version`` line, cufile.log ``driver not loaded``);
+  a positive source wins over a negative one (a cufile.log may be older than the module).
+- ``gds_nvidia_fs_version``: str|None — the loaded (or installed) nvidia-fs version.
+- ``cufile_effective``: the cuFile configuration in effect ``{values: {json key: value},
+  sources: {json key: "env"|"gdscheck"|"file"|"default"}, items: [{key, value, source, src}],
+  env_overrides: [{key, env, env_value, file_value, src}]}``. Precedence: CUFILE_* environment
+  (cufile_env, or the ENVIRONMENT section gdscheck printed) > what gdscheck read > cufile.json
+  > documented defaults. ``env_overrides`` lists env values that contradict the file.
+- ``gds_p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
+- ``gds_path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
+  (nvidia-fs loaded or a backend with a direct nvfs path), ``"compat-only"`` (neither: every
+  IO goes through the CPU bounce buffer at best), None (cannot tell). ``gds_path_src``: the
+  provenance records that decided it.
+- ``gds_compat_in_use``: True when a runtime source shows IO running in compat mode (cufile.log
+  ``running in compatible mode`` / per-file fallback, kvikio banner, gds_stats posix IO);
+  ``gds_compat_evidence``: those items (with src).
+- ``gds_gpus``: GPUs from nvidia-smi, gdscheck and application output ``[{name, bus_id,
+  bar1_bytes, compute_capability, consumer, source, src}]``; ``gds_unsupported_gpus``: those GDS
+  cannot pin (GeForce/consumer, compute capability < 6).
+- ``gds_is_wsl``: bool|None — running under WSL (uname, systemd-detect-virt).
+- ``gds_rdma_fs_mounts`` / ``gds_userspace_rdma_fs_mounts``: mounts of RDMA-backed filesystems
+  (Lustre, NFS over RDMA, WekaFS, GPFS, BeeGFS) / those whose GDS path is userspace RDMA through
+  libcufile_rdma (WekaFS, GPFS), which needs ``rdma_dev_addr_list``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# cuFile environment variables that override one cufile.json key, and how they read.
+ENV_KEYS = {
+    "CUFILE_ALLOW_COMPAT_MODE": "properties.allow_compat_mode",
+    "CUFILE_FORCE_COMPAT_MODE": "properties.force_compat_mode",
+    "CUFILE_USE_PCIP2PDMA": "properties.use_pci_p2pdma",
+}
+_TRUE = {"1", "true", "on", "yes", "y"}
+_FALSE = {"0", "false", "off", "no", "n"}
+# Consumer GPUs: GDS (third-party P2P via nvidia_p2p_get_pages) is refused by the driver.
+CONSUMER_GPU = re.compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
+RDMA_FSTYPES = {"lustre", "wekafs", "gpfs", "beegfs"}
+USERSPACE_RDMA_FSTYPES = {"wekafs", "gpfs"}
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
-    return {}
+    effective = cufile_effective(facts)
+    p2pdma_configured = effective["values"].get("properties.use_pci_p2pdma")
+    loaded, loaded_src = nvidia_fs_loaded(facts)
+    path, path_src = gds_path(facts, loaded, loaded_src, p2pdma_configured, effective)
+    compat = compat_evidence(facts)
+    gpus = gds_gpus(facts)
+    mounts = _section(facts, "mounts").get("mounts", [])
+    return {
+        "gds_nvidia_fs_loaded": loaded,
+        "gds_nvidia_fs_version": nvidia_fs_version(facts),
+        "cufile_effective": effective,
+        "gds_p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
+        "gds_path": path,
+        "gds_path_src": path_src,
+        "gds_compat_in_use": True if compat else None,
+        "gds_compat_evidence": compat,
+        "gds_gpus": gpus,
+        "gds_unsupported_gpus": [g for g in gpus if g["consumer"] or _old_arch(g)],
+        "gds_is_wsl": is_wsl(facts),
+        "gds_rdma_fs_mounts": [m for m in mounts if _rdma_mount(m)],
+        "gds_userspace_rdma_fs_mounts": [m for m in mounts if m.get("fstype") in USERSPACE_RDMA_FSTYPES],
+    }
+
+
+def _section(facts: dict[str, Any], name: str) -> dict[str, Any]:
+    value = facts.get(name) or {}
+    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+# --- nvidia-fs -----------------------------------------------------------------------------
+
+
+def nvidia_fs_loaded(facts: dict[str, Any]) -> tuple[bool | None, list[dict[str, Any]]]:
+    """(loaded, provenance): any positive source wins; otherwise any negative one."""
+    says: list[tuple[bool, Any]] = []
+    modules = _section(facts, "modules")
+    if modules:
+        entry = (modules.get("by_name") or {}).get("nvidia_fs")
+        says.append((entry is not None, (entry or {}).get("src")))
+    for name in ("nvidia_fs_version", "nvidia_fs_stats", "nvidia_fs_modules"):
+        section = _section(facts, name)
+        if section:
+            says.append((True, _first_src(section)))
+    gdscheck = _section(facts, "gdscheck")
+    if isinstance(gdscheck.get("nvidia_fs_loaded"), bool):
+        header_src = (gdscheck.get("header") or {}).get("src") or {}
+        says.append((gdscheck["nvidia_fs_loaded"], header_src.get("nvidia_fs_version")))
+    log = _section(facts, "cufile_log")
+    says.extend((False, e.get("src")) for e in log.get("entries", []) if e.get("kind") == "driver_not_loaded")
+    for verdict in (True, False):
+        if any(v is verdict for v, _ in says):
+            return verdict, [s for v, s in says if v is verdict and _is_src(s)]
+    return None, []
+
+
+def _first_src(section: dict[str, Any]) -> Any:
+    value = section.get("src")
+    if _is_src(value):
+        return value
+    if isinstance(value, dict):
+        return next((v for v in value.values() if _is_src(v)), None)
+    return None
+
+
+def _is_src(value: Any) -> bool:
+    return isinstance(value, dict) and {"artifact", "line", "text"} <= value.keys()
+
+
+def nvidia_fs_version(facts: dict[str, Any]) -> str | None:
+    candidates = (
+        _section(facts, "nvidia_fs_version").get("version"),
+        _section(facts, "gdscheck").get("nvidia_fs_version"),
+        _section(facts, "nvidia_fs_stats").get("driver_version"),
+        _section(facts, "modinfo_nvidia_fs").get("version"),
+        (_section(facts, "app_log").get("kvikio") or {}).get("gds_driver"),
+    )
+    return next((str(c) for c in candidates if c), None)
+
+
+# --- cuFile configuration in effect ---------------------------------------------------------
+
+
+def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    srcs: dict[str, Any] = {}
+    cufile_json = _section(facts, "cufile_json")
+    explicit = {item["key"]: item for item in cufile_json.get("items", [])}
+    for key, value in (cufile_json.get("config") or {}).items():
+        values[key] = value
+        sources[key] = "file" if key in explicit else "default"
+        srcs[key] = explicit.get(key, {}).get("src")
+    gdscheck = _section(facts, "gdscheck")
+    for item in gdscheck.get("config_items", []):
+        key = item.get("json_key")
+        if key:
+            values[key], sources[key], srcs[key] = item.get("value"), "gdscheck", item.get("src")
+    overrides = []
+    for name, raw, line_src in _env_items(facts):
+        key = ENV_KEYS.get(name)
+        value = _bool(raw)
+        if key is None or value is None:
+            continue
+        before = values.get(key)
+        if sources.get(key) in ("file", "gdscheck") and before is not None and before != value:
+            overrides.append(
+                {"key": key, "env": name, "env_value": value, "file_value": before, "src": line_src}
+            )
+        values[key], sources[key], srcs[key] = value, "env", line_src
+    items = [{"key": k, "value": values[k], "source": sources[k], "src": srcs.get(k)} for k in sorted(values)]
+    return {"values": values, "sources": sources, "items": items, "env_overrides": overrides}
+
+
+def _env_items(facts: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """CUFILE_* variables from the environment capture, else from gdscheck's ENVIRONMENT."""
+    env = _section(facts, "cufile_env")
+    if env.get("items"):
+        return [(i["name"], i["value"], i.get("src")) for i in env["items"]]
+    gdscheck = _section(facts, "gdscheck")
+    src_map = (gdscheck.get("src") or {}) if isinstance(gdscheck.get("src"), dict) else {}
+    return [(k, v, src_map.get(k)) for k, v in (gdscheck.get("environment") or {}).items()]
+
+
+# --- data path ----------------------------------------------------------------------------
+
+
+def gds_path(
+    facts: dict[str, Any],
+    loaded: bool | None,
+    loaded_src: list[dict[str, Any]],
+    p2pdma_configured: Any,
+    effective: dict[str, Any],
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """What gdscheck or a TRACE cufile.log shows usable first, then what is configured/loaded."""
+    backends = _section(facts, "gdscheck").get("backends", [])
+    p2p_rows = [b for b in backends if _p2pdma_row(b)]
+    nvfs_rows = [b for b in backends if _nvfs_row(b)]
+    log = _section(facts, "cufile_log")
+    nvfs_io = [e for e in log.get("entries", []) if e.get("kind") in ("gds_path_taken", "nvfs_io_submit")]
+    key_src = _src_of(effective, "properties.use_pci_p2pdma")
+    if p2p_rows:
+        return "p2pdma", _srcs([*(b.get("src") for b in p2p_rows), key_src])
+    if nvfs_rows or nvfs_io:
+        return "nvfs", _srcs([*(b.get("src") for b in nvfs_rows), *(e.get("src") for e in nvfs_io)])
+    if p2pdma_configured is True:
+        return "p2pdma", _srcs([key_src])
+    if loaded:
+        return "nvfs", loaded_src
+    if loaded is False or (backends and not any(b.get("direct") for b in backends)):
+        return "compat-only", loaded_src
+    return None, []
+
+
+def _p2pdma_row(row: dict[str, Any]) -> bool:
+    return "p2pdma" in row.get("modes", []) or (
+        row.get("name") == "NVMe P2PDMA" and bool(row.get("supported"))
+    )
+
+
+def _nvfs_row(row: dict[str, Any]) -> bool:
+    """A backend with the nvidia-fs path: mode ``nvfs`` (>= 1.16) or a plain ``Supported`` row."""
+    if "nvfs" in row.get("modes", []):
+        return True
+    return bool(row.get("supported")) and not row.get("modes") and row.get("name") != "NVMe P2PDMA"
+
+
+def _srcs(values: list[Any]) -> list[dict[str, Any]]:
+    return [v for v in values if _is_src(v)]
+
+
+def _src_of(effective: dict[str, Any], key: str) -> Any:
+    for item in effective["items"]:
+        if item["key"] == key:
+            return item["src"]
+    return None
+
+
+# --- compat mode at runtime -----------------------------------------------------------------
+
+
+def compat_evidence(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    log = _section(facts, "cufile_log")
+    found.extend(e for e in log.get("entries", []) if e.get("kind") in ("compat_mode", "compat_fallback"))
+    found.extend(_section(facts, "app_log").get("compat", []))
+    stats = _section(facts, "gds_stats").get("last") or {}
+    for gpu in stats.get("gpus", []) or []:
+        if any(((gpu.get(op) or {}).get("posix") or 0) > 0 for op in ("read", "write")):
+            found.append(gpu)
+    return found
+
+
+# --- GPUs ---------------------------------------------------------------------------------
+
+
+def gds_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    gpus: list[dict[str, Any]] = []
+    for gpu in _section(facts, "nvidia_smi").get("gpus", []):
+        bar1 = gpu.get("bar1_total_bytes") or _mib(gpu.get("bar1_total_mib"))
+        gpus.append(
+            _gpu(gpu.get("product_name"), gpu.get("bus_id"), bar1, None, "nvidia-smi", gpu.get("src"))
+        )
+    for gpu in _section(facts, "gdscheck").get("gpus", []):
+        gpus.append(
+            _gpu(
+                gpu.get("name"),
+                None,
+                gpu.get("bar_size"),
+                gpu.get("compute_capability"),
+                "gdscheck",
+                gpu.get("src"),
+            )
+        )
+    for gpu in _section(facts, "app_log").get("gpus", []):
+        gpus.append(
+            _gpu(gpu.get("name"), None, gpu.get("bar1_total_bytes"), None, "application", gpu.get("src"))
+        )
+    return gpus
+
+
+def _gpu(name: Any, bus_id: Any, bar1: Any, cc: Any, source: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "bus_id": bus_id,
+        "bar1_bytes": bar1 if isinstance(bar1, int) else None,
+        "compute_capability": cc,
+        "consumer": bool(name and CONSUMER_GPU.search(str(name))),
+        "source": source,
+        "src": _first_src(item),
+    }
+
+
+def _mib(value: Any) -> int | None:
+    return value * 1024 * 1024 if isinstance(value, int) else None
+
+
+def _old_arch(gpu: dict[str, Any]) -> bool:
+    cc = gpu.get("compute_capability")
+    try:
+        return cc is not None and float(str(cc)) < 6
+    except ValueError:
+        return False
+
+
+# --- platform and filesystems ---------------------------------------------------------------
+
+
+def is_wsl(facts: dict[str, Any]) -> bool | None:
+    kernel = _section(facts, "kernel")
+    virt = _section(facts, "virt")
+    seen = []
+    if kernel:
+        seen.append(bool(kernel.get("is_wsl")))
+    if virt:
+        seen.append(virt.get("virt") == "wsl")
+    if any(seen):
+        return True
+    return False if seen else None
+
+
+def _rdma_mount(mount: dict[str, Any]) -> bool:
+    fstype = mount.get("fstype")
+    if fstype in RDMA_FSTYPES:
+        return True
+    opts = mount.get("opts") or {}
+    return str(fstype).startswith("nfs") and opts.get("proto") == "rdma"

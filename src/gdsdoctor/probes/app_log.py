@@ -106,15 +106,21 @@ _CODE_NEAR_CUFILE = re.compile(
     r"(?:cuFile\w*|CUFile|cufile\w*)[^\n]{0,80}?(?:error|returned|failed)[^\n]{0,40}?\b(50[0-3]\d)\b", re.I
 )
 _CU_FILE_NAME = re.compile(r"\b(CU_FILE_[A-Z_]+)\b")
-_API = re.compile(r"\b(cuFile(?:BufRegister|BufDeregister|HandleRegister|DriverOpen|Read|Write|BatchIO\w*))\b")
+_API = re.compile(
+    r"\b(cuFile(?:BufRegister|BufDeregister|HandleRegister|DriverOpen|Read|Write|BatchIO\w*))\b"
+)
 _CUFILE_FAILURE = re.compile(
     r"(?:cuFile error|CUFile import failed|cuFile\w* (?:returned (?:an )?error|failed|error)|"
     r"CUFile\w* failed|buffer deregister failed|file register error)",
     re.I,
 )
-_IO_ERROR = re.compile(r"\b(?:write|read) failed\s*:\s*Input/output error|cuFile(?:Read|Write) returned error")
+_IO_ERROR = re.compile(
+    r"\b(?:write|read) failed\s*:\s*Input/output error|cuFile(?:Read|Write) returned error"
+)
 _KVIKIO_COMPAT = re.compile(r"WARNING - cuFile compat mode|GDS not enabled|\bN/A \(Compatibility Mode\)")
-_KVIKIO_FIELD = re.compile(r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$")
+_KVIKIO_FIELD = re.compile(
+    r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$"
+)
 _SIZE = re.compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
 _OPERATOR_CTR = re.compile(r"nvidia-fs-ctr")
 _OPERATOR_FAIL = re.compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
@@ -213,23 +219,31 @@ def _kvikio(lines: list[tuple[int, str]], artifact: str) -> dict[str, Any] | Non
     }
 
 
+def _line(artifact: str, line_no: int, line: str) -> dict[str, Any]:
+    return {"text": line.strip(), "src": src(artifact, line_no, line)}
+
+
 def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     lines = numbered_lines(text)
     if not any(_signature(line) for _, line in lines):
         raise ParseError("no cuFile error, cuFile error code or compat-mode message in this output")
     errors = [e for line_no, line in lines if (e := _error(line_no, line, artifact))]
     compat = [
-        {"text": line.strip(), "src": src(artifact, n, line)} for n, line in lines if _KVIKIO_COMPAT.search(line)
+        {"text": line.strip(), "src": src(artifact, n, line)}
+        for n, line in lines
+        if _KVIKIO_COMPAT.search(line)
     ]
     operator = [
-        {"text": line.strip(), "src": src(artifact, n, line)}
+        _line(artifact, n, line)
         for n, line in lines
         if _OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line)
     ]
     kvikio = _kvikio(lines, artifact)
     gpus = []
     if kvikio and kvikio["gpu_name"]:
-        gpus.append({"name": kvikio["gpu_name"], "bar1_total_bytes": kvikio["bar1_total_bytes"], "src": kvikio["src"]})
+        gpus.append(
+            {"name": kvikio["gpu_name"], "bar1_total_bytes": kvikio["bar1_total_bytes"], "src": kvikio["src"]}
+        )
     kinds = {e["kind"] for e in errors} | ({"operator_nvidia_fs_ctr_failed"} if operator else set())
     return {
         "errors": errors,
