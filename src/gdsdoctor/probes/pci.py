@@ -1,0 +1,397 @@
+"""PCIe devices from sysfs, IOMMU groups, and ``lspci -vvv``.
+
+Section ``pci`` (reader over ``/sys/bus/pci/devices/*``). Plain file reads, not pyudev: pyudev
+always talks to the running host's udev/sysfs and cannot be pointed at another root
+(``--host-root`` or a bundle), so the reader walks the tree itself. A sample attribute::
+
+    /sys/bus/pci/devices/0000:19:00.0/current_link_speed: 32.0 GT/s PCIe
+
+Shape: ``{"present": bool, "count": int, "devices": [device]}``, a device being
+``{bdf, kind (gpu|nvme|nic|bridge|other), class, vendor, device (hex strings), current_link_speed_gts,
+max_link_speed_gts (float|None), current_link_width, max_link_width (int|None), numa_node (None for -1),
+local_cpulist, iommu_group (str|None), driver, root_complex ("pci0000:15"), upstream ([BDF] root port
+first), root_port, path, src}``.
+
+Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``):
+``{"present": bool, "count": int, "groups": [{group, type, devices: [BDF], src}]}``.
+
+Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: <access denied>``)::
+
+    \t\tLnkSta:\tSpeed 16GT/s (downgraded), Width x4 (ok)
+    \t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
+
+``{"caps_readable": bool|None, "devices": [device], "unattributed_acs_ctl": [{flags, src}]}`` (the last
+for a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), class_name, name, numa_node,
+driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded, width_downgraded}|None,
+lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid, trans_blk, req_redir,
+cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set: [flag]|None,
+bar1_bytes, src, srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown) when
+the capabilities were not readable, never False.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.probes._sysfs import (
+    BDF,
+    as_int,
+    bdfs_in,
+    json_bytes,
+    link_name,
+    list_dir,
+    load_json,
+    provenance_finder,
+    read_attr,
+    resolve_inside,
+)
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+
+PCI_DEVICES = "sys/bus/pci/devices"
+IOMMU_GROUPS = "sys/kernel/iommu_groups"
+ATTRS = (
+    "class",
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "current_link_speed",
+    "max_link_speed",
+    "current_link_width",
+    "max_link_width",
+    "numa_node",
+    "local_cpulist",
+)
+_SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
+_ROOT_COMPLEX = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
+NVIDIA = 0x10DE
+
+
+# --- reader -------------------------------------------------------------------------------------
+
+
+def read_pci_device(host_root: Path, entry: Path) -> dict[str, Any]:
+    resolved = resolve_inside(host_root, entry)
+    relative = str(resolved.relative_to(host_root.resolve())) if resolved else None
+    return {
+        "bdf": entry.name,
+        "path": relative,
+        "attrs": {name: read_attr(entry / name) for name in ATTRS},
+        "links": {name: link_name(entry / name) for name in ("driver", "iommu_group")},
+    }
+
+
+def read_pci(host_root: Path) -> bytes:
+    devices_dir = host_root / PCI_DEVICES
+    names = list_dir(devices_dir)
+    devices = [read_pci_device(host_root, devices_dir / name) for name in names]
+    return json_bytes({"reader": "pci", "exists": devices_dir.is_dir(), "entries": names, "devices": devices})
+
+
+def read_iommu_groups(host_root: Path) -> bytes:
+    groups_dir = host_root / IOMMU_GROUPS
+    groups = [
+        {
+            "group": name,
+            "type": read_attr(groups_dir / name / "type"),
+            "devices": list_dir(groups_dir / name / "devices"),
+        }
+        for name in list_dir(groups_dir)
+    ]
+    return json_bytes({"reader": "iommu_groups", "exists": groups_dir.is_dir(), "groups": groups})
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+
+def link_speed_gts(text: Any) -> float | None:
+    """``"16.0 GT/s PCIe"`` (or the pre-5.2 ``"8 GT/s"``) → 16.0; ``"Unknown"`` → None."""
+    match = _SPEED.match(text) if isinstance(text, str) else None
+    return float(match[1]) if match else None
+
+
+def device_kind(class_code: int | None, vendor: int | None) -> str:
+    if class_code is None:
+        return "other"
+    base = class_code >> 8
+    if base in (0x0300, 0x0302) and vendor == NVIDIA:
+        return "gpu"
+    if class_code == 0x010802:
+        return "nvme"
+    if base in (0x0200, 0x0207):
+        return "nic"
+    if base == 0x0604:
+        return "bridge"
+    return "other"
+
+
+def hex_id(value: int | None, width: int) -> str | None:
+    return None if value is None else f"0x{value:0{width}x}"
+
+
+def placement(bdf: str, path: Any) -> dict[str, Any]:
+    """Root complex and upstream bridges (root port first) from the resolved sysfs path."""
+    parts = path.split("/") if isinstance(path, str) else []
+    complexes = [part for part in parts if _ROOT_COMPLEX.match(part)]
+    chain = bdfs_in(path) if isinstance(path, str) else []
+    upstream = chain[: chain.index(bdf)] if bdf in chain else chain[:-1]
+    return {
+        "root_complex": complexes[0] if complexes else None,
+        "upstream": upstream,
+        "root_port": upstream[0] if upstream else None,
+        "path": path if isinstance(path, str) else None,
+    }
+
+
+def pci_device(raw: dict[str, Any], find: Any) -> dict[str, Any] | None:
+    bdf = raw.get("bdf")
+    if not isinstance(bdf, str):
+        return None
+    attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
+    links = raw.get("links") if isinstance(raw.get("links"), dict) else {}
+    class_code, vendor = as_int(attrs.get("class")), as_int(attrs.get("vendor"))
+    numa = as_int(attrs.get("numa_node"))
+    cpulist = attrs.get("local_cpulist")
+    return {
+        "bdf": bdf,
+        "kind": device_kind(class_code, vendor),
+        "class": hex_id(class_code, 6),
+        "vendor": hex_id(vendor, 4),
+        "device": hex_id(as_int(attrs.get("device")), 4),
+        "current_link_speed_gts": link_speed_gts(attrs.get("current_link_speed")),
+        "max_link_speed_gts": link_speed_gts(attrs.get("max_link_speed")),
+        "current_link_width": as_int(attrs.get("current_link_width")),
+        "max_link_width": as_int(attrs.get("max_link_width")),
+        "numa_node": None if numa is None or numa < 0 else numa,
+        "local_cpulist": cpulist if isinstance(cpulist, str) and cpulist else None,
+        "iommu_group": links.get("iommu_group") if isinstance(links.get("iommu_group"), str) else None,
+        "driver": links.get("driver") if isinstance(links.get("driver"), str) else None,
+        **placement(bdf, raw.get("path")),
+        "src": find(bdf),
+    }
+
+
+def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = data.get(key)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def parse_pci(text: str, artifact: str) -> Section:
+    data = load_json(text, "pci")
+    if data.get("reader") != "pci":
+        raise ParseError('not the pci reader\'s JSON (no "reader": "pci")')
+    find = provenance_finder(text, artifact, "bdf")
+    devices = [item for raw in reader_items(data, "devices") if (item := pci_device(raw, find))]
+    return {"present": bool(data.get("exists")), "count": len(devices), "devices": devices}
+
+
+def parse_iommu_groups(text: str, artifact: str) -> Section:
+    data = load_json(text, "iommu_groups")
+    if data.get("reader") != "iommu_groups":
+        raise ParseError('not the iommu_groups reader\'s JSON (no "reader": "iommu_groups")')
+    find = provenance_finder(text, artifact, "group")
+    groups = []
+    for raw in reader_items(data, "groups"):
+        name, members = raw.get("group"), raw.get("devices")
+        if not isinstance(name, str):
+            continue
+        members = (
+            [m for m in members if isinstance(m, str) and BDF.match(m)] if isinstance(members, list) else []
+        )
+        kind = raw.get("type")
+        groups.append(
+            {
+                "group": name,
+                "type": kind if isinstance(kind, str) else None,
+                "devices": members,
+                "src": find(name),
+            }
+        )
+    return {"present": bool(data.get("exists")) and bool(groups), "count": len(groups), "groups": groups}
+
+
+# --- lspci -vvv ---------------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (.+)$")
+_KEYED = re.compile(r"^\s+([A-Za-z][A-Za-z0-9 ]*?):\s*(.*)$")
+_LNK = re.compile(
+    r"Speed (?P<speed>[\d.]+|unknown)(?:GT/s)?(?P<sd> \(downgraded\))?.*?Width x(?P<width>\d+)"
+    r"(?P<wd> \(downgraded\))?"
+)
+_FLAG = re.compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
+_SIZE = re.compile(r"\[size=(\d+)([KMGT]?)\]")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+ACS_FLAGS = {
+    "SrcValid": "src_valid",
+    "TransBlk": "trans_blk",
+    "ReqRedir": "req_redir",
+    "CmpltRedir": "cmplt_redir",
+    "UpstreamFwd": "upstream_fwd",
+    "EgressCtrl": "egress_ctrl",
+    "DirectTrans": "direct_trans",
+}
+_CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set")
+
+
+def full_bdf(bdf: str) -> str:
+    bdf = bdf.lower()
+    return bdf if bdf.count(":") == 2 else "0000:" + bdf
+
+
+def flags(text: str) -> dict[str, bool]:
+    return {name: sign == "+" for name, sign in _FLAG.findall(text)}
+
+
+def acs_flags(text: str) -> dict[str, bool | None]:
+    found = flags(text)
+    return {key: found.get(name) for name, key in ACS_FLAGS.items()}
+
+
+def link(text: str) -> dict[str, Any] | None:
+    match = _LNK.search(text)
+    if not match:
+        return None
+    speed = match["speed"]
+    return {
+        "speed_gts": None if speed == "unknown" else float(speed),
+        "width": int(match["width"]),
+        "speed_downgraded": bool(match["sd"]),
+        "width_downgraded": bool(match["wd"]),
+    }
+
+
+def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, Any]:
+    class_name, _, name = rest.partition(": ")
+    return {
+        "bdf": full_bdf(bdf),
+        "class_name": class_name.strip() if name else None,
+        "name": (name or rest).strip(),
+        "numa_node": None,
+        "driver": None,
+        "caps_readable": None,
+        "lnk_cap": None,
+        "lnk_sta": None,
+        "lnk_downgraded": None,
+        "acs_capable": None,
+        "acs_cap": None,
+        "acs_ctl": None,
+        "aer_ue_set": None,
+        "aer_ce_set": None,
+        "bar1_bytes": None,
+        "src": source,
+        "srcs": {},
+    }
+
+
+def apply_lspci_line(device: dict[str, Any], key: str, value: str, source: dict[str, Any]) -> None:
+    """Fold one indented ``Key: value`` line into the device it belongs to."""
+    if key == "Capabilities":
+        readable = "<access denied>" not in value
+        device["caps_readable"] = (
+            readable if device["caps_readable"] is None else device["caps_readable"] and readable
+        )
+        if "Access Control Services" in value:
+            device["acs_capable"] = True
+    elif key in ("LnkCap", "LnkSta"):
+        device["lnk_cap" if key == "LnkCap" else "lnk_sta"] = link(value)
+    elif key in ("ACSCap", "ACSCtl"):
+        device["acs_cap" if key == "ACSCap" else "acs_ctl"] = acs_flags(value)
+    elif key in ("UESta", "CESta"):
+        device["aer_ue_set" if key == "UESta" else "aer_ce_set"] = sorted(
+            n for n, on in flags(value).items() if on
+        )
+    elif key == "NUMA node":
+        device["numa_node"] = as_int(value)
+    elif key == "Kernel driver in use":
+        device["driver"] = value.strip() or None
+    elif key == "Region 1" and (size := _SIZE.search(value)):
+        device["bar1_bytes"] = int(size[1]) * _UNITS[size[2]]
+    else:
+        return
+    device["srcs"][key] = source
+
+
+def finish_lspci_device(device: dict[str, Any]) -> dict[str, Any]:
+    """Unknown stays None when capabilities were unreadable; readable-but-missing ACS is False."""
+    if device["caps_readable"]:
+        device["acs_capable"] = bool(device["acs_capable"] or device["acs_ctl"])
+    elif device["caps_readable"] is False:
+        for field in _CAPABILITY_FIELDS:
+            device[field] = None
+    sta = device["lnk_sta"]
+    device["lnk_downgraded"] = (sta["speed_downgraded"] or sta["width_downgraded"]) if sta else None
+    return device
+
+
+def parse_lspci(text: str, artifact: str) -> Section:
+    devices: list[dict[str, Any]] = []
+    orphans: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for number, line in numbered_lines(text):
+        header = _HEADER.match(line)
+        if header:
+            current = new_lspci_device(header[1], header[2], src(artifact, number, line))
+            devices.append(current)
+            continue
+        keyed = _KEYED.match(line)
+        if not keyed:
+            if not line.strip():
+                current = None
+            continue
+        key, value = keyed[1], keyed[2]
+        if current is not None:
+            apply_lspci_line(current, key, value, src(artifact, number, line))
+        elif key == "ACSCtl":
+            orphans.append({"flags": acs_flags(value), "src": src(artifact, number, line)})
+    if not devices and not orphans:
+        raise ParseError("no device stanzas (expected `lspci -vvv`: `BB:DD.F Class: Vendor Device` headers)")
+    devices = [finish_lspci_device(device) for device in devices]
+    readable = {device["caps_readable"] for device in devices} - {None}
+    return {
+        "caps_readable": all(readable) if readable else None,
+        "devices": devices,
+        "unattributed_acs_ctl": orphans,
+    }
+
+
+def recognise_lspci(text: str) -> bool:
+    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]
+    headers = sum(1 for line in lines if _HEADER.match(line))
+    known = sum(1 for line in lines if (m := _KEYED.match(line)) and m[1] in _LSPCI_KEYS)
+    if headers:
+        return known >= 1 or headers == len(lines)
+    return bool(lines) and known == len(lines) and all("ACSCtl" in line or "LnkSta" in line for line in lines)
+
+
+_LSPCI_KEYS = frozenset(
+    {"Subsystem", "Control", "Status", "Capabilities", "LnkCap", "LnkSta", "ACSCtl", "Kernel driver in use"}
+)
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="pci",
+        title="PCIe devices: class, link speed/width, NUMA node, IOMMU group, driver, upstream bridges",
+        sources=(Source("sys/bus/pci/devices.json", reader=read_pci),),
+        parse=parse_pci,
+        tags=("pcie", "topology"),
+    ),
+    Probe(
+        section="iommu_groups",
+        title="IOMMU groups (present only when an IOMMU translates DMA)",
+        sources=(Source("sys/kernel/iommu_groups.json", reader=read_iommu_groups),),
+        parse=parse_iommu_groups,
+        tags=("pcie", "iommu"),
+    ),
+    Probe(
+        section="lspci",
+        title="PCIe capabilities: link cap/status, ACS, AER, NUMA node, driver (lspci -vvv)",
+        sources=(Source("cmd/lspci-vvv.txt", argv=("lspci", "-vvv", "-D"), timeout=30.0, needs_root=True),),
+        parse=parse_lspci,
+        recognise=recognise_lspci,
+        paste_hint="`sudo lspci -vvv` (as root: without root the ACS/AER capabilities are hidden)",
+        tags=("pcie", "acs"),
+    ),
+)
