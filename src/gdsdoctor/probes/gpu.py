@@ -20,7 +20,8 @@ ANSI escapes stripped)::
 "mlx5_0"}, "gpus": [{name, index, cpu_affinity, numa_affinity (int|None), gpu_numa_id (int|None), links:
 {label: relation}, best_nic, best_nic_relation, best_nic_rank, src}], "nics": [{name, device (None when
 no legend names it), links, src}], "nvmes": [...], "gpu_nic": [{gpu, nic, device, relation, rank, src}],
-"gpu_nvme": [same with nvme]}``. ``rank`` orders relations best→worst as NVIDIA's GDS tools do: PIX 0, PXB 1, PHB 2, NODE 3, SYS 4, SOC 5 (None for NV#/X/unknown).
+"gpu_nvme": [same with nvme]}``. ``rank`` orders relations best→worst as NVIDIA's GDS tools
+do: PIX 0, PXB 1, PHB 2, NODE 3, SYS 4, SOC 5 (None for NV#/X/unknown).
 """
 
 from __future__ import annotations
