@@ -293,3 +293,77 @@ def test_lspci_mutations(cut: int, drop: int) -> None:
     mutated = "\n".join(line for index, line in enumerate(lines) if index % drop != 1)
     with contextlib.suppress(ParseError):
         pci.parse_lspci(mutated, "x")
+
+
+# --- lspci -tv ---------------------------------------------------------------------------------
+
+TREE = "lspci-tv.asus-esc8000a-e12.epyc-genoa.rtx6000ada-cx7-nvme.txt"
+
+
+def test_lspci_tree_genoa() -> None:
+    section = pci.parse_lspci_tree(read(TREE), TREE)
+    devices = by_bdf(section)
+    assert len(devices) == len(section["devices"]) == 198
+    gpu = devices["0000:01:00.0"]
+    assert gpu["name"] == "NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]"
+    assert (
+        gpu["parent"] == "0000:00:01.1"
+        and gpu["upstream"] == ["0000:00:01.1"]
+        and gpu["root_bus"] == "0000:00"
+    )
+    assert gpu["src"]["line"] == 5
+    nvme = devices["0000:65:00.0"]
+    assert nvme["upstream"] == [
+        "0000:60:01.1",
+        "0000:61:00.0",
+        "0000:62:00.0",
+        "0000:63:00.0",
+        "0000:64:10.0",
+    ]
+    assert nvme["name"].startswith("Samsung") and devices["0000:61:00.0"]["name"] is None
+    assert devices["0000:6c:00.0"]["parent"] == "0000:6a:04.0"  # a sibling drawn on its own line
+    assert (
+        devices["0000:81:00.1"]["upstream"] == ["0000:80:01.1"]
+        and devices["0000:e3:00.4"]["root_bus"] == "0000:e0"
+    )
+    assert devices["0000:00:18.3"]["parent"] is None and devices["0000:c0:03.3"]["name"] is None
+    # GPUs and NVMe never share a switch on this box: no common upstream below the root complex
+    assert not set(gpu["upstream"]) & set(nvme["upstream"])
+
+
+def test_lspci_tree_name_that_looks_like_a_slot() -> None:
+    (device,) = pci.parse_lspci_tree("-[0000:00]---01.0  Red Hat, Inc. Virtio 10.0 block\n", "t")["devices"]
+    assert device["bdf"] == "0000:00:01.0" and device["name"] == "Red Hat, Inc. Virtio 10.0 block"
+
+
+@pytest.mark.skipif(shutil.which("lspci") is None, reason="lspci not installed")
+def test_lspci_tree_real_output() -> None:
+    text = subprocess.run(["lspci", "-tv"], capture_output=True, text=True, timeout=30).stdout
+    assert pci.recognise_lspci_tree(text)
+    tree = {device["bdf"] for device in pci.parse_lspci_tree(text, "t")["devices"]}
+    listed = subprocess.run(["lspci", "-D"], capture_output=True, text=True, timeout=30).stdout
+    assert tree == {line.split()[0] for line in listed.splitlines() if line.strip()}
+
+
+def test_lspci_tree_recogniser() -> None:
+    assert pci.recognise_lspci_tree(read(TREE))
+    assert not pci.recognise_lspci(read(TREE))
+    for name in (HGX, RTX, GREP, "numactl-hardware.asus-esc8000a-e12.txt"):
+        assert not pci.recognise_lspci_tree(read(name))
+    with pytest.raises(ParseError):
+        pci.parse_lspci_tree(read(HGX), "x")
+
+
+@given(st.text())
+def test_lspci_tree_raises_only_parse_error(text: str) -> None:
+    with contextlib.suppress(ParseError):
+        pci.parse_lspci_tree(text, "x")
+    pci.recognise_lspci_tree(text)
+
+
+@given(cut=st.integers(min_value=0, max_value=15000), drop=st.integers(min_value=1, max_value=20))
+@settings(max_examples=60)
+def test_lspci_tree_mutations(cut: int, drop: int) -> None:
+    lines = read(TREE)[:cut].split("\n")
+    with contextlib.suppress(ParseError):
+        pci.parse_lspci_tree("\n".join(line for i, line in enumerate(lines) if i % drop != 1), "x")

@@ -15,6 +15,13 @@ first), root_port, path, src}``.
 Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``):
 ``{"present": bool, "count": int, "groups": [{group, type, devices: [BDF], src}]}``.
 
+Section ``lspci_tree`` (``lspci -tv``)::
+
+    +-01.1-[01]--+-00.0  NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]
+
+``{"devices": [{bdf, name (None for bridges drawn with children), parent (upstream bridge BDF|None),
+upstream ([BDF] root port first), root_bus ("0000:00"), src}]}``.
+
 Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: <access denied>``)::
 
     \t\tLnkSta:\tSpeed 16GT/s (downgraded), Width x4 (ok)
@@ -370,6 +377,68 @@ _LSPCI_KEYS = frozenset(
 )
 
 
+# --- lspci -tv -----------------------------------------------------------------------------------
+
+_TREE_TOKEN = re.compile(
+    r"\[(?:(?P<domain>[0-9a-f]{4}):)?(?P<bus>[0-9a-f]{2})(?:-[0-9a-f]{2})?\]|(?P<devfn>[0-9a-f]{2}\.[0-7])"
+)
+_TREE_ROOT = re.compile(r"^[-+\\ |]*-\[(?:[0-9a-f]{4}:)?[0-9a-f]{2}\]-")
+
+
+def tree_devices(line: str, by_column: dict[int, tuple[str, str, str | None]]) -> list[dict[str, Any]]:
+    """The devices on one ``lspci -tv`` line. A child sits in the column where its parent's first child
+    sat, so ``by_column`` maps that column to (domain, bus, parent BDF) for the lines below."""
+    found = []
+    pending: tuple[str, str, str | None] | None = None  # a bus whose first child follows on this line
+    last: dict[str, Any] | None = None
+    for token in _TREE_TOKEN.finditer(line):
+        if token["bus"] is not None:
+            after_device = last is not None and line[token.start() - 1 : token.start()] == "-"
+            domain = token["domain"] or (last["bdf"][:4] if after_device and last else "0000")
+            pending = (domain, token["bus"], last["bdf"] if after_device and last else None)
+            continue
+        parent = pending or by_column.get(token.start())
+        if parent is None:
+            continue
+        if pending is not None:
+            by_column[token.start()] = pending
+        domain, bus, upstream = parent
+        rest = line[token.end() :]
+        name = rest.strip() if rest.startswith("  ") else None
+        last = {"bdf": f"{domain}:{bus}:{token['devfn']}", "name": name, "parent": upstream}
+        found.append(last)
+        if name is not None:
+            break  # the rest is the device name, which may itself look like "10.0"
+        pending = None
+    return found
+
+
+def parse_lspci_tree(text: str, artifact: str) -> Section:
+    by_column: dict[int, tuple[str, str, str | None]] = {}
+    devices: list[dict[str, Any]] = []
+    for number, line in numbered_lines(text):
+        if line.startswith("$"):
+            continue
+        for device in tree_devices(line, by_column):
+            devices.append({**device, "src": src(artifact, number, line)})
+    if not devices:
+        raise ParseError("no `-[0000:00]-+-00.0  Name` tree lines (expected `lspci -tv` output)")
+    parents = {device["bdf"]: device["parent"] for device in devices}
+    for device in devices:
+        chain, parent = [], device["parent"]
+        while parent is not None and parent not in chain:
+            chain.insert(0, parent)
+            parent = parents.get(parent)
+        device["upstream"] = chain
+        device["root_bus"] = (chain[0] if chain else device["bdf"])[:7]
+    return {"devices": devices}
+
+
+def recognise_lspci_tree(text: str) -> bool:
+    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]
+    return bool(lines) and bool(_TREE_ROOT.match(lines[0]))
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="pci",
@@ -393,5 +462,14 @@ PROBES: tuple[Probe, ...] = (
         recognise=recognise_lspci,
         paste_hint="`sudo lspci -vvv` (as root: without root the ACS/AER capabilities are hidden)",
         tags=("pcie", "acs"),
+    ),
+    Probe(
+        section="lspci_tree",
+        title="PCIe tree: which bridge/switch each device sits under (lspci -tv)",
+        sources=(Source("cmd/lspci-tv.txt", argv=("lspci", "-tv"), timeout=30.0),),
+        parse=parse_lspci_tree,
+        recognise=recognise_lspci_tree,
+        paste_hint="`lspci -tv`",
+        tags=("pcie", "topology"),
     ),
 )
