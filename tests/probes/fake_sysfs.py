@@ -82,6 +82,13 @@ class FakeSysfs:
             relative_link(group / "devices" / bdf, path)
         return path
 
+    def add_numa_node(self, node: int, cpulist: str, distances: list[int], mem_kb: int) -> Path:
+        path = self.sys / "devices/system/node" / f"node{node}"
+        write(path / "cpulist", cpulist)
+        write(path / "distance", " ".join(map(str, distances)))
+        write(path / "meminfo", f"Node {node} MemTotal:       {mem_kb} kB\nNode {node} MemFree:        1 kB")
+        return path
+
     def add_netdev(
         self,
         name: str,
@@ -133,4 +140,7 @@ def gds_switch_tree(tree: FakeSysfs) -> None:
         "0000:9a:00.0", parent="0000:97:01.0", numa_node=1, driver="nvidia",
         speed="2.5 GT/s PCIe", width=16,
     )  # fmt: skip
+    tree.add_numa_node(0, "0-31", [10, 32], 197760952)
+    tree.add_numa_node(1, "32-63", [32, 10], 198113268)
+    (tree.sys / "devices/system/node/online").write_text("0-1\n")
     tree.add_pci("0000:9b:00.0", cls=0x020700, vendor=MELLANOX, numa_node=-1, speed="Unknown", width=0)

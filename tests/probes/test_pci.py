@@ -367,3 +367,67 @@ def test_lspci_tree_mutations(cut: int, drop: int) -> None:
     lines = read(TREE)[:cut].split("\n")
     with contextlib.suppress(ParseError):
         pci.parse_lspci_tree("\n".join(line for i, line in enumerate(lines) if i % drop != 1), "x")
+
+
+# --- NUMA ---------------------------------------------------------------------------------------
+
+NUMACTL = "numactl-hardware.asus-esc8000a-e12.txt"
+
+
+def test_numa_reader_on_real_sysfs() -> None:
+    section = pci.parse_numa(pci.read_numa(Path("/")).decode(), "n")
+    base = Path("/sys/devices/system/node")
+    expected = [name for name in os.listdir(base) if name.startswith("node")] if base.is_dir() else []
+    assert section["count"] == len(expected)
+    for node in section["nodes"]:
+        cpulist = (base / f"node{node['node']}" / "cpulist").read_text().strip()
+        assert node["cpus"] == pci.expand_cpulist(cpulist) and node["size_bytes"] > 0
+        assert node["distances"][node["node"]] == 10
+
+
+def test_numa_reader_on_fake_tree(switch_tree: Path) -> None:
+    section = pci.parse_numa(pci.read_numa(switch_tree).decode(), "sys/devices/system/node.json")
+    assert section["present"] is True and section["count"] == 2
+    node1 = section["nodes"][1]
+    assert node1["node"] == 1 and node1["cpu_count"] == 32 and node1["cpus"][0] == 32
+    assert node1["distances"] == [32, 10] and node1["size_bytes"] == 198113268 * 1024
+    assert '"node": "node1"' in node1["src"]["text"]
+
+
+def test_numactl_hardware() -> None:
+    section = pci.parse_numa(read(NUMACTL), NUMACTL)
+    assert section["count"] == 2 and pci.recognise_numactl(read(NUMACTL))
+    node0, node1 = section["nodes"]
+    assert node0["cpus"] == list(range(32)) and node0["size_bytes"] == 193129 << 20
+    assert node1["distances"] == [32, 10] and node1["src"]["line"] == 6
+
+
+def test_expand_cpulist() -> None:
+    assert pci.expand_cpulist("0-3,8") == [0, 1, 2, 3, 8]
+    assert (
+        pci.expand_cpulist("") == [] and pci.expand_cpulist("x") is None and pci.expand_cpulist(None) is None
+    )
+
+
+def test_numactl_recogniser_rejects_others() -> None:
+    for name in (HGX, TREE, GREP):
+        assert not pci.recognise_numactl(read(name))
+    with pytest.raises(ParseError):
+        pci.parse_numa(read(TREE), "x")
+
+
+@given(st.text())
+def test_numa_raises_only_parse_error(text: str) -> None:
+    with contextlib.suppress(ParseError):
+        pci.parse_numa(text, "x")
+    pci.recognise_numactl(text)
+
+
+@given(value=json_values)
+@settings(max_examples=100)
+def test_numa_reader_parser_survives_odd_json(value: object) -> None:
+    doc = {
+        "reader": "numa",
+        "nodes": [value, {"node": "node0", "cpulist": value, "distance": value, "meminfo": value}],
+    }
+    assert pci.parse_numa(json.dumps(doc, indent=1), "x")["count"] == 1

@@ -15,6 +15,10 @@ first), root_port, path, src}``.
 Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``):
 ``{"present": bool, "count": int, "groups": [{group, type, devices: [BDF], src}]}``.
 
+Section ``numa`` (reader over ``/sys/devices/system/node/node*``, or a pasted ``numactl --hardware``):
+``{"present": bool, "count": int, "nodes": [{node, cpus: [int], cpu_count, size_bytes, distances: [int],
+src}]}``.
+
 Section ``lspci_tree`` (``lspci -tv``)::
 
     +-01.1-[01]--+-00.0  NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]
@@ -439,6 +443,98 @@ def recognise_lspci_tree(text: str) -> bool:
     return bool(lines) and bool(_TREE_ROOT.match(lines[0]))
 
 
+# --- NUMA nodes -----------------------------------------------------------------------------------
+
+NODES = "sys/devices/system/node"
+_NODE_DIR = re.compile(r"^node(\d+)$")
+_MEMTOTAL = re.compile(r"MemTotal:\s*(\d+)\s*kB")
+_NUMACTL_CPUS = re.compile(r"^node (\d+) cpus:(.*)$")
+_NUMACTL_SIZE = re.compile(r"^node (\d+) size: (\d+) MB$")
+_NUMACTL_DISTANCE = re.compile(r"^\s*(\d+):((?:\s+\d+)+)\s*$")
+
+
+def read_numa(host_root: Path) -> bytes:
+    base = host_root / NODES
+    nodes = [
+        {
+            "node": name,
+            "cpulist": read_attr(base / name / "cpulist"),
+            "distance": read_attr(base / name / "distance"),
+            "meminfo": (read_attr(base / name / "meminfo") or "")[:200] or None,
+        }
+        for name in list_dir(base)
+        if _NODE_DIR.match(name)
+    ]
+    return json_bytes({"reader": "numa", "exists": base.is_dir(), "nodes": nodes})
+
+
+def expand_cpulist(text: Any) -> list[int] | None:
+    """``"0-3,8"`` → [0, 1, 2, 3, 8]; None when it is not a cpulist."""
+    if not isinstance(text, str):
+        return None
+    cpus: list[int] = []
+    for part in filter(None, text.strip().split(",")):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()) or len(cpus) > 65536:
+            return None
+        cpus.extend(range(int(low), int(high or low) + 1)[:65536])
+    return cpus
+
+
+def numa_node(node: int, cpus: list[int] | None, size: int | None, distances: list[int], source: Any) -> dict:
+    return {"node": node, "cpus": cpus, "cpu_count": None if cpus is None else len(cpus),
+            "size_bytes": size, "distances": distances, "src": source}  # fmt: skip
+
+
+def parse_numa_reader(text: str, artifact: str) -> Section:
+    data = load_json(text, "numa")
+    if data.get("reader") != "numa":
+        raise ParseError("not the numa reader's JSON")
+    find = provenance_finder(text, artifact, "node")
+    nodes = []
+    for raw in reader_items(data, "nodes"):
+        name, distance, meminfo = raw.get("node"), raw.get("distance"), raw.get("meminfo")
+        if not isinstance(name, str) or not (match := _NODE_DIR.match(name)):
+            continue
+        total = _MEMTOTAL.search(meminfo) if isinstance(meminfo, str) else None
+        distances = [int(d) for d in distance.split() if d.isdigit()] if isinstance(distance, str) else []
+        size = int(total[1]) * 1024 if total else None
+        nodes.append(
+            numa_node(int(match[1]), expand_cpulist(raw.get("cpulist")), size, distances, find(name))
+        )
+    nodes.sort(key=lambda node: node["node"])
+    return {"present": bool(data.get("exists")), "count": len(nodes), "nodes": nodes}
+
+
+def parse_numactl(text: str, artifact: str) -> Section:
+    """``numactl --hardware``: per-node cpus and size (MB = MiB), then the distance matrix."""
+    nodes: dict[int, dict[str, Any]] = {}
+    for number, line in numbered_lines(text):
+        if match := _NUMACTL_CPUS.match(line.strip()):
+            cpus = [int(cpu) for cpu in match[2].split() if cpu.isdigit()]
+            nodes[int(match[1])] = numa_node(int(match[1]), cpus, None, [], src(artifact, number, line))
+        elif (match := _NUMACTL_SIZE.match(line.strip())) and int(match[1]) in nodes:
+            nodes[int(match[1])]["size_bytes"] = int(match[2]) << 20
+        elif (match := _NUMACTL_DISTANCE.match(line)) and int(match[1]) in nodes:
+            nodes[int(match[1])]["distances"] = [int(d) for d in match[2].split()]
+    if not nodes:
+        raise ParseError("no `node N cpus:` lines (expected `numactl --hardware` output)")
+    return {"present": True, "count": len(nodes), "nodes": [nodes[n] for n in sorted(nodes)]}
+
+
+def parse_numa(text: str, artifact: str) -> Section:
+    if text.lstrip().startswith("{"):
+        return parse_numa_reader(text, artifact)
+    return parse_numactl(text, artifact)
+
+
+def recognise_numactl(text: str) -> bool:
+    lines = [line.strip() for line in text.split("\n")[:100]]
+    return any(line.startswith("available:") and "nodes" in line for line in lines) and any(
+        _NUMACTL_CPUS.match(line) for line in lines
+    )
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="pci",
@@ -453,6 +549,15 @@ PROBES: tuple[Probe, ...] = (
         sources=(Source("sys/kernel/iommu_groups.json", reader=read_iommu_groups),),
         parse=parse_iommu_groups,
         tags=("pcie", "iommu"),
+    ),
+    Probe(
+        section="numa",
+        title="NUMA nodes: CPUs, memory size, distances",
+        sources=(Source("sys/devices/system/node.json", reader=read_numa),),
+        parse=parse_numa,
+        recognise=recognise_numactl,
+        paste_hint="`numactl --hardware`",
+        tags=("numa", "topology"),
     ),
     Probe(
         section="lspci",
