@@ -38,13 +38,25 @@ def link_name(path: Path) -> str | None:
 
 
 def resolve_inside(host_root: Path, path: Path) -> Path | None:
-    """``path`` with every symlink resolved, or None when that leaves ``host_root``."""
+    """``path`` with every symlink resolved; None when it is missing or leaves ``host_root``."""
+    if not os.path.lexists(path):
+        return None
     try:
         resolved = Path(os.path.realpath(path))
         root = Path(os.path.realpath(host_root))
     except (OSError, ValueError):
         return None
     return resolved if resolved == root or root in resolved.parents else None
+
+
+def relative_to_root(host_root: Path, path: Path | None) -> str | None:
+    """A resolved path as text relative to the host root (``sys/devices/pci0000:00/...``)."""
+    if path is None:
+        return None
+    try:
+        return str(path.relative_to(os.path.realpath(host_root)))
+    except ValueError:
+        return None
 
 
 def list_dir(path: Path) -> list[str]:

@@ -7,10 +7,10 @@ always talks to the running host's udev/sysfs and cannot be pointed at another r
     /sys/bus/pci/devices/0000:19:00.0/current_link_speed: 32.0 GT/s PCIe
 
 Shape: ``{"present": bool, "count": int, "devices": [device]}``, a device being
-``{bdf, kind (gpu|nvme|nic|bridge|other), class, vendor, device (hex strings), current_link_speed_gts,
-max_link_speed_gts (float|None), current_link_width, max_link_width (int|None), numa_node (None for -1),
-local_cpulist, iommu_group (str|None), driver, root_complex ("pci0000:15"), upstream ([BDF] root port
-first), root_port, path, src}``.
+``{bdf, kind (gpu|nvme|nic|bridge|other), class, vendor, device, subsystem_vendor, subsystem_device (hex),
+current_link_speed_gts, max_link_speed_gts (float|None), current_link_width, max_link_width (int|None),
+numa_node (None for -1), local_cpulist, iommu_group (str|None), driver, root_complex ("pci0000:15"),
+upstream ([BDF] root port first), root_port, path, src}``.
 
 Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``):
 ``{"present": bool, "count": int, "groups": [{group, type, devices: [BDF], src}]}``.
@@ -56,6 +56,7 @@ from gdsdoctor.probes._sysfs import (
     load_json,
     provenance_finder,
     read_attr,
+    relative_to_root,
     resolve_inside,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
@@ -84,13 +85,16 @@ NVIDIA = 0x10DE
 
 
 def read_pci_device(host_root: Path, entry: Path) -> dict[str, Any]:
+    """One function's attributes, read through its resolved path (never through a link that leaves
+    ``host_root``: then only the name is known)."""
     resolved = resolve_inside(host_root, entry)
-    relative = str(resolved.relative_to(host_root.resolve())) if resolved else None
     return {
         "bdf": entry.name,
-        "path": relative,
-        "attrs": {name: read_attr(entry / name) for name in ATTRS},
-        "links": {name: link_name(entry / name) for name in ("driver", "iommu_group")},
+        "path": relative_to_root(host_root, resolved),
+        "attrs": {name: read_attr(resolved / name) if resolved else None for name in ATTRS},
+        "links": {
+            name: link_name(resolved / name) if resolved else None for name in ("driver", "iommu_group")
+        },
     }
 
 
@@ -171,6 +175,8 @@ def pci_device(raw: dict[str, Any], find: Any) -> dict[str, Any] | None:
         "class": hex_id(class_code, 6),
         "vendor": hex_id(vendor, 4),
         "device": hex_id(as_int(attrs.get("device")), 4),
+        "subsystem_vendor": hex_id(as_int(attrs.get("subsystem_vendor")), 4),
+        "subsystem_device": hex_id(as_int(attrs.get("subsystem_device")), 4),
         "current_link_speed_gts": link_speed_gts(attrs.get("current_link_speed")),
         "max_link_speed_gts": link_speed_gts(attrs.get("max_link_speed")),
         "current_link_width": as_int(attrs.get("current_link_width")),

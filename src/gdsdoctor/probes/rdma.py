@@ -79,7 +79,10 @@ def counters(directory: Path) -> dict[str, str | None]:
     return {name: read_attr(directory / name) for name in list_dir(directory)}
 
 
-def read_ib_device(host_root: Path, path: Path) -> dict[str, Any]:
+def read_ib_device(host_root: Path, entry: Path) -> dict[str, Any]:
+    path = resolve_inside(host_root, entry)
+    if path is None:  # the class link leaves host_root: report the name only
+        return {"name": entry.name, "attrs": {}, "bdf": None, "netdevs": [], "ports": []}
     device = resolve_inside(host_root, path / "device")
     ports = [
         {
@@ -91,7 +94,7 @@ def read_ib_device(host_root: Path, path: Path) -> dict[str, Any]:
         for port in list_dir(path / "ports")
     ]
     return {
-        "name": path.name,
+        "name": entry.name,
         "attrs": {name: read_attr(path / name) for name in IB_DEVICE_ATTRS},
         "bdf": (bdfs_in(device) or [None])[-1] if device else None,
         "netdevs": list_dir(device / "net") if device else [],
@@ -109,14 +112,17 @@ def read_netdev(host_root: Path) -> bytes:
     base = host_root / NET_CLASS
     interfaces = []
     for name in list_dir(base):
-        device = resolve_inside(host_root, base / name / "device")
+        path = resolve_inside(host_root, base / name)
+        device = resolve_inside(host_root, path / "device") if path else None
         interfaces.append(
             {
                 "name": name,
-                "attrs": {attr: read_attr(base / name / attr) for attr in ("mtu", "operstate", "speed")},
+                "attrs": {
+                    attr: read_attr(path / attr) if path else None for attr in ("mtu", "operstate", "speed")
+                },
                 "bdf": (bdfs_in(device) or [None])[-1] if device else None,
-                "driver": link_name(base / name / "device" / "driver"),
-                "has_device": (base / name / "device").exists(),
+                "driver": link_name(device / "driver") if device else None,
+                "has_device": device is not None,
             }
         )
     return json_bytes({"reader": "netdev", "exists": base.is_dir(), "interfaces": interfaces})
