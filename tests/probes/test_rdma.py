@@ -316,3 +316,27 @@ def test_reader_parsers_survive_odd_json(value: object) -> None:
     ):
         with contextlib.suppress(ParseError):
             parse(json.dumps(doc, indent=1), "x")
+
+
+def test_readers_do_not_follow_class_links_out_of_host_root(fs) -> None:  # noqa: ANN001
+    root = Path("/host")
+    fs.create_file("/real/devices/mlx5_9/fw_ver", contents="secret\n")
+    fs.create_file("/real/net/eth9/mtu", contents="9000\n")
+    (root / "sys/class/infiniband").mkdir(parents=True)
+    (root / "sys/class/net").mkdir(parents=True)
+    os.symlink("/real/devices/mlx5_9", root / "sys/class/infiniband/mlx5_9")
+    os.symlink("/real/net/eth9", root / "sys/class/net/eth9")
+    (device,) = rdma.parse_infiniband(rdma.read_infiniband(root).decode(), "i")["devices"]
+    assert device["name"] == "mlx5_9" and device["fw_ver"] is None
+    (interface,) = rdma.parse_netdev(rdma.read_netdev(root).decode(), "n")["interfaces"]
+    assert interface["name"] == "eth9" and interface["mtu"] is None
+
+
+def test_every_probe_reader_survives_a_missing_root(fs) -> None:  # noqa: ANN001
+    from gdsdoctor.probes import gpu, pci
+
+    for probe in (*pci.PROBES, *gpu.PROBES, *rdma.PROBES):
+        for source in probe.sources:
+            if source.reader is not None:
+                section = probe.parse(source.reader(Path("/missing")).decode(), source.artifact)
+                assert "status" not in section and "artifact" not in section
