@@ -11,6 +11,7 @@ import pytest
 from fake_sysfs import FakeSysfs, gds_switch_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyfakefs.fake_filesystem import FakeFilesystem
 
 from gdsdoctor.probes import pci
 from gdsdoctor.probes.base import ParseError
@@ -63,7 +64,7 @@ def test_iommu_groups_reader_on_real_sysfs() -> None:
 
 
 @pytest.fixture
-def switch_tree(fs) -> Path:
+def switch_tree(fs: FakeFilesystem) -> Path:
     root = Path("/host")
     gds_switch_tree(FakeSysfs(root))
     return root
@@ -109,7 +110,7 @@ def test_iommu_groups_on_fake_tree(switch_tree: Path) -> None:
     assert '"group": "12"' in groups["12"]["src"]["text"]
 
 
-def test_reader_does_not_follow_links_out_of_host_root(fs) -> None:
+def test_reader_does_not_follow_links_out_of_host_root(fs: FakeFilesystem) -> None:
     root = Path("/host")
     FakeSysfs(root).add_pci("0000:01:00.0")
     os.symlink("/elsewhere/0000:02:00.0", root / "sys/bus/pci/devices/0000:02:00.0")
@@ -118,7 +119,7 @@ def test_reader_does_not_follow_links_out_of_host_root(fs) -> None:
     assert devices["0000:01:00.0"]["kind"] == "gpu"
 
 
-def test_reader_without_sysfs(fs) -> None:
+def test_reader_without_sysfs(fs: FakeFilesystem) -> None:
     section = pci.parse_pci(pci.read_pci(Path("/nothing")).decode(), "pci.json")
     assert section == {"present": False, "count": 0, "devices": []}
 

@@ -10,6 +10,7 @@ import pytest
 from fake_sysfs import MELLANOX, NIC, FakeSysfs, gds_switch_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyfakefs.fake_filesystem import FakeFilesystem
 
 from gdsdoctor.probes import rdma
 from gdsdoctor.probes.base import ParseError
@@ -108,7 +109,7 @@ def test_state_normalisation() -> None:
 
 
 @pytest.fixture
-def host(fs) -> Path:
+def host(fs: FakeFilesystem) -> Path:
     root = Path("/host")
     tree = FakeSysfs(root)
     gds_switch_tree(tree)
@@ -318,7 +319,7 @@ def test_reader_parsers_survive_odd_json(value: object) -> None:
             parse(json.dumps(doc, indent=1), "x")
 
 
-def test_readers_do_not_follow_class_links_out_of_host_root(fs) -> None:  # noqa: ANN001
+def test_readers_do_not_follow_class_links_out_of_host_root(fs: FakeFilesystem) -> None:
     root = Path("/host")
     fs.create_file("/real/devices/mlx5_9/fw_ver", contents="secret\n")
     fs.create_file("/real/net/eth9/mtu", contents="9000\n")
@@ -332,7 +333,7 @@ def test_readers_do_not_follow_class_links_out_of_host_root(fs) -> None:  # noqa
     assert interface["name"] == "eth9" and interface["mtu"] is None
 
 
-def test_every_probe_reader_survives_a_missing_root(fs) -> None:  # noqa: ANN001
+def test_every_probe_reader_survives_a_missing_root(fs: FakeFilesystem) -> None:
     from gdsdoctor.probes import gpu, pci
 
     for probe in (*pci.PROBES, *gpu.PROBES, *rdma.PROBES):
