@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gdsdoctor.probes import gpu
+from gdsdoctor.probes import gpu, pci, rdma
 from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data"
@@ -201,3 +201,29 @@ def test_parsers_survive_mutations(name: str, cut: int, drop: int) -> None:
     for parse in (gpu.parse_nvidia_topo, gpu.parse_nvidia_smi_q):
         with contextlib.suppress(ParseError):
             parse(text, "x")
+
+
+EXPECTED_SECTION = {
+    "lspci-vvv": "lspci",
+    "lspci-tv": "lspci_tree",
+    "numactl-hardware": "numa",
+    "nvidia-smi-q": "nvidia_smi",
+    "nvidia-smi-topo": "nvidia_topo",
+    "ibstat": "infiniband",
+    "ibv_devinfo": "infiniband",
+    "sysfs-class-infiniband": "infiniband",
+    "mlnx_qos": "mlnx_qos",
+    "rdma-qos": "mlnx_qos",
+    "nvidia-smi.txt": None,  # the plain nvidia-smi table: nobody here claims it
+}
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for kind in ("pci", "gpu", "rdma") for p in (DATA / kind).iterdir())
+)
+def test_each_sample_is_claimed_by_exactly_its_own_section(path: Path) -> None:
+
+    probes = [probe for module in (pci, gpu, rdma) for probe in module.PROBES if probe.recognise]
+    claimed = [probe.section for probe in probes if probe.recognise(path.read_text())]
+    expected = next(section for prefix, section in EXPECTED_SECTION.items() if path.name.startswith(prefix))
+    assert claimed == ([expected] if expected else [])
