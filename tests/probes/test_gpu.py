@@ -227,3 +227,11 @@ def test_each_sample_is_claimed_by_exactly_its_own_section(path: Path) -> None:
     claimed = [probe.section for probe in probes if probe.recognise(path.read_text())]
     expected = next(section for prefix, section in EXPECTED_SECTION.items() if path.name.startswith(prefix))
     assert claimed == ([expected] if expected else [])
+
+
+def test_topo_single_gpu_no_nic() -> None:
+    text = "\x1b[4m\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\nGPU0\t X \t0-15\t0\t\tN/A\n"
+    section = gpu.parse_nvidia_topo(text, "t")
+    (only,) = section["gpus"]
+    assert only["links"] == {} and only["cpu_affinity"] == "0-15" and only["numa_affinity"] == 0
+    assert only["best_nic"] is None and section["gpu_nic"] == [] and gpu.recognise_nvidia_topo(text)

@@ -159,7 +159,7 @@ def topo_header(line: str) -> tuple[list[str], list[str]] | None:
     trailers = [name for name in _TRAILERS if name in line]
     first = min((line.index(name) for name in trailers), default=len(line))
     columns = line[:first].split()
-    if not columns or not all(_LABEL.match(column) for column in columns) or columns[0] in ("GPU", "NIC"):
+    if not columns or not all(_LABEL.match(column) for column in columns):
         return None
     return columns, trailers
 
