@@ -66,6 +66,8 @@ PHYS_STATES = {
     6: "LinkErrorRecovery",
     7: "PhyTest",
 }
+_STATE_NUMBERS = {name: number for number, name in STATES.items()}
+_PHYS_BY_NAME = {name.lower(): (name, number) for number, name in PHYS_STATES.items()}
 _STATE_WORDS = {"INITIALIZING": "INIT", "INITIALIZE": "INIT", "ACTIVE_DEFERRED": "ACTIVE_DEFER"}
 _NUMBERED = re.compile(r"^\s*(\d+)\s*:\s*(\S+)")  # sysfs "4: ACTIVE"
 _PARENTHESISED = re.compile(r"^\s*(\S+)\s*\((\d+)\)")  # ibv_devinfo "PORT_ACTIVE (4)", "1024 (3)"
@@ -146,30 +148,37 @@ def read_memlock(host_root: Path) -> bytes:  # a process limit: host_root does n
 # --- port normalisation (shared by every format) ------------------------------------------------
 
 
+def split_enum(text: str) -> tuple[str, int | None]:
+    """``"4: ACTIVE"`` (sysfs), ``"PORT_ACTIVE (4)"`` (ibv_devinfo) → (name, number);
+    ``"Active"`` → (name, None)."""
+    if match := _NUMBERED.match(text):
+        return match[2], int(match[1])
+    if match := _PARENTHESISED.match(text):
+        return match[1], int(match[2])
+    return text.strip(), None
+
+
 def state_of(text: str | None) -> tuple[str | None, int | None]:
-    """``"4: ACTIVE"``, ``"PORT_ACTIVE (4)"``, ``"Active"`` → ("ACTIVE", 4)."""
+    """``"4: ACTIVE"``, ``"PORT_ACTIVE (4)"``, ``"Active"`` (ibstat) → ("ACTIVE", 4)."""
     if not text:
         return None, None
-    if match := _NUMBERED.match(text) or _PARENTHESISED.match(text):
-        first, second = match.groups()
-        number = int(first) if first.isdigit() else int(second)
-        return STATES.get(number, (second if first.isdigit() else first).upper()), number
-    word = text.strip().upper().removeprefix("PORT_")
+    name, number = split_enum(text)
+    if number in STATES:
+        return STATES[number], number
+    word = name.upper().removeprefix("PORT_")
     word = _STATE_WORDS.get(word, word)
-    numbers = {name: number for number, name in STATES.items()}
-    return word, numbers.get(word)
+    return word, number if number is not None else _STATE_NUMBERS.get(word)
 
 
 def phys_state_of(text: str | None) -> tuple[str | None, int | None]:
-    """``"5: LinkUp"``, ``"LINK_UP (5)"``, ``"Polling"`` → ("LinkUp", 5)."""
+    """``"5: LinkUp"``, ``"LINK_UP (5)"``, ``"Polling"`` (ibstat) → ("LinkUp", 5)."""
     if not text:
         return None, None
-    if match := _NUMBERED.match(text) or _PARENTHESISED.match(text):
-        first, second = match.groups()
-        number = int(first) if first.isdigit() else int(second)
-        return PHYS_STATES.get(number, text.strip()), number
-    by_name = {name.lower(): (name, number) for number, name in PHYS_STATES.items()}
-    return by_name.get(text.strip().lower().replace("_", ""), (text.strip(), None))
+    name, number = split_enum(text)
+    if number in PHYS_STATES:
+        return PHYS_STATES[number], number
+    known = _PHYS_BY_NAME.get(name.lower().replace("_", ""))
+    return known if known and number is None else (name, number)
 
 
 def mtu_of(text: str | None) -> int | None:
