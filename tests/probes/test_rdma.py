@@ -140,7 +140,7 @@ def host(fs: FakeFilesystem) -> Path:
 def test_infiniband_reader(host: Path) -> None:
     text = rdma.read_infiniband(host).decode()
     section = rdma.parse_infiniband(text, "sys/class/infiniband.json")
-    assert section["format"] == "sysfs"
+    assert section["format"] == "sysfs" and section["present"] is True
     devices = {d["name"]: d for d in section["devices"]}
     assert devices["mlx5_0"]["bdf"] == "0000:1a:00.0" and devices["mlx5_0"]["netdevs"] == ["ens1f0np0"]
     assert devices["mlx5_0"]["fw_ver"] == "28.39.1002" and devices["mlx5_0"]["hca_type"] is None
