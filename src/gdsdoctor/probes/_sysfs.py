@@ -16,6 +16,9 @@ from typing import Any
 
 from gdsdoctor.probes.base import ParseError, numbered_lines, src
 
+# What a reader returns when its tree is absent: the capture records the source as "missing"
+# (unknown), so rules stay inconclusive instead of reading "zero devices".
+MISSING = b""
 BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
 

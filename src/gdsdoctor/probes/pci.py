@@ -6,17 +6,17 @@ always talks to the running host's udev/sysfs and cannot be pointed at another r
 
     /sys/bus/pci/devices/0000:19:00.0/current_link_speed: 32.0 GT/s PCIe
 
-Shape: ``{"present": bool, "count": int, "devices": [device]}``, a device being
+Shape: ``{"count": int, "devices": [device]}``, a device being
 ``{bdf, kind (gpu|nvme|nic|bridge|other), class, vendor, device, subsystem_vendor, subsystem_device (hex),
 current_link_speed_gts, max_link_speed_gts (float|None), current_link_width, max_link_width (int|None),
 numa_node (None for -1), local_cpulist, iommu_group (str|None), driver, root_complex ("pci0000:15"),
 upstream ([BDF] root port first), root_port, path, src}``.
 
-Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``):
+Section ``iommu_groups`` (reader over ``/sys/kernel/iommu_groups``; ``present`` = any group exists):
 ``{"present": bool, "count": int, "groups": [{group, type, devices: [BDF], src}]}``.
 
 Section ``numa`` (reader over ``/sys/devices/system/node/node*``, or a pasted ``numactl --hardware``):
-``{"present": bool, "count": int, "nodes": [{node, cpus: [int], cpu_count, size_bytes, distances: [int],
+``{"count": int, "nodes": [{node, cpus: [int], cpu_count, size_bytes, distances: [int],
 src}]}``.
 
 Section ``lspci_tree`` (``lspci -tv``)::
@@ -48,6 +48,7 @@ from typing import Any
 
 from gdsdoctor.probes._sysfs import (
     BDF,
+    MISSING,
     as_int,
     bdfs_in,
     json_bytes,
@@ -100,13 +101,17 @@ def read_pci_device(host_root: Path, entry: Path) -> dict[str, Any]:
 
 def read_pci(host_root: Path) -> bytes:
     devices_dir = host_root / PCI_DEVICES
+    if not devices_dir.is_dir():
+        return MISSING
     names = list_dir(devices_dir)
     devices = [read_pci_device(host_root, devices_dir / name) for name in names]
-    return json_bytes({"reader": "pci", "exists": devices_dir.is_dir(), "entries": names, "devices": devices})
+    return json_bytes({"reader": "pci", "entries": names, "devices": devices})
 
 
 def read_iommu_groups(host_root: Path) -> bytes:
     groups_dir = host_root / IOMMU_GROUPS
+    if not groups_dir.is_dir():
+        return MISSING
     groups = [
         {
             "group": name,
@@ -115,7 +120,7 @@ def read_iommu_groups(host_root: Path) -> bytes:
         }
         for name in list_dir(groups_dir)
     ]
-    return json_bytes({"reader": "iommu_groups", "exists": groups_dir.is_dir(), "groups": groups})
+    return json_bytes({"reader": "iommu_groups", "groups": groups})
 
 
 # --- parsers ------------------------------------------------------------------------------------
@@ -201,7 +206,7 @@ def parse_pci(text: str, artifact: str) -> Section:
         raise ParseError('not the pci reader\'s JSON (no "reader": "pci")')
     find = provenance_finder(text, artifact, "bdf")
     devices = [item for raw in reader_items(data, "devices") if (item := pci_device(raw, find))]
-    return {"present": bool(data.get("exists")), "count": len(devices), "devices": devices}
+    return {"count": len(devices), "devices": devices}
 
 
 def parse_iommu_groups(text: str, artifact: str) -> Section:
@@ -226,7 +231,7 @@ def parse_iommu_groups(text: str, artifact: str) -> Section:
                 "src": find(name),
             }
         )
-    return {"present": bool(data.get("exists")) and bool(groups), "count": len(groups), "groups": groups}
+    return {"present": bool(groups), "count": len(groups), "groups": groups}
 
 
 # --- lspci -vvv ---------------------------------------------------------------------------------
@@ -461,6 +466,8 @@ _NUMACTL_DISTANCE = re.compile(r"^\s*(\d+):((?:\s+\d+)+)\s*$")
 
 def read_numa(host_root: Path) -> bytes:
     base = host_root / NODES
+    if not base.is_dir():
+        return MISSING
     nodes = [
         {
             "node": name,
@@ -471,7 +478,7 @@ def read_numa(host_root: Path) -> bytes:
         for name in list_dir(base)
         if _NODE_DIR.match(name)
     ]
-    return json_bytes({"reader": "numa", "exists": base.is_dir(), "nodes": nodes})
+    return json_bytes({"reader": "numa", "nodes": nodes})
 
 
 def expand_cpulist(text: Any) -> list[int] | None:
@@ -509,7 +516,7 @@ def parse_numa_reader(text: str, artifact: str) -> Section:
             numa_node(int(match[1]), expand_cpulist(raw.get("cpulist")), size, distances, find(name))
         )
     nodes.sort(key=lambda node: node["node"])
-    return {"present": bool(data.get("exists")), "count": len(nodes), "nodes": nodes}
+    return {"count": len(nodes), "nodes": nodes}
 
 
 def parse_numactl(text: str, artifact: str) -> Section:
@@ -525,7 +532,7 @@ def parse_numactl(text: str, artifact: str) -> Section:
             nodes[int(match[1])]["distances"] = [int(d) for d in match[2].split()]
     if not nodes:
         raise ParseError("no `node N cpus:` lines (expected `numactl --hardware` output)")
-    return {"present": True, "count": len(nodes), "nodes": [nodes[n] for n in sorted(nodes)]}
+    return {"count": len(nodes), "nodes": [nodes[n] for n in sorted(nodes)]}
 
 
 def parse_numa(text: str, artifact: str) -> Section:

@@ -7,15 +7,14 @@ Section ``infiniband``: a reader over ``/sys/class/infiniband/<dev>/ports/<n>/``
             State: Active / Rate: 400 / Link layer: InfiniBand         (ibstat)
                             state:                  PORT_DOWN (1)      (ibv_devinfo)
 
-``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstatus"|"ibv_devinfo", "present" (False: no
-/sys/class/infiniband, i.e. no RDMA stack loaded), "devices": [{name, hca_type, fw_ver,
+``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstatus"|"ibv_devinfo", "devices": [{name, hca_type, fw_ver,
 board_id, bdf, netdevs, src}], "ports": [port]}``, a port being ``{device, port (int), state ("ACTIVE",
 "DOWN", "INIT", "ARMED"…), state_num, active (bool), phys_state ("LinkUp", "Polling", "Disabled"…),
 phys_state_num, rate_gbps (float; a DOWN port reports 40), rate_text, link_layer ("InfiniBand"|"Ethernet"),
 active_mtu, max_mtu (bytes, ibv_devinfo only), netdevs, counters, hw_counters ({name: int}, sysfs only),
 src}``. Values a format does not carry are None.
 
-Section ``netdev`` (reader over ``/sys/class/net/*``): ``{"present": bool, "interfaces": [{name, mtu,
+Section ``netdev`` (reader over ``/sys/class/net/*``): ``{"interfaces": [{name, mtu,
 operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual, src}]}``.
 
 Section ``mlnx_qos`` (pasted ``mlnx_qos -i <netdev>``, also the spiderpool ``rdma-qos.sh q`` wrapper)::
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes._sysfs import (
+    MISSING,
     as_int,
     bdfs_in,
     json_bytes,
@@ -107,12 +107,16 @@ def read_ib_device(host_root: Path, entry: Path) -> dict[str, Any]:
 
 def read_infiniband(host_root: Path) -> bytes:
     base = host_root / IB_CLASS
+    if not base.is_dir():  # no RDMA stack loaded (or not readable): the ibstat fallback may still tell
+        return MISSING
     devices = [read_ib_device(host_root, base / name) for name in list_dir(base)]
-    return json_bytes({"reader": "infiniband", "exists": base.is_dir(), "devices": devices})
+    return json_bytes({"reader": "infiniband", "devices": devices})
 
 
 def read_netdev(host_root: Path) -> bytes:
     base = host_root / NET_CLASS
+    if not base.is_dir():
+        return MISSING
     interfaces = []
     for name in list_dir(base):
         path = resolve_inside(host_root, base / name)
@@ -128,7 +132,7 @@ def read_netdev(host_root: Path) -> bytes:
                 "has_device": device is not None,
             }
         )
-    return json_bytes({"reader": "netdev", "exists": base.is_dir(), "interfaces": interfaces})
+    return json_bytes({"reader": "netdev", "interfaces": interfaces})
 
 
 def read_memlock(host_root: Path) -> bytes:  # a process limit: host_root does not apply
@@ -265,7 +269,7 @@ def parse_ib_reader(data: dict[str, Any], text: str, artifact: str) -> Section:
                 "hw_counters": port.get("hw_counters"),
             }
             ports.append(make_port(device["name"], port.get("port"), fields, device["src"]))
-    return {"format": "sysfs", "present": bool(data.get("exists")), "devices": devices, "ports": ports}
+    return {"format": "sysfs", "devices": devices, "ports": ports}
 
 
 _GREP_LINE = re.compile(r"^(?:\S*?)/sys/class/infiniband/([^/\s]+)/(\S+?):(.*)$")
@@ -295,7 +299,6 @@ def parse_ib_grep(text: str, artifact: str) -> Section:
         raise ParseError("no /sys/class/infiniband/<dev>/...:<value> lines")
     return {
         "format": "sysfs-grep",
-        "present": True,
         "devices": [make_device(name, fields, fields["src"]) for name, fields in devices.items()],
         "ports": [make_port(name, port, fields, fields["src"]) for (name, port), fields in ports.items()],
     }
@@ -333,7 +336,6 @@ def parse_ibstat(text: str, artifact: str) -> Section:
         raise ParseError("no `CA 'mlx5_0'` blocks (expected `ibstat` output)")
     return {
         "format": "ibstat",
-        "present": True,
         "devices": [make_device(d["name"], d, d["src"]) for d in devices],
         "ports": [make_port(p["device"], p["port"], p, p["src"]) for p in ports],
     }
@@ -358,7 +360,6 @@ def parse_ibstatus(text: str, artifact: str) -> Section:
     first = {name: next(p["src"] for p in ports if p["device"] == name) for name in names}
     return {
         "format": "ibstatus",
-        "present": True,
         "devices": [make_device(name, {}, first[name]) for name in names],
         "ports": [make_port(p["device"], p["port"], p, p["src"]) for p in ports],
     }
@@ -388,7 +389,6 @@ def parse_ibv_devinfo(text: str, artifact: str) -> Section:
         raise ParseError("no `hca_id:` lines (expected `ibv_devinfo` output)")
     return {
         "format": "ibv_devinfo",
-        "present": True,
         "devices": [make_device(d["name"], d, d["src"]) for d in devices],
         "ports": [make_port(p["device"], p["port"], p, p["src"]) for p in ports],
     }
@@ -461,7 +461,7 @@ def parse_netdev(text: str, artifact: str) -> Section:
                 "src": find(raw["name"]),
             }
         )
-    return {"present": bool(data.get("exists")), "interfaces": interfaces}
+    return {"interfaces": interfaces}
 
 
 # --- mlnx_qos -----------------------------------------------------------------------------------
