@@ -179,6 +179,10 @@ def test_lspci_hgx_switch_excerpt() -> None:
     gpu, nvme, down = devices["0000:19:00.0"], devices["0000:18:00.0"], devices["0000:17:00.0"]
     assert gpu["name"] == "NVIDIA Corporation Device 2330 (rev a1)" and gpu["class_name"] == "3D controller"
     assert gpu["driver"] == "nvidia" and gpu["numa_node"] == 0
+    kinds = {bdf: device["kind"] for bdf, device in devices.items()}
+    assert (kinds["0000:19:00.0"], kinds["0000:18:00.0"], kinds["0000:1a:00.0"]) == ("gpu", "nvme", "nic")
+    assert kinds["0000:17:00.0"] == "bridge" and kinds["0000:15:00.0"] == "other"
+    assert devices["0000:15:00.4"]["class_name"] == "Generic system peripheral"
     assert gpu["lnk_cap"] == {
         "speed_gts": 32.0,
         "width": 16,
@@ -202,6 +206,7 @@ def test_lspci_hgx_switch_excerpt() -> None:
 def test_lspci_gpu_idle_downgraded_with_prompt_and_spaces() -> None:
     (gpu,) = pci.parse_lspci(read(RTX), RTX)["devices"]
     assert gpu["bdf"] == "0000:01:00.0" and gpu["class_name"] == "VGA compatible controller"
+    assert gpu["kind"] == "gpu"
     assert gpu["lnk_sta"] == {
         "speed_gts": 2.5,
         "width": 16,

@@ -32,8 +32,8 @@ Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: 
     \t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
 
 ``{"caps_readable": bool|None, "devices": [device], "unattributed_acs_ctl": [{flags, src}]}`` (the last
-for a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), class_name, name, numa_node,
-driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded, width_downgraded}|None,
+for a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), kind (as in ``pci``),
+class_name, name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded, width_downgraded}|None,
 lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid, trans_blk, req_redir,
 cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set: [flag]|None,
 bar1_bytes, src, srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown) when
@@ -284,11 +284,24 @@ def link(text: str) -> dict[str, Any] | None:
     }
 
 
+def lspci_kind(class_name: str, name: str) -> str:
+    """The same kinds as the sysfs section, from lspci's class and vendor names."""
+    if class_name in ("VGA compatible controller", "3D controller") and name.startswith("NVIDIA"):
+        return "gpu"
+    if class_name == "Non-Volatile memory controller" and "NVM Express" in name:
+        return "nvme"
+    if class_name in ("Ethernet controller", "Infiniband controller"):
+        return "nic"
+    return "bridge" if class_name == "PCI bridge" else "other"
+
+
 def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, Any]:
     class_name, _, name = rest.partition(": ")
+    class_name = re.sub(r"\s*\[[0-9a-f]{4}\]$", "", class_name.strip())  # `-nn` appends [0302]
     return {
         "bdf": full_bdf(bdf),
-        "class_name": class_name.strip() if name else None,
+        "kind": lspci_kind(class_name, name.strip()),
+        "class_name": class_name if name else None,
         "name": (name or rest).strip(),
         "numa_node": None,
         "driver": None,
