@@ -31,13 +31,13 @@ Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: 
     \t\tLnkSta:\tSpeed 16GT/s (downgraded), Width x4 (ok)
     \t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
 
-``{"caps_readable": bool|None, "devices": [device], "unattributed_acs_ctl": [{flags, src}]}`` (the last
-for a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), kind (as in ``pci``),
-class_name, name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded,
-width_downgraded}|None, lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid, trans_blk, req_redir,
-cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set: [flag]|None,
-bar1_bytes, src, srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown) when
-the capabilities were not readable, never False.
+``{"caps_readable": bool|None, "devices": [device], "unattributed_acs_ctl": [{flags, src}]}`` (the last for
+a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), kind (as in ``pci``), class_name,
+name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded,
+width_downgraded}|None, lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid,
+trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set:
+[flag]|None, bar1_bytes, src, srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown)
+when the capabilities were not readable, never False.
 """
 
 from __future__ import annotations
