@@ -235,3 +235,13 @@ def test_topo_single_gpu_no_nic() -> None:
     (only,) = section["gpus"]
     assert only["links"] == {} and only["cpu_affinity"] == "0-15" and only["numa_affinity"] == 0
     assert only["best_nic"] is None and section["gpu_nic"] == [] and gpu.recognise_nvidia_topo(text)
+
+
+def test_nvidia_smi_q_two_gpu_blocks() -> None:
+    text = read(Q)
+    block = text[text.index("GPU 00000000:19:00.0") :]
+    second = block.replace("00000000:19:00.0", "00000000:3B:00.0").replace(": 131072 MiB", ": 256 MiB")
+    section = gpu.parse_nvidia_smi_q(text + second, Q)
+    assert [card["bus_id"] for card in section["gpus"]] == ["0000:19:00.0", "0000:3b:00.0"]
+    assert [card["bar1_total_mib"] for card in section["gpus"]] == [131072, 256]
+    assert section["gpus"][1]["src"]["line"] == text.count("\n") + 1
