@@ -48,9 +48,7 @@ def recognise(text: str) -> bool:
         return False
     if _LSMOD_HEADER.match(lines[0]):
         return True
-    proc_like = [
-        line for line in lines if re.match(r"^[a-z0-9_]+ \d+ (\d+|-) \S+ (Live|Loading|Unloading)", line)
-    ]
+    proc_like = [line for line in lines if re.match(r"^[a-z0-9_]+ \d+ (\d+|-) \S+ (Live|Loading|Unloading)", line)]
     return len(proc_like) >= max(1, len(lines) // 2)
 
 

@@ -45,9 +45,7 @@ def parse(text: str, artifact: str) -> Section:
             }
         )
     if not mounts:
-        raise ParseError(
-            "no mount lines (expected /proc/mounts format: device mountpoint fstype options 0 0)"
-        )
+        raise ParseError("no mount lines (expected /proc/mounts format: device mountpoint fstype options 0 0)")
     return {"mounts": mounts}
 
 
