@@ -453,6 +453,8 @@ def format_rate(rate: float, units: Units = "si") -> str:
 
 
 def format_duration(seconds: float) -> str:
+    if seconds == 0:
+        return "0 s"
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 120:
