@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def _missing_tools(*tools: str) -> list[str]:
 
 @pytest.fixture(params=["xfs", "ext4"])
 def loop_fs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
-    """A 1 GiB sparse image, formatted, loop-mounted; unmounted and detached afterwards."""
+    """A 2 GiB sparse image, formatted, loop-mounted; unmounted and detached afterwards."""
     fstype = request.param
     if os.geteuid() != 0:
         pytest.skip("needs root to losetup and mount")
@@ -36,7 +37,7 @@ def loop_fs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
     image, mountpoint = tmp_path / f"{fstype}.img", tmp_path / "mnt"
     mountpoint.mkdir()
     with image.open("wb") as handle:
-        handle.truncate(GIB)
+        handle.truncate(2 * GIB)
     force = "-f" if fstype == "xfs" else "-F"
     subprocess.run([f"mkfs.{fstype}", "-q", force, str(image)], check=True, capture_output=True)
     attach = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
@@ -84,15 +85,23 @@ def test_bench_runs_fio_on_loop_filesystem(loop_fs: Path) -> None:
 
 def test_bench_refuses_to_fill_the_filesystem(loop_fs: Path) -> None:
     with pytest.raises(BenchError, match="refusing to write"):
-        bench.run(loop_fs, size_bytes=900 * MIB)
+        bench.run(loop_fs, size_bytes=1536 * MIB)
     assert leftovers(loop_fs) == []
 
 
 def test_bench_time_limit_kills_fio_and_cleans_up(loop_fs: Path) -> None:
     with pytest.raises(BenchError, match="did not finish within the time limit"):
-        bench.run(loop_fs, size_bytes=256 * MIB, time_limit_s=0.05)
+        bench.run(loop_fs, size_bytes=900 * MIB, time_limit_s=0.3)
     assert leftovers(loop_fs) == []
-    assert subprocess.run(["pgrep", "-f", str(loop_fs)], capture_output=True).returncode != 0  # no fio left
+    for _ in range(50):  # fio's workers run in their own sessions: they must be gone too
+        if (
+            subprocess.run(["pgrep", "-f", "--", f"--directory={loop_fs}"], capture_output=True).returncode
+            != 0
+        ):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("fio processes survived the time limit")
 
 
 # --- sizing and errors -----------------------------------------------------------------------

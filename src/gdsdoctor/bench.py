@@ -13,7 +13,7 @@ under PATH, which it always removes. The engine, in order of preference (``engin
 Sizing: by default 5 % of the free space, between 64 MiB and 8 GiB. A size that would take more
 than half the free space, or leave less than 10 % of the filesystem free, is refused.
 Bounded: no ``--runtime``/``--time_based`` (the run is sized), but a hard deadline kills the
-benchmark's whole process group.
+benchmark and all its descendants (fio's workers run in sessions of their own).
 
 The result carries the raw output as an artifact (``bench/fio.json`` or ``bench/gdsio.txt``,
 parsed by :mod:`gdsdoctor.probes.bench`) and the parsed throughput.
@@ -262,6 +262,8 @@ def _fio_argv(plan: Plan, workdir: Path, output: Path) -> list[str]:
         f"--directory={workdir}", "--filename_format=gdsdoctor.$jobnum.$filenum",
         "--direct=1", f"--bs={BLOCK_SIZE}", f"--numjobs={plan.numjobs}", f"--iodepth={plan.iodepth}",
         f"--size={per_job}", "--fallocate=none", "--group_reporting",
+        # without this fio lays out the read job's files (buffered) before the write job starts
+        "--create_on_open=1",
     ]  # fmt: skip
     if plan.engine == "cpu-direct":
         return [*argv, "--ioengine=libaio", *_write_read_jobs("")]
@@ -291,14 +293,18 @@ def _run_fio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -> 
     done = _Progress(progress)
     directions = 2 if plan.engine == "cpu-direct" else 4  # write+read, twice with posix comparison
 
-    def on_line(line: str) -> None:
-        percent = _ETA_PERCENT.search(line)
-        written = sum(f.stat().st_size for f in workdir.glob("gdsdoctor.*") if f.is_file())
-        fraction = max(float(percent[1]) / 100 if percent else 0.0, written / plan.size_bytes / directions)
-        rate = _ETA_RATE.search(line)
-        done(fraction, f"{'reading' if rate and rate[1] == 'r' else 'writing'} {rate[2]}" if rate else "")
+    def on_tick(new_lines: list[str], pid: int) -> None:
+        # fio's own percentage is unreliable with stonewalled groups: count the bytes its
+        # processes moved (/proc/PID/io), and the blocks written so far as a floor.
+        written = sum(f.stat().st_blocks * 512 for f in workdir.glob("gdsdoctor.*") if f.is_file())
+        moved = max(written, _tree_io_bytes(pid))
+        message = ""
+        for line in new_lines:
+            rate = _ETA_RATE.search(line)
+            message = f"{'reading' if rate[1] == 'r' else 'writing'} {rate[2]}" if rate else message
+        done(moved / plan.size_bytes / directions, message)
 
-    returncode, stderr = _run_streaming(_fio_argv(plan, workdir, output), deadline, on_line, "fio")
+    returncode, _, stderr = _run_streaming(_fio_argv(plan, workdir, output), deadline, "fio", on_tick)
     raw = output.read_bytes() if output.exists() else b""
     if returncode != 0 or not raw:
         raise BenchError(f"fio failed (exit {returncode}): {_last_line(stderr) or 'no output'}")
@@ -313,8 +319,7 @@ def _run_gdsio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -
         argv = [plan.executable, "-D", str(workdir), "-d", "0", "-w", str(plan.numjobs),
                 "-s", f"{per_thread}M", "-i", "1M", "-x", xfer, "-I", io]  # fmt: skip
         progress(index / len(steps), f"gdsio {'write' if io == '1' else 'read'} -x {xfer}")
-        lines: list[str] = []
-        returncode, stderr = _run_streaming(argv, deadline, lines.append, "gdsio")
+        returncode, lines, stderr = _run_streaming(argv, deadline, "gdsio")
         transcript += ["$ " + " ".join(argv), *lines]
         if returncode != 0:
             raise BenchError(f"gdsio failed (exit {returncode}): {_last_line(stderr) or _last_line(lines)}")
@@ -322,20 +327,29 @@ def _run_gdsio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -
 
 
 class _Progress:
-    """Calls the user's callback with a fraction that never goes backwards."""
+    """Calls the user's callback with a fraction that never goes backwards and the last status."""
 
     def __init__(self, callback: Progress) -> None:
-        self.callback, self.fraction = callback, 0.0
+        self.callback, self.fraction, self.message = callback, 0.0, ""
 
     def __call__(self, fraction: float, message: str) -> None:
         self.fraction = min(0.99, max(self.fraction, fraction))
-        self.callback(self.fraction, message)
+        self.message = message or self.message
+        self.callback(self.fraction, self.message)
+
+
+TICK_S = 0.5
 
 
 def _run_streaming(
-    argv: list[str], deadline: float, on_line: Callable[[str], None], name: str
-) -> tuple[int, str]:
-    """Run ``argv`` in its own process group, stdout lines to ``on_line``; kill the group at the deadline."""
+    argv: list[str], deadline: float, name: str, on_tick: Callable[[list[str], int], None] | None = None
+) -> tuple[int, list[str], str]:
+    """Run ``argv`` in its own session; at the deadline kill it and all its descendants.
+
+    Returns (exit status, stdout lines, stderr). ``on_tick`` gets the stdout lines that arrived
+    since the last tick and the benchmark's pid, every TICK_S seconds, in the calling thread
+    (safe for progress bars).
+    """
     try:
         process = subprocess.Popen(
             argv,
@@ -347,48 +361,81 @@ def _run_streaming(
     except OSError as error:
         raise BenchError(f"cannot start {name}: {error.strerror or error}") from None
     assert process.stdout is not None and process.stderr is not None
+    lines: list[str] = []
     errors: list[bytes] = []
     readers = [
-        threading.Thread(target=_pump_lines, args=(process.stdout, on_line), daemon=True),
+        threading.Thread(target=_pump_lines, args=(process.stdout, lines), daemon=True),
         threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
     ]
     for reader in readers:
         reader.start()
+    seen = 0
     try:
-        process.wait(timeout=max(0.1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        raise BenchError(
-            f"{name} did not finish within the time limit; its process group was killed"
-        ) from None
+        while process.poll() is None:
+            if time.monotonic() >= deadline:
+                _kill_tree(process)
+                raise BenchError(f"{name} did not finish within the time limit and was killed")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=min(TICK_S, max(0.01, deadline - time.monotonic())))
+            if on_tick is not None:
+                fresh, seen = lines[seen:], len(lines)
+                with contextlib.suppress(OSError):  # files may vanish under the tick; never fail on it
+                    on_tick(fresh, process.pid)
     finally:
         for reader in readers:
             reader.join(timeout=5)
-    return process.returncode, b"".join(errors).decode(errors="replace")
+    return process.returncode, lines, b"".join(errors).decode(errors="replace")
 
 
-def _pump_lines(stream: IO[bytes], on_line: Callable[[str], None]) -> None:
+def _pump_lines(stream: IO[bytes], lines: list[str]) -> None:
     """fio ends progress lines with \\r, results with \\n: split on both."""
     pending = b""
     for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
         pending += chunk
         *complete, pending = re.split(rb"[\r\n]", pending)
-        for line in complete:
-            if line.strip():
-                _safe_call(on_line, line.decode(errors="replace").strip())
+        lines.extend(line.decode(errors="replace").strip() for line in complete if line.strip())
     if pending.strip():
-        _safe_call(on_line, pending.decode(errors="replace").strip())
+        lines.append(pending.decode(errors="replace").strip())
 
 
-def _safe_call(on_line: Callable[[str], None], line: str) -> None:
-    # A progress display must never break the benchmark (or leave fio blocked on a full pipe).
-    with contextlib.suppress(Exception):
-        on_line(line)
+def _process_tree(root: int) -> list[int]:
+    """``root`` and all its descendants (fio's workers call setsid(): a process group misses them)."""
+    children: dict[int, list[int]] = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid
+            children.setdefault(int(fields[1]), []).append(int(stat_file.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+def _tree_io_bytes(root: int) -> int:
+    """Bytes the storage layer read and wrote for ``root`` and its descendants."""
+    total = 0
+    for pid in _process_tree(root):
+        try:
+            lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+            io = dict(line.split(": ", 1) for line in lines if ": " in line)
+            total += int(io.get("read_bytes", 0)) + int(io.get("write_bytes", 0))
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the benchmark, its process group and every descendant (in their own sessions)."""
+    victims = _process_tree(process.pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     # A process stuck in uninterruptible I/O may outlive SIGKILL for a while; do not hang on it.
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=10)
