@@ -54,6 +54,14 @@ def loop_fs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
 
 
+def assert_no_fio_left(directory: Path) -> None:
+    for _ in range(50):  # fio's workers run in their own sessions: they must be gone too
+        if subprocess.run(["pgrep", "-f", "--", f"--directory={directory}"], capture_output=True).returncode:
+            return
+        time.sleep(0.1)
+    pytest.fail("fio processes survived")
+
+
 def leftovers(directory: Path) -> list[str]:
     return [p.name for p in directory.iterdir() if p.name.startswith(".gdsdoctor-bench-")]
 
@@ -93,15 +101,20 @@ def test_bench_time_limit_kills_fio_and_cleans_up(loop_fs: Path) -> None:
     with pytest.raises(BenchError, match="did not finish within the time limit"):
         bench.run(loop_fs, size_bytes=900 * MIB, time_limit_s=0.3)
     assert leftovers(loop_fs) == []
-    for _ in range(50):  # fio's workers run in their own sessions: they must be gone too
-        if (
-            subprocess.run(["pgrep", "-f", "--", f"--directory={loop_fs}"], capture_output=True).returncode
-            != 0
-        ):
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("fio processes survived the time limit")
+    assert_no_fio_left(loop_fs)
+
+
+def test_interrupted_bench_kills_fio_and_cleans_up(loop_fs: Path) -> None:
+    """Ctrl-C (or a broken progress display) must not leave fio running in its own session."""
+
+    def interrupt(fraction: float, message: str) -> None:
+        if 0 < fraction < 1:  # while fio runs
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        bench.run(loop_fs, size_bytes=900 * MIB, on_progress=interrupt)
+    assert leftovers(loop_fs) == []
+    assert_no_fio_left(loop_fs)
 
 
 # --- sizing and errors -----------------------------------------------------------------------

@@ -284,7 +284,6 @@ def _write_read_jobs(suffix: str, *options: str) -> list[str]:
     ]  # fmt: skip
 
 
-_ETA_PERCENT = re.compile(r"\]\[(\d+(?:\.\d+)?)%\]")
 _ETA_RATE = re.compile(r"\[([rw])=([^\],]+)")
 
 
@@ -373,7 +372,6 @@ def _run_streaming(
     try:
         while process.poll() is None:
             if time.monotonic() >= deadline:
-                _kill_tree(process)
                 raise BenchError(f"{name} did not finish within the time limit and was killed")
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=min(TICK_S, max(0.01, deadline - time.monotonic())))
@@ -381,6 +379,9 @@ def _run_streaming(
                 fresh, seen = lines[seen:], len(lines)
                 with contextlib.suppress(OSError):  # files may vanish under the tick; never fail on it
                     on_tick(fresh, process.pid)
+    except BaseException:  # deadline, Ctrl-C (fio is in its own session: SIGINT missed it), callback bug
+        _kill_tree(process)
+        raise
     finally:
         for reader in readers:
             reader.join(timeout=5)
