@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from gdsdoctor.probes import (
     app_log,
+    bench,
     cufile,
     fs,
     gdscheck,
+    gpu,
     lsblk,
     modules,
     mounts,
     nvidia_fs,
     nvme_cli,
     nvme_sysfs,
+    pci,
+    rdma,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
@@ -26,6 +30,10 @@ PROBES: tuple[Probe, ...] = (
     *nvme_cli.PROBES,
     *nvme_sysfs.PROBES,
     *fs.PROBES,
+    *pci.PROBES,
+    *gpu.PROBES,
+    *rdma.PROBES,
+    *bench.PROBES,
     *app_log.PROBES,
 )
 
