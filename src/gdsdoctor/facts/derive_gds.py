@@ -46,6 +46,18 @@ _FALSE = {"0", "false", "off", "no", "n"}
 # Consumer GPUs: GDS (third-party P2P via nvidia_p2p_get_pages) is refused by the driver.
 CONSUMER_GPU = re.compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
 RDMA_FSTYPES = {"lustre", "wekafs", "gpfs", "beegfs"}
+# Oldest nvidia-fs that builds for a kernel (nvidia-fs ChangeLog, gds-matrix §13), newest first.
+# 6.18 changed the block-layer DMA map iterator again (issue #80: 2.28.2 fails); 7.0 needs GDS 1.18.
+KERNEL_MIN_NVIDIA_FS = (
+    ((7, 0), "2.29"),
+    ((6, 18), "2.29"),
+    ((6, 17), "2.28.2"),
+    ((6, 11), "2.26.6"),
+    ((6, 6), "2.19.7"),
+    ((6, 5), "2.19.6"),
+    ((6, 2), "2.18.3"),
+    ((6, 0), "2.17.0"),
+)
 USERSPACE_RDMA_FSTYPES = {"wekafs", "gpfs"}
 
 
@@ -68,6 +80,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "gds_compat_evidence": compat,
         "gds_gpus": gpus,
         "gds_unsupported_gpus": [g for g in gpus if g["consumer"] or _old_arch(g)],
+        "gds_nvidia_fs_kernel_gap": nvidia_fs_kernel_gap(facts),
         "gds_is_wsl": is_wsl(facts),
         "gds_rdma_fs_mounts": [m for m in mounts if _rdma_mount(m)],
         "gds_userspace_rdma_fs_mounts": [m for m in mounts if m.get("fstype") in USERSPACE_RDMA_FSTYPES],
@@ -134,6 +147,39 @@ def nvidia_fs_version(facts: dict[str, Any]) -> str | None:
         (_section(facts, "app_log").get("kvikio") or {}).get("gds_driver"),
     )
     return next((str(c) for c in candidates if c), None)
+
+
+def nvidia_fs_kernel_gap(facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The kernel an nvidia-fs build is for, when that nvidia-fs release predates the kernel."""
+    build = _section(facts, "nvidia_fs_build")
+    kernel = build.get("kernel") or _section(facts, "kernel").get("release")
+    kernel = kernel or _section(facts, "gdscheck").get("platform", {}).get("kernel")
+    version = build.get("version") or nvidia_fs_version(facts) or _dkms_nvidia_fs_version(facts)
+    if not kernel or not version:
+        return None
+    needed = min_nvidia_fs_for_kernel(str(kernel))
+    if needed is None or _version(version) >= _version(needed):
+        return None
+    return {"kernel": kernel, "nvidia_fs_version": version, "needed": needed, "src": _first_src(build)}
+
+
+def min_nvidia_fs_for_kernel(release: str) -> str | None:
+    numbers = _version(release)
+    for kernel, needed in KERNEL_MIN_NVIDIA_FS:
+        if numbers[:2] >= kernel:
+            return needed
+    return None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    match = re.match(r"\D*(\d+(?:\.\d+)*)", str(text))
+    return tuple(int(n) for n in match[1].split(".")) if match else ()
+
+
+def _dkms_nvidia_fs_version(facts: dict[str, Any]) -> str | None:
+    modules = _section(facts, "dkms_status").get("modules", [])
+    versions = [m.get("version") for m in modules if m.get("module") == "nvidia-fs" and m.get("version")]
+    return max(versions, key=_version) if versions else None
 
 
 # --- cuFile configuration in effect ---------------------------------------------------------

@@ -405,6 +405,10 @@ BUILD_ERROR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _DKMS_HEADER = re.compile(
     r"DKMS make\.log for (?P<module>[\w-]+?)-(?P<version>\d[\w.]*) for kernel (?P<kernel>\S+)"
 )
+# A plain (non-DKMS) build names the kernel tree it builds against.
+_KERNEL_TREE = re.compile(
+    r"Entering directory '(?:/usr/src/kernels|/usr/src/linux-headers-|/lib/modules)/?([0-9][^/']*)"
+)
 _BUILD_LINE = re.compile(r"^\s*(make(\[\d+\])?: |CC \[M\]|LD \[M\]|Checking if |MODPOST)", re.M)
 
 
@@ -416,6 +420,8 @@ def parse_build_log(text: str, artifact: str) -> Section:
         if match := _DKMS_HEADER.search(line):
             header = {"module": match["module"], "version": match["version"], "kernel": match["kernel"]}
             continue
+        if header["kernel"] is None and (tree := _KERNEL_TREE.search(line)):
+            header["kernel"] = tree[1]
         kind = next((kind for kind, pattern in BUILD_ERROR_KINDS if pattern.search(line)), None)
         if kind:
             errors.append({"kind": kind, "text": line.strip()[:500], "src": src(artifact, number_, line)})
