@@ -13,6 +13,7 @@ configuration in effect, and which GPUs GDS can use.
   env_overrides: [{key, env, env_value, file_value, src}]}``. Precedence: CUFILE_* environment
   (cufile_env, or the ENVIRONMENT section gdscheck printed) > what gdscheck read > cufile.json
   > documented defaults. ``env_overrides`` lists env values that contradict the file.
+- ``gds_direct_io_size_misaligned``: bool|None — ``max_direct_io_size_kb`` not a multiple of 64.
 - ``gds_p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
 - ``gds_path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
   (nvidia-fs loaded or a backend with a direct nvfs path), ``"compat-only"`` (neither: every
@@ -22,8 +23,8 @@ configuration in effect, and which GPUs GDS can use.
   ``running in compatible mode`` / per-file fallback, kvikio banner, gds_stats posix IO);
   ``gds_compat_evidence``: those items (with src).
 - ``gds_gpus``: GPUs from nvidia-smi, gdscheck and application output ``[{name, bus_id,
-  bar1_bytes, compute_capability, consumer, source, src}]``; ``gds_unsupported_gpus``: those GDS
-  cannot pin (GeForce/consumer, compute capability < 6).
+  bar1_bytes, bar1_used_pct (nvidia-smi), compute_capability, consumer, source, src}]``;
+  ``gds_unsupported_gpus``: those GDS cannot pin (GeForce/consumer, compute capability < 6).
 - ``gds_is_wsl``: bool|None — running under WSL (uname, systemd-detect-virt).
 - ``gds_rdma_fs_mounts`` / ``gds_userspace_rdma_fs_mounts``: mounts of RDMA-backed filesystems
   (Lustre, NFS over RDMA, WekaFS, GPFS, BeeGFS) / those whose GDS path is userspace RDMA through
@@ -73,6 +74,9 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "gds_nvidia_fs_loaded": loaded,
         "gds_nvidia_fs_version": nvidia_fs_version(facts),
         "cufile_effective": effective,
+        "gds_direct_io_size_misaligned": _misaligned(
+            effective["values"].get("properties.max_direct_io_size_kb")
+        ),
         "gds_p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
         "gds_path": path,
         "gds_path_src": path_src,
@@ -216,6 +220,13 @@ def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
     return {"values": values, "sources": sources, "items": items, "env_overrides": overrides}
 
 
+def _misaligned(size_kb: Any) -> bool | None:
+    """max_direct_io_size_kb must be a multiple of 64 KiB."""
+    if isinstance(size_kb, bool) or not isinstance(size_kb, int):
+        return None
+    return size_kb % 64 != 0
+
+
 def _env_items(facts: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """CUFILE_* variables from the environment capture, else from gdscheck's ENVIRONMENT."""
     env = _section(facts, "cufile_env")
@@ -329,6 +340,7 @@ def _gpu(name: Any, bus_id: Any, bar1: Any, cc: Any, source: str, item: dict[str
         "bus_id": bus_id,
         "bar1_bytes": bar1 if isinstance(bar1, int) else None,
         "compute_capability": cc,
+        "bar1_used_pct": None,
         "consumer": bool(name and CONSUMER_GPU.search(str(name))),
         "source": source,
         "src": _first_src(item),
