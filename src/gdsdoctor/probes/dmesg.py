@@ -337,7 +337,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
             r"PCIe Bus Error: severity=(?P<severity>[\w() -]+?),",
             r"AER: .*error",
-            r"(?:^|:)\s*\[\s*\d+\]\s+(?P<error>RxErr|BadTLP|BadDLLP|Rollover|Timeout|ReplayTimer|AdvNonFatalErr|"  # noqa: E501
+            r"(?:^|:)\s*\[\s*\d+\]\s+(?P<error>RxErr|BadTLP|BadDLLP|Rollover|Timeout|ReplayTimer|AdvNonFatalErr|"
             r"ACSViol|CmpltTO|CmpltAbrt|UnxCmplt|MalfTLP|ECRC|UnsupReq|DLP|SDES|FCP|PoisonTLP|RxOF)",
         ),
     ),
