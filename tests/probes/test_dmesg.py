@@ -175,7 +175,7 @@ def test_gpl_symbol_refusal_dmesg_H() -> None:
     assert section["format"] == "dmesg_H"
     symbols = {e["details"]["symbol"] for e in section["events"] if "symbol" in e["details"]}
     assert "nvidia_p2p_get_pages" in symbols and len(symbols) == 6
-    assert section["events"][0]["details"] == {"provider": "nvidia"}
+    assert section["events"][0]["details"] == {"module": "nvidia_fs", "provider": "nvidia"}
 
 
 def test_incompatible_page_table_and_kernel_bug() -> None:

@@ -165,8 +165,9 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "gpl_symbol_refusal",
         (
-            r"module using GPL-only symbols uses symbols (?:\S+ )?from proprietary module (?P<provider>\w+)",
-            r"Unknown symbol (?P<symbol>nvidia_p2p_\w+)",
+            r"^(?:(?P<module>\w+): )?module using GPL-only symbols uses symbols (?:\S+ )?from proprietary "
+            r"module (?P<provider>\w+)",
+            r"^(?:(?P<module>\w+): )?Unknown symbol (?P<symbol>nvidia_p2p_\w+)",
         ),
     ),
     (
