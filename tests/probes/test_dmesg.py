@@ -249,6 +249,22 @@ def test_journal_boot_separators_mark_current_boot() -> None:
     assert section["events"][1]["details"] == {"domain_type": "Translated"}
 
 
+def test_kern_log_with_kernel_stamps_finds_reboot() -> None:
+    text = "\n".join(
+        [
+            "Jan  2 10:00:00 gpu1 kernel: [ 9000.100000] nvme nvme1: Removing after probe failure status: -5",
+            "Jan  2 10:05:00 gpu1 kernel: [    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02) #45",
+            "Jan  2 10:05:09 gpu1 kernel: [    9.500000] nvme nvme1: Removing after probe failure status: -5",
+        ]
+    )
+    section = dmesg.parse(text, "var/log/kern.log")
+    assert section["boot_count"] == 2 and section["format"] == "journal"
+    events = section["events"]
+    assert [e["current_boot"] for e in events] == [False, True]
+    assert events[1]["monotonic_s"] == 9.5 and events[1]["timestamp"] == "Jan  2 10:05:09"
+    assert events[1]["device"] == "nvme1"
+
+
 def test_clock_going_backwards_starts_a_boot() -> None:
     text = "\n".join(
         [
@@ -329,6 +345,9 @@ def test_benign_lines_not_classified(message: str) -> None:
         ("2023-01-02T10:00:00+0000 host kernel: nvme nvme0: Abort status: 0x0", "journal",
          "2023-01-02T10:00:00+0000", None, None),
         ("[   12.345678] host kernel: nvme nvme0: Abort status: 0x0", "journal", "12.345678", None, None),
+        ("2023-01-02T10:00:00,123456+00:00 nvme nvme0: Abort status: 0x0", "dmesg_T",
+         "2023-01-02T10:00:00,123456+00:00", None, None),
+        ("[  519.201025 <    0.000120>] nvme nvme0: Abort status: 0x0", "dmesg", "519.201025", None, None),
         ("[2023-01-02T10:00:00,123456+00:00] nvme nvme0: Abort status: 0x0", "dmesg_T",
          "2023-01-02T10:00:00,123456+00:00", None, None),
     ],

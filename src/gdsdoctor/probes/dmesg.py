@@ -67,7 +67,8 @@ _DMESG_X = re.compile(
     r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
 _TALOS = re.compile(r"^\s*(?P<fac>[a-z0-9]+): *(?P<lvl>[a-z]+): *\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]+)\]: ?")
-_MONO = re.compile(r"\[\s*(?P<ts>\d+\.\d+)\] ?")
+_MONO = re.compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
+_ISO_DMESG = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
 _BRACKET_DATE = re.compile(
     r"^\[(?P<ts>(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:[.,]\d+)? \d{4}"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\]]*)\] ?"
@@ -131,8 +132,13 @@ def split_line(number: int, raw: str) -> LogLine:
         return LogLine(number, raw, _strip_ident(line[m.end() :]), "dmesg_T", m["ts"], None, level)
     if m := _BRACKET_HUMAN.match(line):
         return LogLine(number, raw, line[m.end() :], "dmesg_H", m["ts"].strip(), None, level)
+    if m := _ISO_DMESG.match(line):
+        return LogLine(number, raw, line[m.end() :], "dmesg_T", m["ts"], None, level)
     if m := _SYSLOG.match(line):
-        return LogLine(number, raw, line[m.end() :], "journal", m["ts"], None, level)
+        message, monotonic = line[m.end() :], None
+        if inner := _MONO.match(message):  # kern.log keeps the kernel stamp: "kernel: [   12.3] msg"
+            message, monotonic = message[inner.end() :], float(inner["ts"])
+        return LogLine(number, raw, message, "journal", m["ts"], monotonic, level)
     # A monotonic stamp may come after other output glued to the line ("node1 login: [ 519.2] ...").
     if (m := _MONO.match(line)) or (
         (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()]
