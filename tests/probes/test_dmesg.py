@@ -14,7 +14,7 @@ from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "dmesg"
 SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file())
-NEGATIVES = sorted((DATA / "not-dmesg").iterdir())
+NEGATIVES = sorted((DATA / "not-dmesg").iterdir()) + sorted((DATA.parent / "system").iterdir())
 
 
 def load(name: str) -> dict:
