@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -263,6 +264,27 @@ def test_kern_log_with_kernel_stamps_finds_reboot() -> None:
     assert [e["current_boot"] for e in events] == [False, True]
     assert events[1]["monotonic_s"] == 9.5 and events[1]["timestamp"] == "Jan  2 10:05:09"
     assert events[1]["device"] == "nvme1"
+
+
+def test_journalctl_json_records() -> None:
+    records = [
+        {"MESSAGE": "nvme nvme0: I/O 5 QID 2 timeout, aborting", "PRIORITY": "4", "_BOOT_ID": "aa",
+         "__MONOTONIC_TIMESTAMP": "5000000"},
+        {"MESSAGE": "nvme nvme0: Abort status: 0x0", "PRIORITY": "4", "_BOOT_ID": "bb",
+         "__MONOTONIC_TIMESTAMP": "12000000"},
+    ]  # fmt: skip
+    text = "\n".join(json.dumps(r) for r in records)
+    assert dmesg.recognise(text)
+    section = dmesg.parse(text, "cmd/journalctl-k.json")
+    assert section["format"] == "journal" and section["boot_count"] == 2
+    first, second = section["events"]
+    assert (first["kind"], first["device"], first["level"], first["monotonic_s"]) == (
+        "nvme_timeout",
+        "nvme0",
+        "warning",
+        5.0,
+    )
+    assert (second["current_boot"], second["src"]["line"]) == (True, 2)
 
 
 def test_clock_going_backwards_starts_a_boot() -> None:

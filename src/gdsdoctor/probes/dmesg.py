@@ -498,6 +498,7 @@ class _Boots:
     last_monotonic: float | None = None
     release: str | None = None
     cmdline: str | None = None
+    boot_id: Any = None  # journalctl -o json _BOOT_ID of the last record
     forms: set[str] = field(default_factory=set)
 
     def new_boot(self) -> None:
@@ -553,11 +554,35 @@ def _text_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
         if _BOOT_SEPARATOR.match(stripped):
             boots.new_boot()
             continue
-        yield split_line(number, raw)
+        record = _journal_json(stripped) if stripped.startswith("{") else None
+        if record is None:
+            yield split_line(number, raw)
+            continue
+        if boots.boot_id is not None and record.get("_BOOT_ID") != boots.boot_id:
+            boots.new_boot()
+        boots.boot_id = record.get("_BOOT_ID")
+        yield _journal_json_line(number, raw, record)
+
+
+def _journal_json(line: str) -> dict[str, Any] | None:
+    """One ``journalctl -o json`` record, or None when the line is not one."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str) else None
+
+
+def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine:
+    usec = record.get("__MONOTONIC_TIMESTAMP")
+    monotonic = int(usec) / 1e6 if isinstance(usec, str) and usec.isdigit() else None
+    timestamp = f"{monotonic:.6f}" if monotonic is not None else None
+    level = _level_name(record["PRIORITY"]) if isinstance(record.get("PRIORITY"), str) else None
+    return LogLine(number, raw, record["MESSAGE"], "journal", timestamp, monotonic, level)
 
 
 def _is_json(text: str) -> bool:
-    return text.lstrip().startswith("{") and '"dmesg"' in text[:2000]
+    return bool(re.match(r'\s*\{\s*"dmesg"\s*:', text[:200]))
 
 
 def _summarise(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -645,7 +670,7 @@ def recognise(text: str) -> bool:
     if not lines:
         return False
     if _is_json(text):
-        return bool(re.search(r'"dmesg"\s*:\s*\[', text[:2000]))
+        return True
     prefixed = events = 0
     for number, raw in enumerate(lines, start=1):
         if _BOOT_SEPARATOR.match(raw.strip()) or _JOURNAL_NOTE.match(raw.strip()):
@@ -653,7 +678,8 @@ def recognise(text: str) -> bool:
             continue
         if _CONTINUATION.match(raw):
             continue
-        line = split_line(number, raw)
+        record = _journal_json(raw.strip()) if raw.lstrip().startswith("{") else None
+        line = _journal_json_line(number, raw, record) if record else split_line(number, raw)
         if line.form == "journal" and _is_other_syslog(raw):
             continue  # syslog lines of other programs do not make a kernel log
         prefixed += line.form != "plain"
