@@ -13,9 +13,10 @@ Accepted line forms (mixed in one paste is fine)::
     [   12.345678] host kernel: ...                                     journalctl -o short-monotonic
      kern: warning: [2024-10-29T13:44:17.655Z]: nvme nvme2: ...        talosctl dmesg
     {"dmesg": [{"pri": 3, "time": 12.3, "msg": "..."}]}                dmesg --json
+    {"MESSAGE": "...", "_BOOT_ID": "...", "__MONOTONIC_TIMESTAMP": ...} journalctl -k -o json (one per line)
     nvidia-fs:nvfs_pin_gpu_pages:1292 Error ret -22 ...                bare message
 
-Boots: ``-- Boot <id> --`` / ``-- Reboot --`` separators, a ``Linux version`` banner, or
+Boots: ``-- Boot <id> --`` / ``-- Reboot --`` separators, a new ``_BOOT_ID``, a ``Linux version`` banner, or
 seconds-since-boot timestamps going backwards start a new boot; the last one is current.
 
 Section shape::
