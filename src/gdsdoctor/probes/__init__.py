@@ -6,6 +6,7 @@ from gdsdoctor.probes import (
     app_log,
     bench,
     cufile,
+    dmesg,
     fs,
     gdscheck,
     gpu,
@@ -17,6 +18,7 @@ from gdsdoctor.probes import (
     nvme_sysfs,
     pci,
     rdma,
+    system,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
@@ -34,6 +36,8 @@ PROBES: tuple[Probe, ...] = (
     *gpu.PROBES,
     *rdma.PROBES,
     *bench.PROBES,
+    *dmesg.PROBES,
+    *system.PROBES,
     *app_log.PROBES,
 )
 
