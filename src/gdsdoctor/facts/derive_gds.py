@@ -313,24 +313,16 @@ def gds_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
     gpus: list[dict[str, Any]] = []
     for gpu in _section(facts, "nvidia_smi").get("gpus", []):
         bar1 = gpu.get("bar1_total_bytes") or _mib(gpu.get("bar1_total_mib"))
-        gpus.append(
-            _gpu(gpu.get("product_name"), gpu.get("bus_id"), bar1, None, "nvidia-smi", gpu.get("src"))
-        )
+        entry = _gpu(gpu.get("product_name"), gpu.get("bus_id"), bar1, None, "nvidia-smi", gpu)
+        total, used = gpu.get("bar1_total_mib"), gpu.get("bar1_used_mib")
+        if isinstance(total, int) and isinstance(used, int) and total > 0:
+            entry["bar1_used_pct"] = round(100 * used / total, 1)
+        gpus.append(entry)
     for gpu in _section(facts, "gdscheck").get("gpus", []):
-        gpus.append(
-            _gpu(
-                gpu.get("name"),
-                None,
-                gpu.get("bar_size"),
-                gpu.get("compute_capability"),
-                "gdscheck",
-                gpu.get("src"),
-            )
-        )
+        cc = gpu.get("compute_capability")
+        gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar_size"), cc, "gdscheck", gpu))
     for gpu in _section(facts, "app_log").get("gpus", []):
-        gpus.append(
-            _gpu(gpu.get("name"), None, gpu.get("bar1_total_bytes"), None, "application", gpu.get("src"))
-        )
+        gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar1_total_bytes"), None, "application", gpu))
     return gpus
 
 
