@@ -25,7 +25,8 @@ Kinds: ``driver_not_initialized`` (5001), ``platform_not_supported`` (5007),
 ``mapping_size`` (5016), ``memory_not_registered`` (5024), ``internal_error`` (5030),
 ``nvfs_setup_error`` (5033), ``io_disabled`` (5034), ``pinning_failed`` (5036), ``cufile_error``
 (any other code), ``buf_register_failed``, ``handle_register_failed``, ``io_failed`` (a read/write
-on the GDS path failed: EIO, ``cuFileRead returned error``), ``operator_nvidia_fs_ctr_failed``.
+on the GDS path failed: EIO, ``cuFileRead returned error``), ``operator_nvidia_fs_ctr_failed``,
+``compat_mode`` (the application says it runs in compat mode).
 
 Sample lines: ``cuFile error (5033): NVFS driver initialization error``,
 ``gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016``.
@@ -244,7 +245,9 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
         gpus.append(
             {"name": kvikio["gpu_name"], "bar1_total_bytes": kvikio["bar1_total_bytes"], "src": kvikio["src"]}
         )
-    kinds = {e["kind"] for e in errors} | ({"operator_nvidia_fs_ctr_failed"} if operator else set())
+    kinds = {e["kind"] for e in errors}
+    kinds |= {"operator_nvidia_fs_ctr_failed"} if operator else set()
+    kinds |= {"compat_mode"} if compat else set()
     return {
         "errors": errors,
         "codes": sorted({e["code"] for e in errors if e["code"]}),

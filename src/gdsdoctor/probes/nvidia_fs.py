@@ -413,15 +413,16 @@ _BUILD_LINE = re.compile(r"^\s*(make(\[\d+\])?: |CC \[M\]|LD \[M\]|Checking if |
 
 
 def parse_build_log(text: str, artifact: str) -> Section:
-    header: dict[str, Any] = {"module": None, "version": None, "kernel": None}
+    header: dict[str, Any] = {"module": None, "version": None, "kernel": None, "src": None}
     errors = []
     lines, truncated = content_lines(text)
     for number_, line in lines:
         if match := _DKMS_HEADER.search(line):
             header = {"module": match["module"], "version": match["version"], "kernel": match["kernel"]}
+            header["src"] = src(artifact, number_, line)
             continue
         if header["kernel"] is None and (tree := _KERNEL_TREE.search(line)):
-            header["kernel"] = tree[1]
+            header["kernel"], header["src"] = tree[1], src(artifact, number_, line)
         kind = next((kind for kind, pattern in BUILD_ERROR_KINDS if pattern.search(line)), None)
         if kind:
             errors.append({"kind": kind, "text": line.strip()[:500], "src": src(artifact, number_, line)})
