@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import click
 import typer
 
-
 from gdsdoctor import __version__
 from gdsdoctor.capture.bundle import BundleError, write_bundle
 from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
