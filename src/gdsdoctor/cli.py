@@ -241,11 +241,11 @@ def explain(
 
 
 @app.command()
-def probes() -> None:
+def probes(fmt: FormatOpt = Format.text) -> None:
     """List every probe: what it runs or reads, and whether it needs root."""
-    from gdsdoctor.explain import probes_table
+    from gdsdoctor.explain import probes_markdown, probes_table
 
-    typer.echo(probes_table(), nl=False)
+    typer.echo(probes_markdown() if fmt is Format.markdown else probes_table(), nl=False)
 
 
 @app.command()
