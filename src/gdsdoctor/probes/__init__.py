@@ -25,6 +25,8 @@ from gdsdoctor.probes.base import ParseError, Probe, Source
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,
     mounts.PROBE,
+    *system.PROBES,
+    *dmesg.PROBES,
     *gdscheck.PROBES,
     *cufile.PROBES,
     *nvidia_fs.PROBES,
@@ -36,8 +38,6 @@ PROBES: tuple[Probe, ...] = (
     *gpu.PROBES,
     *rdma.PROBES,
     *bench.PROBES,
-    *dmesg.PROBES,
-    *system.PROBES,
     *app_log.PROBES,
 )
 
