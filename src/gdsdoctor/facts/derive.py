@@ -117,7 +117,7 @@ def measured_write(facts: dict[str, Any]) -> dict[str, Any] | None:
     writes = [b for b in ok_section(facts, "gdsio").get("best", []) if b.get("io_type") == "WRITE"]
     if writes:
         best = max(writes, key=lambda b: b["throughput_bytes_per_s"])
-        runs = best.get("runs") or []
+        runs = best.get("runs") if isinstance(best.get("runs"), list) else []  # gdsio best[].runs is a count
         src = runs[0].get("src") if runs and isinstance(runs[0], dict) else None
         return {"bytes_per_s": best["throughput_bytes_per_s"], "tool": "gdsio", "src": src}
     return None
