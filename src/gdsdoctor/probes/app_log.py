@@ -111,14 +111,19 @@ _API = re.compile(
     r"\b(cuFile(?:BufRegister|BufDeregister|HandleRegister|DriverOpen|Read|Write|BatchIO\w*))\b"
 )
 _CUFILE_FAILURE = re.compile(
-    r"(?:cuFile error|CUFile import failed|cuFile\w* (?:returned (?:an )?error|failed|error)|"
+    r"(?:cuFile error|CUFile [\w ]{0,30}failed|cuFile\w* (?:returned (?:an )?error|failed|error)|"
     r"CUFile\w* failed|buffer deregister failed|file register error)",
     re.I,
 )
 _IO_ERROR = re.compile(
     r"\b(?:write|read) failed\s*:\s*Input/output error|cuFile(?:Read|Write) returned error"
 )
-_KVIKIO_COMPAT = re.compile(r"WARNING - cuFile compat mode|GDS not enabled|\bN/A \(Compatibility Mode\)")
+_KVIKIO_COMPAT = re.compile(
+    r"WARNING - cuFile compat mode|GDS not enabled|\bN/A \(Compatibility Mode\)|"
+    r"(?:running|runs|fall(?:ing)? back|fallback) (?:in|to) (?:cuFile )?compat(?:ibility)? mode|"
+    r"compat(?:ibility)? mode (?:is )?(?:enabled|on)\b",
+    re.I,
+)
 _KVIKIO_FIELD = re.compile(
     r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$"
 )
