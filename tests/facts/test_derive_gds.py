@@ -196,3 +196,13 @@ def test_wsl_and_rdma_mounts() -> None:
     assert [m["mountpoint"] for m in found["gds_rdma_fs_mounts"]] == ["/mnt/weka", "/mnt/vast"]
     assert [m["mountpoint"] for m in found["gds_userspace_rdma_fs_mounts"]] == ["/mnt/weka"]
     assert derive_gds.is_wsl({}) is None
+
+
+def test_rdma_addresses_from_every_place_cufile_reads_them() -> None:
+    values = {
+        "properties.rdma_dev_addr_list": [],
+        "fs.gpfs.rdma_dev_addr_list": ["172.16.8.11"],
+        "fs.lustre.mount_table": {"/mnt/l": {"rdma_dev_addr_list": ["172.16.9.1", " "]}},
+        "fs.weka.rdma_write_support": False,
+    }
+    assert derive_gds.rdma_dev_addrs(values) == ["172.16.8.11", "172.16.9.1"]

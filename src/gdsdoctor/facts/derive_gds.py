@@ -13,6 +13,7 @@ configuration in effect, and which GPUs GDS can use.
   env_overrides: [{key, env, env_value, file_value, src}]}``. Precedence: CUFILE_* environment
   (cufile_env, or the ENVIRONMENT section gdscheck printed) > what gdscheck read > cufile.json
   > documented defaults. ``env_overrides`` lists env values that contradict the file.
+- ``gds_rdma_dev_addrs``: every RDMA address cuFile is given (global, per-filesystem, mount tables).
 - ``gds_direct_io_size_misaligned``: bool|None — ``max_direct_io_size_kb`` not a multiple of 64.
 - ``gds_p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
 - ``gds_path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
@@ -74,6 +75,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "gds_nvidia_fs_loaded": loaded,
         "gds_nvidia_fs_version": nvidia_fs_version(facts),
         "cufile_effective": effective,
+        "gds_rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
         "gds_direct_io_size_misaligned": _misaligned(
             effective["values"].get("properties.max_direct_io_size_kb")
         ),
@@ -218,6 +220,25 @@ def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
         values[key], sources[key], srcs[key] = value, "env", line_src
     items = [{"key": k, "value": values[k], "source": sources[k], "src": srcs.get(k)} for k in sorted(values)]
     return {"values": values, "sources": sources, "items": items, "env_overrides": overrides}
+
+
+def rdma_dev_addrs(values: dict[str, Any]) -> list[str]:
+    """Every RDMA device address cuFile is given: the global list, per-filesystem lists, and the
+    lists inside per-filesystem mount tables."""
+    found: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, list):
+            found.extend(str(v) for v in value if isinstance(v, str | int) and str(v).strip())
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if key == "rdma_dev_addr_list" or isinstance(inner, dict):
+                    collect(inner)
+
+    for key, value in values.items():
+        if key.endswith("rdma_dev_addr_list") or key.endswith(".mount_table"):
+            collect(value)
+    return sorted(set(found))
 
 
 def _misaligned(size_kb: Any) -> bool | None:
