@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import selectors
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,6 +14,7 @@ from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
+FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -56,24 +60,90 @@ def capture_files(paths: Sequence[Path]) -> Capture:
 
 
 def _read(path: Path) -> tuple[bytes, str]:
+    """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
+    while a writer feeds it (``<(command)`` works), and only up to ``FIFO_WAIT_S`` of silence."""
     try:
-        if path.is_dir():
-            return b"", "is a directory (a bundle directory needs a manifest.json)"
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_PASTE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return b"", "no such file"
     except PermissionError:
         return b"", "permission denied"
     except OSError as error:
         return b"", f"cannot read ({error.strerror or error})"
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return b"", "is a directory (a bundle directory needs a manifest.json)"
+        if stat.S_ISFIFO(info.st_mode):
+            data = _read_pipe(fd)
+        elif not stat.S_ISREG(info.st_mode):
+            return b"", "not a regular file (a device or socket); not read"
+        elif info.st_size > MAX_PASTE_BYTES:
+            return b"", _too_large()
+        else:
+            data = _read_at_most(fd, MAX_PASTE_BYTES + 1)
+    except OSError as error:  # EIO, EISDIR on odd filesystems, /proc/self/mem…
+        return b"", f"cannot read ({error.strerror or error})"
+    finally:
+        os.close(fd)
+    data = _utf16_without_bom(data)
+    return data, _problem(data)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1024 * 1024, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_pipe(fd: int) -> bytes:
+    chunks, size = [], 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while size <= MAX_PASTE_BYTES and selector.select(timeout=FIFO_WAIT_S):
+            try:
+                chunk = os.read(fd, 1024 * 1024)
+            except BlockingIOError:
+                continue
+            if not chunk:  # EOF, or no writer at all
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large() -> str:
+    return f"larger than {MAX_PASTE_BYTES // (1024 * 1024)} MiB; not read"
+
+
+def _problem(data: bytes) -> str:
     if len(data) > MAX_PASTE_BYTES:
-        return b"", f"larger than {MAX_PASTE_BYTES // (1024 * 1024)} MiB; not read"
+        return _too_large()
     if not data.strip():
-        return b"", "empty"
+        return "empty"
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return b"", "binary data, not a text output"
-    return data, ""
+        return "binary data, not a text output"
+    return ""
+
+
+def _utf16_without_bom(data: bytes) -> bytes:
+    """UTF-16 text saved without a byte-order mark (some Windows tools), re-encoded as UTF-8;
+    other data unchanged. Recognised by ASCII text with a NUL in every other byte."""
+    sample = data[:4096]
+    if len(sample) < 4 or b"\x00" not in sample or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data
+    for zeros, text, codec in (
+        (sample[1::2], sample[0::2], "utf-16-le"),
+        (sample[0::2], sample[1::2], "utf-16-be"),
+    ):
+        if zeros.count(0) >= 0.95 * len(zeros) and text.count(0) <= 0.05 * len(text):
+            return data.decode(codec, errors="replace").encode("utf-8")
+    return data
 
 
 def _unique_name(name: str, capture: Capture) -> str:
