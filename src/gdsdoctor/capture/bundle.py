@@ -29,7 +29,7 @@ import stat
 import tarfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -385,7 +385,11 @@ _METADATA_TYPES = (
     tarfile.XGLTYPE,
     tarfile.SOLARIS_XHDTYPE,
 )
-_MAGIC = ((b"\x1f\x8b", gzip.GzipFile), (b"BZh", bz2.BZ2File), (b"\xfd7zXZ\x00", lzma.LZMAFile))
+_MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
+    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
 _DECOMPRESS_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
 
 
@@ -395,7 +399,7 @@ def _decompressed(path: Path) -> Iterator[_CountingReader]:
         magic = raw.read(6)
         raw.seek(0)
         opener = next((opener for prefix, opener in _MAGIC if magic.startswith(prefix)), None)
-        inner: IO[bytes] = opener(fileobj=raw) if opener is not None else raw  # type: ignore[operator]
+        inner = opener(raw) if opener is not None else raw
         with contextlib.closing(inner):
             yield _CountingReader(inner, max_stream_bytes(), path)
 
