@@ -206,11 +206,17 @@ def _provenance(value: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _safe_to_paste(value: Any) -> bool:
+def _safe_to_paste(value: Any, options_ended: bool) -> bool:
     if value is None or isinstance(value, list | dict):
         return False
     text = str(value)
-    return not _UNSAFE.search(text) and not text.startswith("-")
+    return not _UNSAFE.search(text) and (options_ended or not text.startswith("-"))
+
+
+def _after_end_of_options(template: str, name: str) -> bool:
+    """True when ``--`` comes before ``{name}``: the command reads it as an operand, never an option."""
+    end = template.find(" -- ")
+    return end >= 0 and end < template.find("{" + name + "}")
 
 
 def fill_text(template: str, values: dict[str, Any]) -> str:
@@ -230,7 +236,8 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
     Quoting makes ``$(…)``, backticks, ``;`` and globs inert. A value that quoting cannot make
     safe to paste into a root shell is withheld (the command becomes a comment saying so):
     unknown values, control or invisible characters (see ``UNSAFE_CHARACTERS``), and values
-    starting with ``-``, which the command would read as an option (a mountpoint ``-a``).
+    starting with ``-``, which the command would read as an option (a mountpoint ``-a``),
+    unless the template ends the options with ``--`` before it.
     """
     names = _PLACEHOLDER.findall(template)
     list_names = [n for n in names if isinstance(values.get(n), list)]
@@ -240,7 +247,7 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
         rows = [{**values, expand: item} for item in values[expand]]
     commands = []
     for row in rows:
-        bad = [n for n in names if not _safe_to_paste(row.get(n))]
+        bad = [n for n in names if not _safe_to_paste(row.get(n), _after_end_of_options(template, n))]
         if bad:
             names_text = ", ".join(sorted(set(bad)))
             commands.append(f"# withheld: {template.split()[0]} … ({names_text} unknown or unsafe to paste)")
