@@ -66,6 +66,8 @@ def _value(expression: str, facts: dict[str, Any]) -> str:
 def probes_table() -> str:
     rows = []
     for probe in ANALYSED_PROBES:
+        if not probe.sources:
+            rows.append((probe.section, probe.title, f"paste only: {probe.paste_hint}", ""))
         for index, source in enumerate(probe.sources):
             label = probe.section if index == 0 else ""
             title = probe.title if index == 0 else "  (fallback)"

@@ -56,7 +56,13 @@ class _Outcome:
     overflow: str = ""  # "stdout" or "stderr" when a cap was hit
 
 
-def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str, str] = ()) -> Artifact:
+def run_command(
+    name: str,
+    argv: Sequence[str],
+    timeout: float,
+    env: Mapping[str, str] = (),
+    ok_exit_codes: Sequence[int] = (0,),
+) -> Artifact:
     """Run ``argv`` and return its stdout as an artifact; never raises."""
     source = " ".join(argv)
     started = time.monotonic()
@@ -93,11 +99,11 @@ def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str
         detail = f"{outcome.overflow} exceeded {cap} bytes; killed (output kept up to the limit)"
         return Artifact(name, ArtifactStatus.ERROR, stdout, source, detail, None, duration)
     code = process.returncode
-    if code != 0:
+    if code not in ok_exit_codes:
         detail = _first_line(bytes(outcome.stderr)) or _exit_description(code)
-        status = ArtifactStatus.DENIED if _looks_denied(bytes(outcome.stderr)) else ArtifactStatus.ERROR
+        status = _failure_status(bytes(outcome.stderr))
         return Artifact(name, status, stdout, source, detail, code, duration)
-    return Artifact(name, ArtifactStatus.OK, stdout, source, "", 0, duration)
+    return Artifact(name, ArtifactStatus.OK, stdout, source, "", code, duration)
 
 
 def _collect(process: subprocess.Popen[bytes], deadline: float) -> _Outcome:
@@ -177,6 +183,12 @@ def _first_line(data: bytes) -> str:
     return ""
 
 
-def _looks_denied(stderr: bytes) -> bool:
+def _failure_status(stderr: bytes) -> ArtifactStatus:
+    """Why a command failed: no permission, nothing there to look at (``modinfo nvidia`` on a
+    host without the driver, ``nvme list`` without NVMe), or some other error."""
     text = stderr.decode("utf-8", errors="replace").lower()
-    return "permission denied" in text or "operation not permitted" in text or "must be root" in text
+    if "permission denied" in text or "operation not permitted" in text or "must be root" in text:
+        return ArtifactStatus.DENIED
+    if "not found" in text or "no such file or directory" in text:
+        return ArtifactStatus.MISSING
+    return ArtifactStatus.ERROR
