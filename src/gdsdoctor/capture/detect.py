@@ -39,7 +39,7 @@ def capture_files(paths: Sequence[Path]) -> Capture:
     """Recognise each file and assign it to its section; unrecognised files become notes."""
     capture = Capture(origin="files", label=", ".join(p.name for p in paths))
     for path in paths:
-        data, problem = _read(path)
+        data, problem = read_pasted(path)
         if problem:
             capture.notes.append(f"{path}: {problem}")
             continue
@@ -59,7 +59,7 @@ def capture_files(paths: Sequence[Path]) -> Capture:
     return capture
 
 
-def _read(path: Path) -> tuple[bytes, str]:
+def read_pasted(path: Path) -> tuple[bytes, str]:
     """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
     while a writer feeds it (``<(command)`` works), and only up to ``FIFO_WAIT_S`` of silence."""
     try:
