@@ -173,20 +173,28 @@ class Mapper:
         return result
 
 
+# Special-purpose blocks keep their prefix (a private address stays private, link-local stays
+# link-local); other addresses keep their first byte (two where it is shared with a block), so
+# that no address can be mapped into a block, and the mapping stays one-to-one.
 _V4_BLOCKS = [
     ipaddress.ip_network(n)
-    for n in (
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "100.64.0.0/10",
-        "169.254.0.0/16",
-        "192.0.2.0/24",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-    )
+    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
 ]
-_V6_BLOCKS = [ipaddress.ip_network(n) for n in ("fe80::/10", "fc00::/7", "2001:db8::/32", "fec0::/10")]
+_V4_SHARED_FIRST_BYTES = frozenset({100, 169, 172, 192})
+_V6_BLOCKS = [ipaddress.ip_network(n) for n in ("fe80::/10", "fec0::/10", "fc00::/7", "2001:db8::/32")]
+
+
+def v4_kept_bits(address: ipaddress.IPv4Address) -> int:
+    block = next((b.prefixlen for b in _V4_BLOCKS if address in b), None)
+    if block is not None:
+        return block
+    return 16 if int(address) >> 24 in _V4_SHARED_FIRST_BYTES else 8
+
+
+def v6_kept_bits(address: ipaddress.IPv6Address) -> int:
+    if address in _V6_BLOCKS[0]:
+        return 64  # link-local (and IB GID) prefix fe80::/64
+    return next((b.prefixlen for b in _V6_BLOCKS if address in b), 16)
 
 
 @dataclass
@@ -399,8 +407,7 @@ class Redactor:
     def _map_v4(self, address: ipaddress.IPv4Address) -> ipaddress.IPv4Address:
         if address.is_loopback or address.is_unspecified or address.is_multicast or address.is_reserved:
             return address
-        keep = next((b.prefixlen for b in _V4_BLOCKS if address in b), 0)
-        mapped = self.mapper.prefix_bits("v4", int(address), 32, keep, 24)
+        mapped = self.mapper.prefix_bits("v4", int(address), 32, v4_kept_bits(address), 24)
         text = str(ipaddress.IPv4Address(mapped))
         self.mapper.maps.setdefault("ipv4", {})[str(address)] = text
         return ipaddress.IPv4Address(mapped)
@@ -413,9 +420,7 @@ class Redactor:
                 int(address) & ~0xFFFFFFFF | int(self._map_v4(address.ipv4_mapped))
             )
         else:
-            keep = next((b.prefixlen for b in _V6_BLOCKS if address in b), 0)
-            keep = 64 if address in _V6_BLOCKS[0] else keep  # link-local: the prefix is fe80::/64
-            high = self.mapper.prefix_bits("v6", int(address) >> 64, 64, keep, 64)
+            high = self.mapper.prefix_bits("v6", int(address) >> 64, 64, v6_kept_bits(address), 64)
             low = int(address) & (2**64 - 1)
             low = int(self.mapper.hex_like("guid", f"{low:016x}"), 16) if low else 0
             mapped = ipaddress.IPv6Address((high << 64) | low)
