@@ -333,3 +333,41 @@ def test_check_and_collect_never_change_the_host(tmp_path: Path, isolated_path: 
     after = _snapshot(host), _snapshot(cwd), _snapshot(isolated_path)
     assert after[0] == before[0] and after[2] == before[2]
     assert set(after[1]) - set(before[1]) == {"b.tar.gz"}  # the output file, nothing else
+
+
+def test_dmesg_restricted_is_denied(tmp_path: Path, isolated_path: Path) -> None:
+    """kernel.dmesg_restrict=1 for a non-root user: dmesg and journalctl refuse; the report says so."""
+    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+    refusal = "echo '{0}: read kernel buffer failed: Operation not permitted' >&2; exit 1"
+    fake_binary(isolated_path, "dmesg", refusal.format("dmesg"))
+    fake_binary(isolated_path, "journalctl", refusal.format("journalctl"))
+    result = cli(
+        "check",
+        "--host-root",
+        str(host),
+        "--format",
+        "json",
+        "--deadline",
+        "20",
+        env={"PATH": str(isolated_path)},
+    )
+    dmesg = next(p for p in json.loads(result.stdout)["probes"] if p["name"] == "dmesg")
+    assert dmesg["status"] == "denied" and "Operation not permitted" in dmesg["detail"]
+
+
+def test_collect_to_a_read_only_place_is_one_line(tmp_path: Path, isolated_path: Path) -> None:
+    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    result = cli(
+        "collect",
+        "-o",
+        "/proc/gdsdoctor-test.tar.gz",
+        "--host-root",
+        str(host),
+        "--deadline",
+        "10",
+        env={"PATH": str(isolated_path)},
+    )
+    assert (
+        result.returncode == 3 and "Traceback" not in result.stderr and "internal error" not in result.stderr
+    )
+    assert result.stderr.startswith("gdsdoctor: cannot write /proc/gdsdoctor-test.tar.gz.partial")

@@ -210,10 +210,13 @@ def collect(
     if redact and map_path_for(output).exists():
         raise UserError(f"{map_path_for(output)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
-    if redact:
-        capture, mapping = redact_capture(capture)
-        write_private_map(mapping, map_path_for(output))
-    write_bundle(capture, output, redacted=redact)
+    try:
+        if redact:
+            capture, mapping = redact_capture(capture)
+            write_private_map(mapping, map_path_for(output))
+        write_bundle(capture, output, redacted=redact)
+    except OSError as error:  # a read-only or full filesystem: one line, not a traceback
+        raise UserError(f"cannot write {error.filename or output}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
     typer.echo(f"wrote {output}: {len(capture.artifacts)} artifacts, {ok} ok", err=True)
     if redact:
