@@ -15,6 +15,7 @@ from gdsdoctor.probes.base import Probe
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
+FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -102,18 +103,27 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 
 
 def _read_pipe(fd: int) -> bytes:
-    chunks, size = [], 0
+    """A fifo's data while a writer feeds it. No writer at all reads as EOF at once: we then give
+    one a moment to connect (``mkfifo p; cmd > p &``); a silent writer is given up after
+    ``FIFO_WAIT_S``."""
+    chunks: list[bytes] = []
+    size, waited_for_writer = 0, False
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
-        while size <= MAX_PASTE_BYTES and selector.select(timeout=FIFO_WAIT_S):
+        while size <= MAX_PASTE_BYTES:
             try:
-                chunk = os.read(fd, 1024 * 1024)
-            except BlockingIOError:
+                chunk: bytes | None = os.read(fd, 1024 * 1024)
+            except BlockingIOError:  # a writer, but nothing written yet
+                chunk = None
+            if chunk:
+                chunks.append(chunk)
+                size += len(chunk)
                 continue
-            if not chunk:  # EOF, or no writer at all
+            if chunk == b"" and (chunks or waited_for_writer):
+                break  # EOF
+            waited_for_writer = waited_for_writer or chunk == b""
+            if not selector.select(timeout=FIFO_WRITER_GRACE_S if chunk == b"" else FIFO_WAIT_S):
                 break
-            chunks.append(chunk)
-            size += len(chunk)
     return b"".join(chunks)
 
 
