@@ -178,7 +178,12 @@ def test_analysis_of_arbitrary_pasted_files(scratch: Path, data: bytes) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(data=st.binary(max_size=2048) | mutated_samples().map(str.encode))
+@given(
+    data=st.binary(max_size=2048)
+    | mutated_samples().map(str.encode)
+    | st.tuples(st.sampled_from([b"\xff\xfe", b"\xfe\xff"]), st.binary(max_size=200)).map(b"".join)
+    | mutated_samples().map(lambda text: text.encode("utf-16"))
+)
 def test_redactor_on_arbitrary_bytes(data: bytes) -> None:
     redactor = Redactor()
     redactor.learn(data.decode("utf-8", errors="replace"))

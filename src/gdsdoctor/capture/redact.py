@@ -274,12 +274,13 @@ class Redactor:
         return self.pattern().sub(self._replace, text)
 
     def data(self, data: bytes) -> bytes:
-        """Bytes as text (undecodable bytes kept as they are), redacted, and back."""
-        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            encoding = "utf-16"
-            return self.text(data.decode(encoding, errors="surrogatepass")).encode(
-                encoding, errors="surrogatepass"
-            )
+        """Bytes as text (undecodable bytes kept as they are), redacted, and back; UTF-16 with a
+        byte-order mark stays UTF-16 in the same byte order (an odd last byte is kept)."""
+        for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+            if data.startswith(bom):
+                body = data[2 : len(data) - (len(data) % 2)]
+                text = self.text(body.decode(codec, errors="surrogatepass"))
+                return bom + text.encode(codec, errors="surrogatepass") + data[2 + len(body) :]
         return self.text(data.decode("utf-8", errors="surrogateescape")).encode(
             "utf-8", errors="surrogateescape"
         )
@@ -322,16 +323,13 @@ class Redactor:
         head, colon, rest = value.partition(":")
         if not colon or value == "nqn.2014-08.org.nvmexpress.discovery":
             return value
-        date, _, domain = head[4:].partition(".") if head[8] == "-" else (head[4:11], "", head[12:])
+        date, domain = re.fullmatch(r"nqn\.(\d{4}[-.]\d{2})\.(.*)", head).groups()  # type: ignore[union-attr]
         if domain not in _PUBLIC_NQN_DOMAINS:
             domain = "com.example"
         head = f"nqn.{date}.{domain}"
         if rest.lower().startswith("uuid:") and _UUID.fullmatch(rest[5:]):
             return f"{head}:uuid:{self._uuid(rest[5:], None)}"
-        return f"{head}:{self.mapper.get('nqn', rest, self._nqn_like)}"
-
-    def _nqn_like(self, original: str, attempt: int) -> str:
-        return f"redacted-{len(self.mapper.maps.get('nqn', {})) + attempt + 1:04d}"
+        return f"{head}:{self.mapper.get('nqn', rest, self._counted('nqn', 'redacted-{:04d}'))}"
 
     def _uuid(self, value: str, match: re.Match[str] | None) -> str:
         mapped = self.mapper.hex_like("uuid", value.lower())
@@ -389,10 +387,7 @@ class Redactor:
     def _user(self, value: str) -> str:
         if value in _KEPT_USERS:
             return value
-        return self.mapper.get("user", value, self._user_like)
-
-    def _user_like(self, original: str, attempt: int) -> str:
-        return f"user{len(self.mapper.maps.get('user', {})) + attempt + 1}"
+        return self.mapper.get("user", value, self._counted("user", "user{}"))
 
     def _ipv4(self, value: str, match: re.Match[str]) -> str:
         before = match.string[max(0, match.start() - 24) : match.start()]
