@@ -124,3 +124,22 @@ def test_runbook_example_runs() -> None:
     }
     exec(compile(code, "docs/runbook.md", "exec"), namespace)
     assert "ext4\\-data\\-journal" in str(namespace["markdown"])  # Markdown-escaped
+
+
+def test_cli_deadline_default_matches_capture() -> None:
+    from gdsdoctor import cli
+    from gdsdoctor.capture import live
+
+    assert cli.DEFAULT_DEADLINE_S == live.DEFAULT_DEADLINE_S
+
+
+def test_version_does_not_import_the_engine() -> None:
+    """Start-up stays fast: `--version` imports neither the capture layer nor the rules."""
+    import subprocess
+    import sys
+
+    code = "import sys, gdsdoctor.cli as c; print(sorted(m for m in sys.modules if m.startswith(('gdsdoctor.capture', 'gdsdoctor.engine', 'jsonschema', 'rich'))))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -18,12 +18,34 @@ import click
 import typer
 
 from gdsdoctor import __version__
-from gdsdoctor.capture.bundle import BundleError, write_bundle
-from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
-from gdsdoctor.engine.rules import RuleError
 from gdsdoctor.model import UserError
 
 UNKNOWN_EXIT = 3
+# The capture layer, the rules and the renderers are imported when a command needs them, so
+# that `--version`, `--help` and hooks that call gdsdoctor often start fast (see README
+# "Performance"). tests/test_api.py checks this default equals capture.live's.
+DEFAULT_DEADLINE_S = 60.0
+
+
+def capture_live(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.live import capture_live as capture
+
+    return capture(*args, **kwargs)
+
+
+def write_bundle(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.bundle import write_bundle as write
+
+    return write(*args, **kwargs)
+
+
+def _input_errors() -> tuple[type[Exception], ...]:
+    """Errors the user can fix (one line, exit 3). An ``except`` clause evaluates this only when
+    something was raised, so their modules are not imported at start-up."""
+    from gdsdoctor.capture.bundle import BundleError
+    from gdsdoctor.engine.rules import RuleError
+
+    return (UserError, BundleError, RuleError)
 
 app = typer.Typer(
     name="gdsdoctor",
@@ -414,7 +436,7 @@ def main() -> None:
     except click.ClickException as error:
         typer.echo(f"gdsdoctor: {error.format_message()}", err=True)
         code = UNKNOWN_EXIT
-    except (UserError, BundleError, RuleError) as error:
+    except _input_errors() as error:
         typer.echo(f"gdsdoctor: {error}", err=True)
         code = UNKNOWN_EXIT
     except KeyboardInterrupt:

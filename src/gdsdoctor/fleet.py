@@ -392,6 +392,9 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
             )
             for odd in row["outliers"][:MAX_NAMES_SHOWN]:
                 yield Bullet(((odd["node"], "warning"), (f"  {odd['value']!r}", "code")), indent=2)
+            if len(row["outliers"]) > MAX_NAMES_SHOWN:
+                more = len(row["outliers"]) - MAX_NAMES_SHOWN
+                yield Bullet(((f"… and {more} more (--format json lists all)", "dim"),), indent=2)
     errors = [n for n in summary["nodes"] if n.get("error")]
     if errors:
         yield Heading(f"Unreadable bundles ({len(errors)})")
