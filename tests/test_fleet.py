@@ -199,3 +199,21 @@ def test_cli_fleet_text_json_exit_and_merge(tmp_path: Path, bundles: list[Path])
 def test_cli_fleet_refuses_node_formats(bundles: list[Path]) -> None:
     result = gdsdoctor("analyze", *(str(b) for b in bundles), "-f", "junit")
     assert result.returncode == 3 and "a fleet summary is written as text, json, markdown" in result.stderr
+
+
+def test_benchmark_script_smoke_run() -> None:
+    """scripts/benchmark.py runs end to end at small sizes (no timing is asserted here)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--quick", "--skip", "collect"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert len(rows) > 15 and any("fleet of 20 bundles" in row for row in rows)
