@@ -273,17 +273,17 @@ def facts_for(mounts: str, with_sections: int) -> dict[str, Any]:
     return facts
 
 
-def bench_rules(repeat: int) -> list[Row]:
+def bench_rules(repeat: int, big: int = BIG) -> list[Row]:
     from gdsdoctor.engine.evaluate import evaluate
     from gdsdoctor.pipeline import HOW_TO_COLLECT
 
     typical_mounts = big_mounts(12)
     rows: list[Row] = []
-    build_small = wall(lambda: facts_for(big_mounts(BIG // 10), 0), repeat)
-    build_big = wall(lambda: facts_for(big_mounts(BIG), 0), repeat)
+    build_small = wall(lambda: facts_for(big_mounts(big // 10), 0), repeat)
+    build_big = wall(lambda: facts_for(big_mounts(big), 0), repeat)
     rows.append(
         (
-            f"build facts: {BIG // 10:,} vs {BIG:,} mounts",
+            f"build facts: {big // 10:,} vs {big:,} mounts",
             f"{build_small * 1000:.0f} ms vs {build_big * 1000:.0f} ms"
             f" = {build_big / build_small:.1f}x for 10x data",
             f"linear (~10x): {verdict(build_big / build_small < 15)}",
@@ -291,8 +291,8 @@ def bench_rules(repeat: int) -> list[Row]:
     )
     nodes = {
         "typical node": facts_for(typical_mounts, 0),
-        f"+{BIG:,} block devices and dmesg events": facts_for(typical_mounts, BIG),
-        f"{BIG:,} mounts (read by the rules)": facts_for(big_mounts(BIG), 0),
+        f"+{big:,} block devices and dmesg events": facts_for(typical_mounts, big),
+        f"{big:,} mounts (read by the rules)": facts_for(big_mounts(big), 0),
     }
     measured: dict[tuple[str, int], float] = {}
     for label, facts in nodes.items():
@@ -313,7 +313,7 @@ def bench_rules(repeat: int) -> list[Row]:
     rows.append(("x100 rules vs x1, every node", "see above", f"linear (~100x): {verdict(linear)}"))
     rows.append(
         (
-            f"x100 rules: node with {BIG:,} unread items vs typical node",
+            f"x100 rules: node with {big:,} unread items vs typical node",
             f"{unread / typical:.2f}x",
             f"no product with facts the rules do not read (< 1.5x): {verdict(unread / typical < 1.5)}",
         )
@@ -390,8 +390,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
-    global BIG
-    BIG = 1000 if args.quick else args.big
+    big = 1000 if args.quick else args.big
     command = "python3 scripts/benchmark.py " + " ".join(sys.argv[1:])
     machine = (
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()} {platform.release()}"
@@ -403,7 +402,7 @@ def main() -> None:
         sections: dict[str, Callable[[], list[Row]]] = {
             "check": lambda: bench_check(repeat),
             "analyze": lambda: bench_analyze(repeat, fleet_size, args.jobs, work),
-            "rules": lambda: bench_rules(repeat),
+            "rules": lambda: bench_rules(repeat, big),
             "collect": lambda: bench_collect(repeat, work),
         }
         for name, section in sections.items():
