@@ -304,7 +304,8 @@ def bench_rules(repeat: int, big: int = BIG) -> list[Row]:
     rows.append(
         (
             f"build facts (parse + derive): {big // 10:,} vs {big:,} mounts",
-            f"{build_small * 1000:.0f} ms vs {build_big * 1000:.0f} ms: {small_us:.1f} vs {big_us:.1f} us per mount",
+            f"{build_small * 1000:.0f} ms vs {build_big * 1000:.0f} ms:"
+            f" {small_us:.1f} vs {big_us:.1f} us per mount",
             f"linear (per-item cost < 2x): {verdict(big_us / small_us < 2)}",
         )
     )
