@@ -34,10 +34,10 @@ def test_public_names_and_signatures_are_stable() -> None:
         for name in ("check", "analyze", "analyze_texts", "analyze_fleet")
     }
     assert signatures == {
-        "check": ["path", "host_root", "rules_dirs", "deadline_s"],
-        "analyze": ["paths", "path", "rules_dirs"],
-        "analyze_texts": ["texts", "path", "rules_dirs"],
-        "analyze_fleet": ["paths", "path", "rules_dirs", "jobs"],
+        "check": ["path", "host_root", "rules_dirs", "deadline_s", "job"],
+        "analyze": ["paths", "path", "rules_dirs", "job"],
+        "analyze_texts": ["texts", "path", "rules_dirs", "job"],
+        "analyze_fleet": ["paths", "path", "rules_dirs", "jobs", "job"],
     }
     for name in ("status", "exit_code", "reason", "findings", "inconclusive"):
         assert isinstance(inspect.getattr_static(gd.Report, name), property)
@@ -143,3 +143,10 @@ def test_version_does_not_import_the_engine() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_job_is_checked_and_reaches_the_facts() -> None:
+    report = gd.analyze_texts({"mounts": JOURNAL}, path="/mnt/ckpt", job={"params": "70B", "interval": "30m"})
+    assert report.facts["job"]["status"] == "ok"
+    with pytest.raises(gd.GdsdoctorError):
+        gd.analyze_texts({"mounts": JOURNAL}, job={"params": "seventy"})

@@ -95,29 +95,38 @@ def check(
     host_root: PathLike = "/",
     rules_dirs: Sequence[PathLike] = (),
     deadline_s: float = 60.0,
+    job: Mapping[str, Any] | None = None,
 ) -> Report:
-    """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH]``."""
+    """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH]``.
+
+    ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
+    ``{"params": "70B", "interval": "30m"}``.
+    """
     from gdsdoctor import pipeline
 
-    return _run(
-        lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s=deadline_s)
-    )
+    checked = _job(job)
+    return _run(lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked))
 
 
 def analyze(
-    paths: PathLike | Sequence[PathLike], path: PathLike | None = None, rules_dirs: Sequence[PathLike] = ()
+    paths: PathLike | Sequence[PathLike],
+    path: PathLike | None = None,
+    rules_dirs: Sequence[PathLike] = (),
+    job: Mapping[str, Any] | None = None,
 ) -> Report:
     """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``."""
     from gdsdoctor import pipeline
 
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
-    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs)))
+    checked = _job(job)
+    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked))
 
 
 def analyze_texts(
     texts: Mapping[str, str | bytes] | Sequence[str | bytes],
     path: PathLike | None = None,
     rules_dirs: Sequence[PathLike] = (),
+    job: Mapping[str, Any] | None = None,
 ) -> Report:
     """Analyse command outputs held in memory (pasted into a notebook or read from a ticket).
 
@@ -132,6 +141,9 @@ def analyze_texts(
     capture = _capture_texts(named)
     if path is not None:
         capture.options["target_path"] = str(path)
+    checked = _job(job)
+    if checked:
+        capture.options["job"] = checked
     return _run(lambda: pipeline.analyze_capture(capture, _paths(rules_dirs)))
 
 
@@ -140,13 +152,15 @@ def analyze_fleet(
     path: PathLike | None = None,
     rules_dirs: Sequence[PathLike] = (),
     jobs: int | None = None,
+    job: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse many bundles in parallel; the fleet summary of ``analyze --format json``."""
     from gdsdoctor import fleet
 
     inputs = fleet.expand_inputs([str(p) for p in paths])
+    checked = _job(job)
     try:
-        return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs)
+        return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs, job=checked)
     except (UserError, BundleError, ValueError) as error:
         raise GdsdoctorError(str(error)) from None
 
@@ -183,6 +197,21 @@ def _run(analyse: Any) -> Report:
     except (UserError, BundleError, RuleError) as error:
         raise GdsdoctorError(str(error)) from None
     return Report(analysis.report, analysis.facts)
+
+
+def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
+    if not job:
+        return None
+    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.facts.job import validate
+
+    checked = {str(k): v for k, v in job.items()}
+    try:
+        validate(checked)
+    except EstimateError as error:
+        raise GdsdoctorError(str(error)) from None
+    return checked
 
 
 def _paths(values: Iterable[PathLike]) -> list[Path]:

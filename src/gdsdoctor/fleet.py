@@ -117,14 +117,17 @@ def _comparable(value: Any) -> str | None:
 
 
 def node_record(
-    path: Path, target_path: str | None = None, rules_dirs: Sequence[Path] = ()
+    path: Path,
+    target_path: str | None = None,
+    rules_dirs: Sequence[Path] = (),
+    job: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse one bundle into the small record the fleet summary is computed from. Never raises
     for a bad bundle: it becomes an UNKNOWN node with the error."""
     from gdsdoctor.pipeline import analyze_paths
 
     try:
-        analysis = analyze_paths([path], target_path, rules_dirs)
+        analysis = analyze_paths([path], target_path, rules_dirs, job)
     except BundleError as error:
         return _failed_record(path, str(error))
     except Exception as error:  # a bug on one node must not sink the fleet run
@@ -171,7 +174,10 @@ def _warm(rules_dirs: Sequence[Path]) -> None:
     rules(rules_dirs)
 
 
-def _analyse_one(args: tuple[Path, str | None, tuple[Path, ...]]) -> dict[str, Any]:
+Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None]
+
+
+def _analyse_one(args: Task) -> dict[str, Any]:
     return node_record(*args)
 
 
@@ -181,9 +187,11 @@ def analyse_fleet(
     rules_dirs: Sequence[Path] = (),
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    job: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Analyse every bundle (in ``jobs`` processes; default: every core) into a fleet summary."""
-    tasks = [(Path(p), target_path, tuple(rules_dirs)) for p in paths]
+    """Analyse every bundle (in ``jobs`` processes; default: every core) into a fleet summary;
+    ``job`` (the checkpoint job, as for ``check``) applies to every node."""
+    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job) for p in paths]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     _warm(rules_dirs)  # a rule error stops here, once, instead of in every worker
     records: list[dict[str, Any]] = []
@@ -194,9 +202,7 @@ def analyse_fleet(
     return summarise(records)
 
 
-def _run(
-    tasks: list[tuple[Path, str | None, tuple[Path, ...]]], workers: int, rules_dirs: Sequence[Path]
-) -> Iterator[dict[str, Any]]:
+def _run(tasks: list[Task], workers: int, rules_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
     if workers == 1:
         yield from map(_analyse_one, tasks)
         return

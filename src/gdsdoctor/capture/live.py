@@ -31,7 +31,7 @@ def capture_live(
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Capture:
     """Capture every probe on this host (or the host mounted at ``host_root``)."""
-    selected = list(probes)
+    selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
     if target_path:
         selected.append(target.probe_for(target_path))
     capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())
@@ -67,7 +67,9 @@ def _run_probe(probe: Probe, host_root: Path, results: dict[str, list[Artifact]]
 def capture_source(source: Source, host_root: Path) -> Artifact:
     """Capture one source; never raises."""
     if source.argv:
-        return run_command(source.artifact, source.argv, source.timeout, dict(source.env))
+        return run_command(
+            source.artifact, source.argv, source.timeout, dict(source.env), source.ok_exit_codes
+        )
     if source.reader is not None:
         return _run_reader(source, host_root)
     if source.path:

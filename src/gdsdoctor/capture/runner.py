@@ -30,7 +30,13 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
-def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str, str] = ()) -> Artifact:
+def run_command(
+    name: str,
+    argv: Sequence[str],
+    timeout: float,
+    env: Mapping[str, str] = (),
+    ok_exit_codes: Sequence[int] = (0,),
+) -> Artifact:
     """Run ``argv`` and return its stdout as an artifact; never raises."""
     source = " ".join(argv)
     started = time.monotonic()
@@ -63,11 +69,11 @@ def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str
         )
     duration = time.monotonic() - started
     stdout = stdout[:MAX_OUTPUT_BYTES]
-    if process.returncode != 0:
+    if process.returncode not in ok_exit_codes:
         detail = _first_line(stderr) or f"exit status {process.returncode}"
-        status = ArtifactStatus.DENIED if _looks_denied(stderr) else ArtifactStatus.ERROR
+        status = _failure_status(stderr)
         return Artifact(name, status, stdout, source, detail, process.returncode, duration)
-    return Artifact(name, ArtifactStatus.OK, stdout, source, "", 0, duration)
+    return Artifact(name, ArtifactStatus.OK, stdout, source, "", process.returncode, duration)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -85,6 +91,12 @@ def _first_line(data: bytes) -> str:
     return ""
 
 
-def _looks_denied(stderr: bytes) -> bool:
+def _failure_status(stderr: bytes) -> ArtifactStatus:
+    """Why a command failed: no permission, nothing there to look at (``modinfo nvidia`` on a
+    host without the driver, ``nvme list`` without NVMe), or some other error."""
     text = stderr.decode("utf-8", errors="replace").lower()
-    return "permission denied" in text or "operation not permitted" in text or "must be root" in text
+    if "permission denied" in text or "operation not permitted" in text or "must be root" in text:
+        return ArtifactStatus.DENIED
+    if "not found" in text or "no such file or directory" in text:
+        return ArtifactStatus.MISSING
+    return ArtifactStatus.ERROR

@@ -1,0 +1,179 @@
+"""Filesystem mounts from ``/proc/self/mountinfo`` and space usage from ``df``.
+
+Section ``mountinfo`` (proc(5); bind mounts and per-superblock options that /proc/mounts hides)::
+
+    36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+
+    {"mounts": [{"mount_id": 36, "parent_id": 35, "maj_min": "98:0", "major": 98, "minor": 0,
+      "root": "/mnt1", "mountpoint": "/mnt2", "options": "rw,noatime", "opts": {"rw": true, "noatime": true},
+      "optional": ["master:1"], "fstype": "ext3", "source": "/dev/root",
+      "super_options": "rw,errors=continue", "super_opts": {...}, "all_opts": {...merged...},
+      "bind": false, "src": {...}}],
+     "by_mountpoint": {"/mnt2": {...last mount on that path...}}}
+
+Section ``df`` (``df -P -T -B1``; also plain ``df``/``df -T``/``df -h`` pastes, sizes then approximate)::
+
+    /dev/nvme0n1p1 ext4 1967317618688 21474836480 1845829668864 2% /mnt/ckpt
+
+    {"filesystems": [{"source": "/dev/nvme0n1p1", "fstype": "ext4"|None, "size_bytes": …, "used_bytes": …,
+      "avail_bytes": …, "use_pct": 2|None, "mountpoint": "/mnt/ckpt", "exact": true, "src": {...}}],
+     "by_mountpoint": {...}}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.blockutil import size_bytes
+from gdsdoctor.probes.mounts import split_options, unescape
+
+_MOUNTINFO = re.compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")
+
+
+def _mountinfo_entry(match: re.Match[str], provenance: dict[str, Any]) -> dict[str, Any]:
+    mount_id, parent_id, major, minor, root, mountpoint, options, optional, fstype, source, super_options = (
+        match.groups()
+    )
+    opts, super_opts = split_options(options), split_options(super_options)
+    return {
+        "mount_id": int(mount_id),
+        "parent_id": int(parent_id),
+        "maj_min": f"{major}:{minor}",
+        "major": int(major),
+        "minor": int(minor),
+        "root": unescape(root),
+        "mountpoint": unescape(mountpoint),
+        "options": options,
+        "opts": opts,
+        "optional": optional.split(),
+        "fstype": unescape(fstype),
+        "source": unescape(source),
+        "super_options": super_options,
+        "super_opts": super_opts,
+        # per-mount flags win over superblock flags of the same name (ro bind of a rw fs)
+        "all_opts": super_opts | opts,
+        "bind": unescape(root) != "/",
+        "src": provenance,
+    }
+
+
+def parse_mountinfo(text: str, artifact: str) -> Section:
+    mounts = []
+    for number, line in numbered_lines(text):
+        match = _MOUNTINFO.match(line.strip())
+        if match:
+            mounts.append(_mountinfo_entry(match, src(artifact, number, line)))
+    if not mounts:
+        raise ParseError(
+            "no mountinfo lines (expected `id parent major:minor root mountpoint opts … - fstype src opts`)"
+        )
+    return {"mounts": mounts, "by_mountpoint": {mount["mountpoint"]: mount for mount in mounts}}
+
+
+def recognise_mountinfo(text: str) -> bool:
+    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$ ")]
+    good = [line for line in lines if _MOUNTINFO.match(line.strip())]
+    return bool(good) and len(good) >= 0.8 * len(lines)
+
+
+# ---------------------------------------------------------------------------------------------------
+# df
+
+_DF_HEADER = re.compile(
+    r"^Filesystem\s+(Type\s+)?(\S+)\s+Used\s+Avail(able)?\s+(Use|Capacity)%?\s+Mounted on\s*$"
+)
+_BLOCK_UNIT = re.compile(r"^(\d+)([KMG]?)B?-blocks$", re.IGNORECASE)
+
+
+def _unit(size_header: str) -> int | None:
+    """Bytes per count from the size column title: ``1-blocks``/``1B-blocks`` 1, ``1K-blocks`` 1024;
+    None for ``Size`` (human-readable values with their own suffix)."""
+    match = _BLOCK_UNIT.match(size_header)
+    if not match:
+        return None
+    return int(match[1]) * 1024 ** " KMG".index(match[2].upper() or " ")
+
+
+_DF_WITH_TYPE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
+_DF_NO_TYPE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
+
+
+def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:
+    if unit is None:
+        return size_bytes(value)
+    count = size_bytes(value)[0] if value.isdigit() else None
+    return (count * unit if count is not None else None), count is not None
+
+
+def _df_entry(fields: tuple[str, ...], typed: bool, unit: int | None, provenance: dict[str, Any]) -> dict:
+    source, fstype = fields[0], (fields[1] if typed else None)
+    size, used, avail, use, mountpoint = fields[2:] if typed else fields[1:]
+    (size_b, exact), used_b, avail_b = (
+        _df_bytes(size, unit),
+        _df_bytes(used, unit)[0],
+        _df_bytes(avail, unit)[0],
+    )
+    return {
+        "source": source,
+        "fstype": fstype,
+        "size_bytes": size_b,
+        "used_bytes": used_b,
+        "avail_bytes": avail_b,
+        "use_pct": int(use[:-1]) if use.endswith("%") else None,
+        "mountpoint": mountpoint,
+        "exact": exact,
+        "src": provenance,
+    }
+
+
+def parse_df(text: str, artifact: str) -> Section:
+    typed: bool | None = None
+    unit: int | None = 1
+    pending: tuple[int, str] | None = None  # old df wraps a long device name onto its own line
+    filesystems = []
+    for number, line in numbered_lines(text):
+        header = _DF_HEADER.match(line.strip())
+        if header:
+            typed, unit = bool(header[1]), _unit(header[2])
+            continue
+        if typed is None:
+            continue
+        joined = f"{pending[1]} {line.strip()}" if pending else line.strip()
+        pattern = _DF_WITH_TYPE if typed else _DF_NO_TYPE
+        match = pattern.match(joined)
+        if match:
+            first = pending or (number, line)
+            filesystems.append(_df_entry(match.groups(), typed, unit, src(artifact, first[0], joined)))
+            pending = None
+        else:
+            pending = (number, line.strip()) if len(line.split()) == 1 else None
+    if typed is None:
+        raise ParseError("no 'Filesystem … Mounted on' header (expected `df -P -T -B1` output)")
+    return {"filesystems": filesystems, "by_mountpoint": {fs["mountpoint"]: fs for fs in filesystems}}
+
+
+def recognise_df(text: str) -> bool:
+    return any(_DF_HEADER.match(line.strip()) for line in text.split("\n")[:5])
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="mountinfo",
+        title="mounts with bind roots, propagation and per-superblock options (/proc/self/mountinfo)",
+        sources=(Source("proc/self/mountinfo", path="/proc/self/mountinfo"),),
+        parse=parse_mountinfo,
+        recognise=recognise_mountinfo,
+        paste_hint="`cat /proc/self/mountinfo`",
+    ),
+    Probe(
+        section="df",
+        title="filesystem sizes and free space",
+        # a hung NFS/Lustre mount makes df block: the capture timeout bounds it
+        sources=(Source("cmd/df.txt", argv=("df", "-P", "-T", "-B1"), timeout=20.0),),
+        parse=parse_df,
+        recognise=recognise_df,
+        paste_hint="`df -P -T -B1` (or `df -hT`)",
+    ),
+)
