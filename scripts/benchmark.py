@@ -329,8 +329,16 @@ def bench_rules(repeat: int, big: int = BIG) -> list[Row]:
                 )
             )
     typical, unread = (measured[label, 100] for label in list(nodes)[:2])
-    linear = all(measured[label, 100] / measured[label, 1] < 150 for label in nodes)
-    rows.append(("x100 rules vs x1, every node", "see above", f"linear (~100x): {verdict(linear)}"))
+    # Per-rule cost at x100 against x1: 1.0 is perfectly linear; a product of rules and facts
+    # would show up as growth with the node's size, noise on a busy machine as up to ~2.
+    worst = max(measured[label, 100] / measured[label, 1] / 100 for label in nodes)
+    rows.append(
+        (
+            "x100 rules vs x1: per-rule cost, worst node",
+            f"{worst:.2f}x",
+            f"linear (< 2x, noise included): {verdict(worst < 2)}",
+        )
+    )
     rows.append(
         (
             f"x100 rules: node with {big:,} unread items vs typical node",

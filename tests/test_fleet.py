@@ -14,6 +14,16 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus
 from tests.test_cli import gdsdoctor
 
+FLEET_SCHEMA = json.loads((Path(fleet.__file__).parent / "schemas" / "fleet.schema.json").read_text())
+
+
+def validate_fleet(summary: dict) -> dict:
+    import jsonschema
+
+    jsonschema.Draft202012Validator(FLEET_SCHEMA).validate(summary)
+    return summary
+
+
 LSMOD_GDS = "nvidia_fs 245760 0 - Live 0x0\nnvidia 56000000 1 nvidia_fs, Live 0x0\n"
 LSMOD_NO_GDS = "nvidia 56000000 0 - Live 0x0\n"
 ORDERED = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=ordered 0 0\n"
@@ -55,7 +65,7 @@ def bundles(tmp_path: Path) -> list[Path]:
 
 
 def test_summary_causes_groups_outliers(bundles: list[Path]) -> None:
-    summary = fleet.analyse_fleet(bundles, jobs=1)
+    summary = validate_fleet(fleet.analyse_fleet(bundles, jobs=1))
     head = summary["summary"]
     assert head == {
         "nodes": 5,
@@ -98,7 +108,7 @@ def test_merge_of_shards_equals_one_run(bundles: list[Path]) -> None:
     whole = fleet.analyse_fleet(bundles, jobs=1)
     shards = [fleet.analyse_fleet(bundles[:2], jobs=1), fleet.analyse_fleet(bundles[2:], jobs=1)]
     shards = [json.loads(json.dumps(s)) for s in shards]  # through JSON, as from files
-    assert fleet.merge(shards) == whole
+    assert validate_fleet(fleet.merge(shards)) == whole
     assert fleet.merge([*shards, shards[0]]) == whole  # a shard merged twice counts once
     with pytest.raises(ValueError):
         fleet.merge([{"kind": "something else"}])
@@ -107,7 +117,7 @@ def test_merge_of_shards_equals_one_run(bundles: list[Path]) -> None:
 def test_unreadable_bundle_is_an_unknown_node_not_a_crash(tmp_path: Path, bundles: list[Path]) -> None:
     bad = tmp_path / "bundles" / "broken.tar.gz"
     bad.write_bytes(b"not a tar")
-    summary = fleet.analyse_fleet([*bundles, bad], jobs=1)
+    summary = validate_fleet(fleet.analyse_fleet([*bundles, bad], jobs=1))
     node = next(n for n in summary["nodes"] if n["name"] == "broken.tar.gz")
     assert node["status"] == "UNKNOWN" and "not a readable tar.gz bundle" in node["error"]
     assert any(g["unreadable"] and g["nodes"] == ["broken.tar.gz"] for g in summary["groups"])
@@ -187,11 +197,16 @@ def test_cli_fleet_text_json_exit_and_merge(tmp_path: Path, bundles: list[Path])
         "analyze", str(tmp_path / "bundles" / "gpu00[345].tar.gz"), "-o", f"json={tmp_path / 'two.json'}"
     )
     assert one.returncode == 0 and two.returncode == 2 and two.stdout == ""
+    validate_fleet(json.loads((tmp_path / "two.json").read_text()))
+    assert (
+        validate_fleet(fleet.apply_fail_on(json.loads(one.stdout), "critical"))["summary"]["fail_on"]
+        == "critical"
+    )
     assert two.stderr.strip().endswith("(CRITICAL, worst of 3 nodes: 1 OK, 1 WARNING, 1 CRITICAL)")
     (tmp_path / "one.json").write_text(one.stdout)
     merged = gdsdoctor("fleet", "merge", str(tmp_path / "one.json"), str(tmp_path / "two.json"), "-f", "json")
     assert merged.returncode == 2
-    assert json.loads(merged.stdout) == fleet.analyse_fleet(bundles, jobs=1)
+    assert validate_fleet(json.loads(merged.stdout)) == fleet.analyse_fleet(bundles, jobs=1)
     tolerant = gdsdoctor("analyze", *(str(b) for b in bundles[:4]), "--fail-on", "critical", "-f", "markdown")
     assert tolerant.returncode == 0 and "ext4\\-data\\-journal" in tolerant.stdout
 
