@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -241,7 +241,7 @@ def _finish(
     report: dict[str, Any],
     fmt: ReportFormat | None,
     verbose: bool,
-    outputs: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    outputs: Sequence[tuple[str, str]] = (),
     fail_on: FailOn | None = None,
     npd: bool = False,
 ) -> None:
