@@ -66,6 +66,7 @@ SAMPLES = {
     "proc-mounts.txt": "nfs01.corp.acme.com:/export/ckpt /home/alice/ckpt nfs4 rw,vers=4.2,addr=10.1.2.3,clientaddr=10.1.2.77 0 0\n//fileserver7/share /mnt/cifs cifs rw,user=bob,addr=10.1.3.4 0 0\nmds01@o2ib:/lustre /mnt/lustre lustre rw 0 0\n",
     "dmesg.txt": '[    2.1] gpu-node-017 kernel: nvme nvme0: pci function 0000:3b:00.0\n[ 12.3] nvme nvme1: new ctrl: NQN "nqn.2024-01.com.acmecorp:storage:array7", addr 192.168.100.10:4420\n[ 13.0] GDS release version: 1.7.2.10\n',
     "lspci.txt": "3b:00.0 Non-Volatile memory controller: Samsung\n\tCapabilities: [150 v1] Device Serial Number 00-11-22-ff-ff-33-44-55\n",
+    "nvidia-smi-q.txt": "    GPU UUID                     : GPU-c83f1955-c0e6-e727-36ed-8eecf4bc1c67\n    Serial Number                : 1653724056222\n",
     "sysfs-wwid": "eui.0025388b91c0b1a3\nnvme.1e0f-3339314130343554333336-4b4347573130343554333336-00000001\n",
 }
 IDENTIFIERS = [
@@ -74,7 +75,7 @@ IDENTIFIERS = [
     "10.1.2.77", "10.1.3.4", "172.20.3.17", "2001:db8:abcd:12::5", "0c:42:a1:12:34:56",
     "0002c90300a1b2c3", "0002:c903:00a1:b2c3", "c903:00a1:b2c4", "c0a8:6405", "02:c9:03:00:a1:b2:c4",
     "00-11-22-ff-ff-33-44-55", "0025388b91c0b1a3", "3339314130343554333336", "nfs01", "corp.acme.com",
-    "fileserver7", "mds01", "gpu-node-017", "alice", "bob",
+    "fileserver7", "mds01", "gpu-node-017", "alice", "bob", "c83f1955-c0e6-e727-36ed-8eecf4bc1c67", "1653724056222",
 ]  # fmt: skip
 KEPT = [
     "1.7.2.10",
@@ -139,6 +140,18 @@ def test_identifiers_are_replaced_and_formats_kept() -> None:
         "hostname",
         "user",
     }
+
+
+def test_short_host_name_is_replaced_in_the_host_summary_only() -> None:
+    capture = Capture(origin="live", host={"hostname": "vm"}, label="vm")
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    capture.artifacts["x"] = Artifact("x", ArtifactStatus.OK, b"vm.dirty_ratio = 20\n")
+    redacted, mapping = redact_capture(capture)
+    assert redacted.host["hostname"] == redacted.label == "host1" and mapping["maps"]["hostname"] == {
+        "vm": "host1"
+    }
+    assert redacted.artifacts["x"].data == b"vm.dirty_ratio = 20\n"  # "vm" is too common to replace
 
 
 def test_subnet_relations_are_kept() -> None:

@@ -104,7 +104,7 @@ _SHAPES = [
     ("nqn", r"nqn\.\d{4}[-.]\d{2}\.[A-Za-z0-9][A-Za-z0-9.\-]*(?::[^\s\"',;<>()\[\]{}]*)?"),
     (
         "uuid",
-        r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
+        r"(?:(?<=GPU-)|(?<=MIG-)|(?<![\w-]))[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
     ),
     ("wwid", r"(?<![\w.])(?:eui|naa|t10)\.[0-9A-Fa-f]{8,32}(?![\w])"),
     ("nvmewwid", r"(?<![\w.])nvme\.[0-9A-Fa-f]{4}-[0-9A-Fa-f]+-[0-9A-Fa-f]+-[0-9A-Fa-f]{8}(?![\w])"),
@@ -294,7 +294,7 @@ class Redactor:
 
     def _literal(self, kind: str, value: str) -> str:
         if kind == "hostname":
-            return self._hostname(value)
+            return self.hostname(value)
         if kind == "hexid":
             return self.mapper.hex_like("hexid", value)
         return self.mapper.get("serial", value, self._serial_like)
@@ -309,7 +309,7 @@ class Redactor:
             else self.mapper.digest(original, attempt).hex()[: len(original)]
         )
 
-    def _hostname(self, value: str) -> str:
+    def hostname(self, value: str) -> str:
         short, dot, domain = value.lower().partition(".")
         host = self.mapper.get("hostname", short, self._counted("hostname", "host{}"))
         if not dot:
@@ -456,13 +456,18 @@ def redact_capture(capture: Capture, redactor: Redactor | None = None) -> tuple[
         redactor.learn_hostname(str(capture.host["hostname"]))
     for text in _all_texts(capture):
         redactor.learn(text)
+    host = {k: redactor.text(str(v)) for k, v in capture.host.items()}
+    if capture.host.get("hostname"):  # even a name too short or common to replace everywhere
+        host["hostname"] = redactor.hostname(str(capture.host["hostname"]))
     redacted = Capture(
         origin=capture.origin,
-        host={k: redactor.text(str(v)) for k, v in capture.host.items()},
+        host=host,
         options={k: redactor.text(v) if isinstance(v, str) else v for k, v in capture.options.items()},
         assignments={k: list(v) for k, v in capture.assignments.items()},
         notes=[redactor.text(n) for n in capture.notes],
-        label=redactor.text(capture.label),
+        label=host["hostname"]
+        if capture.label == capture.host.get("hostname")
+        else redactor.text(capture.label),
     )
     for name, artifact in capture.artifacts.items():
         redacted.artifacts[name] = replace(
