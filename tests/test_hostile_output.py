@@ -162,3 +162,9 @@ def test_cli_markdown_of_hostile_files(tmp_path: Path) -> None:
     for fmt in ("text", "markdown", "json"):
         result = gdsdoctor("analyze", str(tmp_path / "m.txt"), "--format", fmt)
         assert result.returncode == 1 and "\x1b[2J" not in result.stdout, fmt
+
+
+def test_markdown_inline_blocks_block_syntax() -> None:
+    assert markdown_inline("=== x") == "\\=== x"  # no setext heading underline
+    assert markdown_inline("# title") == "\\# title" and markdown_inline("1. item") == "1\\. item"
+    assert markdown_inline("a\nb|c") == "a b\\|c"

@@ -32,11 +32,12 @@ def one_line(text: object) -> str:
     return visible(str(text).replace("\n", " ").replace("\t", " "))
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~&=])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~&])")
 
 
 def markdown_inline(text: object) -> str:
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
+    return re.sub(r"^(\s*)=", r"\1\\=", escaped)  # a line of "=" would underline a heading
 
 
 def markdown_code_block(lines: list[str], language: str = "") -> str:
