@@ -188,3 +188,12 @@ def test_site_config_supplies_the_job(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("- not a mapping\n")
     bad = gdsdoctor("analyze", str(fio), "--site-config", str(tmp_path / "bad.yaml"))
     assert bad.returncode == 3 and "checkpoint:" in bad.stderr
+
+
+def test_pasted_gdsio_write_feeds_the_stall_model() -> None:
+    data = Path(__file__).resolve().parent / "data/bench"
+    gdsio = data / "gdsio-output.nvidia-getting-started-example1.txt"
+    result = gdsdoctor("analyze", str(gdsio), "--params", "70B", "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert "checkpoint-stall-over-budget" not in [i["id"] for i in report["inconclusive"]]
