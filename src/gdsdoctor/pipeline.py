@@ -7,8 +7,9 @@ Both go capture → facts → evaluate → rank → report, so ``analyze(collect
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
 from gdsdoctor.engine.evaluate import CauseResult, evaluate
 from gdsdoctor.engine.rank import RankedFinding, rank
-from gdsdoctor.engine.rules import Cause, load_rules
+from gdsdoctor.engine.rules import Cause, builtin_rules_dir, load_rules, rule_files
 from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
-from gdsdoctor.model import ArtifactStatus, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import target
 from gdsdoctor.report.build import build_report
 
@@ -44,7 +45,29 @@ class Analysis:
 
 
 def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
-    return load_rules(rules_dirs, KNOWN_SECTIONS)
+    """The rules, loaded and checked once per process for as long as no rule file changes
+    (a fleet run analyses hundreds of bundles; validating YAML for each costs more than the
+    analysis itself)."""
+    return list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)))
+
+
+def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
+    state = []
+    for file in rule_files([builtin_rules_dir(), *rules_dirs]):
+        try:
+            info = file.stat()
+        except OSError:
+            state.append((str(file), -1, -1))  # load_rules reports it
+            continue
+        state.append((str(file), info.st_mtime_ns, info.st_size))
+    return tuple(state)
+
+
+@lru_cache(maxsize=8)
+def _loaded_rules(
+    rules_dirs: tuple[Path, ...], _state: tuple[tuple[str, int, int], ...]
+) -> tuple[Cause, ...]:
+    return tuple(load_rules(rules_dirs, KNOWN_SECTIONS))
 
 
 def analyze_capture(capture: Capture, rules_dirs: Sequence[Path] = ()) -> Analysis:
@@ -60,14 +83,40 @@ def check(
     rules_dirs: Sequence[Path] = (),
     deadline_s: float = DEFAULT_DEADLINE_S,
     job: dict[str, Any] | None = None,
+    bench: tuple[BenchProgress, int | None] | None = None,
 ) -> Analysis:
-    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``)."""
+    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``).
+
+    With ``bench`` (a progress callback and a size in bytes or None for the default) and a
+    ``target_path``, the checkpoint path is also measured (see :func:`add_bench`)."""
     capture = capture_live(host_root, target_path, deadline_s=deadline_s)
     if job:
         capture.options["job"] = job
     if target_path:
         _require_target(capture, target_path)
+        if bench is not None:
+            add_bench(capture, target_path, *bench)
     return analyze_capture(capture, rules_dirs)
+
+
+BenchProgress = Callable[[float, str], None]
+
+
+def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, size_bytes: int | None) -> None:
+    """Measure the checkpoint path (fio/gdsio in a temporary directory under it, removed
+    afterwards: the one thing gdsdoctor writes on the host, and only when asked) and keep the
+    raw result as an artifact, so the analysis and a bundle both carry it."""
+    from gdsdoctor import bench
+
+    try:
+        result = bench.run(Path(target_path), size_bytes, on_progress=on_progress)
+    except bench.BenchError as error:
+        raise UserError(f"bench: {error}") from None
+    section = "fio" if result.artifact.endswith(".json") else "gdsio"
+    capture.add(
+        section,
+        Artifact(result.artifact, ArtifactStatus.OK, result.raw, source=f"gdsdoctor bench {target_path}"),
+    )
 
 
 def _require_target(capture: Capture, target_path: str) -> None:
