@@ -1,13 +1,436 @@
-"""Derived facts for the storage domain (filled in by the storage rules work).
+"""Derived facts for the storage domain: what sits under each checkpoint mount, and how full it is.
 
-``derive(facts, derived)`` returns new keys for ``facts["derived"]``; it sees the facts and
-what is derived so far (nvidia_present, target_mount, checkpoint_mounts).
+``derive(facts, derived)`` returns these keys for ``facts["derived"]`` (it sees the facts and what
+is derived so far: nvidia_present, target_mount, checkpoint_mounts):
+
+- ``storage_checkpoint_mounts``: each checkpoint mount (a copy, with its ``src``) plus
+  ``maj_min`` (mountinfo, findmnt or lsblk), ``anonymous`` (major 0: overlay, tmpfs, FUSE, NFS,
+  btrfs subvolumes — no block device for GDS to classify), ``all_opts`` (per-mount options
+  merged over the superblock options of mountinfo when it was read), ``stack`` (the device
+  stack from the filesystem down: ``{name, type, kind}``), ``stack_kinds`` (sorted unique kinds:
+  ``nvme``, ``partition``, ``md``, ``dm``, ``lvm``, ``crypt``, ``multipath``, ``loop``,
+  ``disk``, ``virtio``, ``overlay``, ``tmpfs``, ``fuse``, ``object_store``, ``network``,
+  ``zfs``, ``btrfs``), ``nvme_namespaces``, ``nvme_controllers`` (``{name, transport, state,
+  fabrics, address, src}``), ``transports`` (sorted unique), ``network_rdma`` (network
+  filesystems: true for NFS ``proto=rdma`` or Lustre ``@o2ib``, false for ``proto=tcp`` or
+  ``@tcp``, else null), ``volatile_write_cache`` (any NVMe namespace below says
+  ``write back``; null when unknown).
+- ``storage_free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
+  source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
+- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless given
+  (``facts["params"]["checkpoint_bytes"]``, to be filled from ``--params``/``estimate``).
+- ``storage_capacity_short``: the ``storage_free`` entries whose ``avail_bytes`` is below
+  ``storage_checkpoint_bytes`` (with ``checkpoint_bytes`` and ``shortfall_bytes``); [] when
+  either is unknown.
+- ``storage_fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
+  (``{name, transport, state, subsystem, traddr, trsvcid, ctrl_loss_tmo, ctrl_loss_tmo_s,
+  fast_io_fail_tmo_s, reconnect_delay_s, source, src}``), one per controller name.
+- ``storage_fabrics_devices``: controller names known to be fabrics (sysfs, nvme-cli, or named
+  in NVMe-oF kernel messages) — used to tell PCIe timeouts from fabrics ones.
+- ``storage_rdma_capable``: the node has RDMA ports (``infiniband`` section) or an RDMA
+  driver loaded (``modules``); null when neither was read.
+- ``storage_dmesg``: kernel-log events sorted by what they mean for storage (copies with
+  ``src``): ``keepalive`` (keep-alive failures and admin-queue Keep Alive (opcode 0x18)
+  timeouts), ``pcie_timeouts`` (I/O timeouts on controllers not known as fabrics, not
+  keep-alive), ``fabrics_timeouts``, ``completion_polled`` (lost interrupts).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+OBJECT_STORE_FUSE = ("s3fs", "mountpoint-s3", "mount-s3", "gcsfuse", "goofys", "rclone", "blobfuse", "s3backer")
+NETWORK_FSTYPES = frozenset(
+    "nfs nfs4 cifs smb3 smbfs lustre beegfs wekafs gpfs ceph glusterfs 9p virtiofs afs ocfs2 scatefs".split()
+)
+RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
+_NVME_PARTITION = re.compile(r"^(nvme\d+n\d+)p\d+$")
+_NVME_NAMESPACE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
-    return {}
+    context = _Context(facts)
+    mounts = [context.stack_of(mount) for mount in derived.get("checkpoint_mounts") or []]
+    free = [entry for entry in (_free(facts, mount) for mount in mounts) if entry]
+    checkpoint_bytes = _checkpoint_bytes(facts)
+    fabrics = context.fabrics_controllers()
+    fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | _dmesg_fabrics_devices(facts))
+    return {
+        "storage_checkpoint_mounts": mounts,
+        "storage_free": free,
+        "storage_checkpoint_bytes": checkpoint_bytes,
+        "storage_capacity_short": _capacity_short(free, checkpoint_bytes),
+        "storage_fabrics_controllers": fabrics,
+        "storage_fabrics_devices": fabrics_devices,
+        "storage_rdma_capable": _rdma_capable(facts),
+        "storage_dmesg": _dmesg(facts, set(fabrics_devices)),
+    }
+
+
+def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
+    value = facts.get(section)
+    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+class _Context:
+    """Indexes over lsblk, sysfs, mountinfo and nvme-cli, built once per derivation."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self.facts = facts
+        lsblk = [d for d in _list(_ok(facts, "lsblk").get("devices")) if isinstance(d, dict)]
+        self.lsblk_by_name = {d["name"]: d for d in lsblk if d.get("name")}
+        self.lsblk_by_name |= {d["kname"]: d for d in lsblk if d.get("kname") and d["kname"] not in self.lsblk_by_name}
+        self.lsblk_by_majmin = {d["maj_min"]: d for d in lsblk if d.get("maj_min")}
+        self.lsblk_by_mountpoint = {point: d for d in lsblk for point in _list(d.get("mountpoints"))}
+        sysfs = _ok(facts, "nvme_sysfs")
+        self.block = {b["name"]: b for b in _list(sysfs.get("block")) if isinstance(b, dict) and b.get("name")}
+        self.sys_controllers = {
+            c["name"]: c for c in _list(sysfs.get("controllers")) if isinstance(c, dict) and c.get("name")
+        }
+        self.sys_subsystems = [s for s in _list(sysfs.get("subsystems")) if isinstance(s, dict)]
+        self.mountinfo = _ok(facts, "mountinfo").get("by_mountpoint") or {}
+        self.cli_paths = [p for p in _list(_ok(facts, "nvme_subsys").get("paths")) if isinstance(p, dict)]
+        self.cli_namespaces = [n for n in _list(_ok(facts, "nvme_list").get("namespaces")) if isinstance(n, dict)]
+        self.cli_controllers = [c for c in _list(_ok(facts, "nvme_list").get("controllers")) if isinstance(c, dict)]
+
+    # --- the stack under one mount -------------------------------------------------------------
+
+    def stack_of(self, mount: dict[str, Any]) -> dict[str, Any]:
+        fstype = str(mount.get("fstype") or "")
+        point = str(mount.get("mountpoint") or "")
+        info = self.mountinfo.get(point) if isinstance(self.mountinfo.get(point), dict) else {}
+        maj_min = info.get("maj_min") or self._target_majmin(point)
+        stack = self._device_stack(str(mount.get("device") or mount.get("source") or ""), maj_min, point)
+        kinds = {layer["kind"] for layer in stack} | _fs_kinds(fstype, mount.get("device"))
+        namespaces = sorted({n for layer in stack if (n := _namespace_of(layer["name"]))})
+        controllers = self._controllers_of(namespaces)
+        opts = mount.get("opts") if isinstance(mount.get("opts"), dict) else {}
+        all_opts = info.get("all_opts") if isinstance(info.get("all_opts"), dict) else opts
+        return {
+            **mount,
+            "maj_min": maj_min,
+            "anonymous": maj_min.split(":")[0] == "0" if maj_min else None,
+            "all_opts": {**all_opts, **opts},
+            "stack": stack,
+            "stack_kinds": sorted(kinds),
+            "nvme_namespaces": namespaces,
+            "nvme_controllers": controllers,
+            "transports": sorted({c["transport"] for c in controllers if c.get("transport")}),
+            "network_rdma": _network_rdma(fstype, str(mount.get("device") or ""), {**all_opts, **opts}),
+            "volatile_write_cache": self._write_cache(namespaces),
+        }
+
+    def _target_majmin(self, point: str) -> str | None:
+        target = _ok(self.facts, "target")
+        return target.get("majmin") if target.get("mountpoint") == point else None
+
+    def _device_stack(self, device: str, maj_min: str | None, point: str) -> list[dict[str, Any]]:
+        top = self._lsblk_top(device, maj_min, point)
+        if top is not None:
+            return self._walk_lsblk(top)
+        name = _device_name(device)
+        return self._walk_sysfs(name) if name else []
+
+    def _lsblk_top(self, device: str, maj_min: str | None, point: str) -> dict[str, Any] | None:
+        if maj_min and maj_min in self.lsblk_by_majmin:
+            return self.lsblk_by_majmin[maj_min]
+        name = _device_name(device)
+        if name and name in self.lsblk_by_name:
+            return self.lsblk_by_name[name]
+        if device.startswith("/dev/"):  # /dev/root and the like
+            return self.lsblk_by_mountpoint.get(point)
+        return None
+
+    def _walk_lsblk(self, top: dict[str, Any]) -> list[dict[str, Any]]:
+        stack, queue, seen = [], [top], set()
+        while queue and len(stack) < 64:
+            device = queue.pop(0)
+            name = device.get("name")
+            if not name or name in seen:
+                continue
+            seen.add(name)
+            stack.append({"name": name, "type": device.get("type"), "kind": _lsblk_kind(device)})
+            parents = _list(device.get("parents")) or ([device["parent"]] if device.get("parent") else [])
+            queue.extend(self.lsblk_by_name[p] for p in parents if p in self.lsblk_by_name)
+        return stack
+
+    def _walk_sysfs(self, name: str) -> list[dict[str, Any]]:
+        """Without lsblk: the kernel name, then sysfs ``slaves`` (md/dm) down to the disks."""
+        stack, queue, seen = [], [name], set()
+        while queue and len(stack) < 64:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            kind = _name_kind(current)
+            stack.append({"name": current, "type": None, "kind": kind})
+            if kind == "partition":
+                queue.append(_disk_of_partition(current))
+            queue.extend(_list((self.block.get(current) or {}).get("slaves")))
+        return stack
+
+    # --- NVMe controllers ----------------------------------------------------------------------
+
+    def _controllers_of(self, namespaces: list[str]) -> list[dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for namespace in namespaces:
+            for name in self._controller_names(namespace):
+                found.setdefault(name, self._controller(name))
+        return [found[name] for name in sorted(found)]
+
+    def _controller_names(self, namespace: str) -> list[str]:
+        names = [c for c, ctrl in self.sys_controllers.items() if namespace in _list(ctrl.get("namespaces"))]
+        for subsystem in self.sys_subsystems:
+            if namespace in _list(subsystem.get("namespaces")):
+                names += [c for c in _list(subsystem.get("controllers")) if isinstance(c, str)]
+        if names:
+            return names
+        subsystems = {n.get("subsystem") for n in self.cli_namespaces if n.get("device") == namespace}
+        names = [p["name"] for p in self.cli_paths if p.get("name") and p.get("subsystem") in subsystems - {None}]
+        names += [n["controller"] for n in self.cli_namespaces if n.get("device") == namespace and n.get("controller")]
+        return names
+
+    def _controller(self, name: str) -> dict[str, Any]:
+        sys = self.sys_controllers.get(name)
+        if sys:
+            return _controller_view(sys, "sysfs")
+        for path in self.cli_paths + self.cli_controllers:
+            if path.get("name") == name:
+                return _controller_view(path, "nvme-cli")
+        return {"name": name, "transport": None, "state": None, "fabrics": None, "address": None, "src": None}
+
+    def fabrics_controllers(self) -> list[dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for controller in self.sys_controllers.values():
+            if controller.get("fabrics"):
+                found[controller["name"]] = _controller_view(controller, "sysfs")
+        unnamed = 0
+        for path in self.cli_paths + self.cli_controllers:
+            if path.get("transport") not in ("rdma", "tcp", "fc"):
+                continue
+            key = path.get("name") or f"(unnamed path {unnamed := unnamed + 1})"
+            found.setdefault(key, _controller_view(path, "nvme-cli"))
+        return [found[key] for key in sorted(found)]
+
+    def _write_cache(self, namespaces: list[str]) -> bool | None:
+        caches = [(self.block.get(n) or {}).get("write_cache") for n in namespaces]
+        known = [c for c in caches if c]
+        if not known:
+            return None
+        return any("back" in str(c) for c in known)
+
+
+def _controller_view(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    transport = raw.get("transport")
+    return {
+        "name": raw.get("name"),
+        "transport": transport,
+        "state": raw.get("state"),
+        "fabrics": transport in ("rdma", "tcp", "fc", "loop") if transport else None,
+        "address": raw.get("address"),
+        "subsystem": raw.get("subsystem"),
+        "traddr": raw.get("traddr"),
+        "trsvcid": raw.get("trsvcid"),
+        "ctrl_loss_tmo": raw.get("ctrl_loss_tmo"),
+        "ctrl_loss_tmo_s": raw.get("ctrl_loss_tmo_s"),
+        "fast_io_fail_tmo": raw.get("fast_io_fail_tmo"),
+        "fast_io_fail_tmo_s": raw.get("fast_io_fail_tmo_s"),
+        "reconnect_delay_s": raw.get("reconnect_delay_s"),
+        "source": source,
+        "src": raw.get("src"),
+    }
+
+
+# --- classification helpers ---------------------------------------------------------------------
+
+
+def _device_name(device: str) -> str | None:
+    """``/dev/nvme0n1p1`` → ``nvme0n1p1``; ``/dev/mapper/vg-lv`` → ``vg-lv``; not a device → None."""
+    if not device.startswith("/dev/"):
+        return None
+    name = device.rsplit("/", 1)[-1]
+    return name or None
+
+
+def _lsblk_kind(device: dict[str, Any]) -> str:
+    kind = str(device.get("type") or "").lower()
+    name = str(device.get("name") or "")
+    if kind == "disk":
+        if name.startswith("nvme") or device.get("tran") == "nvme":
+            return "nvme"
+        return "virtio" if name.startswith("vd") else "disk"
+    if kind == "part":
+        return "partition"
+    if kind.startswith(("raid", "md", "linear")):
+        return "md"
+    if kind in ("lvm", "crypt", "mpath"):
+        return {"lvm": "lvm", "crypt": "crypt", "mpath": "multipath"}[kind]
+    if kind in ("dm", "loop", "rom"):
+        return kind
+    return _name_kind(name)
+
+
+def _name_kind(name: str) -> str:
+    if _NVME_PARTITION.match(name) or re.match(r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+)\d+$", name):
+        return "partition"
+    if re.match(r"^nvme\d+(c\d+)?n\d+$", name):
+        return "nvme"
+    for prefix, kind in (("md", "md"), ("dm-", "dm"), ("loop", "loop"), ("vd", "virtio"), ("sd", "disk")):
+        if name.startswith(prefix):
+            return kind
+    return "dm" if "-" in name else "disk"  # /dev/mapper/<vg>-<lv> names
+
+
+def _disk_of_partition(name: str) -> str:
+    match = _NVME_PARTITION.match(name)
+    return match[1] if match else re.sub(r"\d+$", "", name)
+
+
+def _namespace_of(name: str) -> str | None:
+    match = _NVME_PARTITION.match(name)
+    if match:
+        return match[1]
+    return name if _NVME_NAMESPACE.match(name) and "c" not in name[4:] else None
+
+
+def _fs_kinds(fstype: str, device: Any) -> set[str]:
+    kinds: set[str] = set()
+    if fstype == "overlay":
+        kinds.add("overlay")
+    elif fstype in ("tmpfs", "ramfs"):
+        kinds.add("tmpfs")
+    elif fstype.startswith("fuse"):
+        kinds.add("fuse")
+        if _object_store(fstype, str(device or "")):
+            kinds.add("object_store")
+    elif fstype in NETWORK_FSTYPES:
+        kinds.add("network")
+    elif fstype in ("zfs", "btrfs"):
+        kinds.add(fstype)
+    return kinds
+
+
+def _object_store(fstype: str, device: str) -> bool:
+    text = f"{fstype} {device}".lower()
+    return any(name in text for name in OBJECT_STORE_FUSE)
+
+
+def _network_rdma(fstype: str, device: str, opts: dict[str, Any]) -> bool | None:
+    if fstype.startswith("nfs"):
+        proto = str(opts.get("proto") or "").lower()
+        if proto.startswith("rdma"):
+            return True
+        return False if proto.startswith("tcp") or proto.startswith("udp") else None
+    if fstype == "lustre":
+        if "@o2ib" in device:
+            return True
+        return False if "@tcp" in device else None
+    return None
+
+
+# --- capacity -----------------------------------------------------------------------------------
+
+
+def _free(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | None:
+    point = mount.get("mountpoint")
+    target = _ok(facts, "target")
+    if target.get("mountpoint") == point and target.get("avail_bytes") is not None:
+        return _free_entry(point, target, "target")
+    entry = (_ok(facts, "df").get("by_mountpoint") or {}).get(point)
+    if isinstance(entry, dict) and entry.get("avail_bytes") is not None:
+        return _free_entry(point, entry, "df")
+    return None
+
+
+def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any]:
+    size, avail = entry.get("size_bytes"), entry.get("avail_bytes")
+    used = entry.get("used_bytes")
+    # df's Use% counts reserved blocks as unavailable: free = avail / (used + avail)
+    usable = (used + avail) if isinstance(used, int) and isinstance(avail, int) else size
+    free_pct = round(100.0 * avail / usable, 1) if isinstance(avail, int) and usable else None
+    return {
+        "mountpoint": point,
+        "size_bytes": size,
+        "avail_bytes": avail,
+        "free_pct": free_pct,
+        "source": source,
+        "src": entry.get("src"),
+    }
+
+
+def _checkpoint_bytes(facts: dict[str, Any]) -> int | None:
+    params = facts.get("params")
+    value = params.get("checkpoint_bytes") if isinstance(params, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) -> list[dict[str, Any]]:
+    if checkpoint_bytes is None:
+        return []
+    return [
+        {**entry, "checkpoint_bytes": checkpoint_bytes, "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"]}
+        for entry in free
+        if isinstance(entry.get("avail_bytes"), int) and entry["avail_bytes"] < checkpoint_bytes
+    ]
+
+
+# --- RDMA and kernel log ------------------------------------------------------------------------
+
+
+def _rdma_capable(facts: dict[str, Any]) -> bool | None:
+    seen: list[bool] = []
+    infiniband = _ok(facts, "infiniband")
+    if infiniband:
+        seen.append(bool(_list(infiniband.get("ports")) or _list(infiniband.get("devices"))))
+    modules = _ok(facts, "modules")
+    if modules:
+        seen.append(bool(RDMA_MODULES & set(_list(modules.get("names")))))
+    if any(seen):
+        return True
+    return False if seen else None
+
+
+def _events(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in _list(_ok(facts, "dmesg").get("events")) if isinstance(e, dict)]
+
+
+def _dmesg_fabrics_devices(facts: dict[str, Any]) -> set[str]:
+    kinds = ("nvmeof_reconnect", "nvmeof_reconnected", "nvmeof_keepalive", "nvmeof_transport_error")
+    found = {e["device"] for e in _events(facts) if e.get("kind") in kinds and isinstance(e.get("device"), str)}
+    # the TCP timeout wordings ("queue N: timeout cid/request") exist only on fabrics
+    found |= {
+        e["device"]
+        for e in _events(facts)
+        if e.get("kind") == "nvme_timeout" and isinstance(e.get("device"), str)
+        and re.search(r"queue \d+: timeout|type \d+ opcode", str(e.get("message") or ""))
+    }
+    return found
+
+
+def _is_keepalive(event: dict[str, Any]) -> bool:
+    if event.get("kind") == "nvmeof_keepalive":
+        return True
+    details = event.get("details") if isinstance(event.get("details"), dict) else {}
+    opcode = str(details.get("opcode") or "").lower()
+    qid = details.get("qid")
+    message = str(event.get("message") or "")
+    admin = qid in (0, "0") or "queue 0:" in message or "Admin Cmd" in message
+    return event.get("kind") == "nvme_timeout" and admin and opcode in ("0x18", "24")
+
+
+def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, list[dict[str, Any]]]:
+    events = _events(facts)
+    timeouts = [e for e in events if e.get("kind") == "nvme_timeout" and not _is_keepalive(e)]
+    return {
+        "keepalive": [e for e in events if _is_keepalive(e)],
+        "pcie_timeouts": [e for e in timeouts if e.get("device") not in fabrics],
+        "fabrics_timeouts": [e for e in timeouts if e.get("device") in fabrics],
+        "completion_polled": [
+            e for e in timeouts if "completion polled" in str(e.get("message") or "")
+        ],
+    }
