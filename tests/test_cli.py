@@ -115,3 +115,16 @@ def test_explain_shows_signals(tmp_path: Path) -> None:
 def test_probes_lists_sources() -> None:
     result = gdsdoctor("probes")
     assert result.returncode == 0 and "/proc/modules" in result.stdout and "lsmod" in result.stdout
+
+
+def test_check_with_nonexistent_path_is_a_usage_error() -> None:
+    result = gdsdoctor("check", "--path", "/definitely/not/here")
+    assert result.returncode == 3
+    assert result.stderr.strip() == "gdsdoctor: --path /definitely/not/here: no such file or directory"
+
+
+def test_check_with_path_names_the_target() -> None:
+    result = gdsdoctor("check", "--path", "/tmp", "--format", "json")
+    report = json.loads(result.stdout)
+    assert report["source"]["target_path"] == "/tmp"
+    assert {p["name"]: p["status"] for p in report["probes"]}["target"] == "ok"

@@ -20,6 +20,8 @@ from gdsdoctor.engine.evaluate import CauseResult, evaluate
 from gdsdoctor.engine.rank import RankedFinding, rank
 from gdsdoctor.engine.rules import Cause, load_rules
 from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
+from gdsdoctor.model import ArtifactStatus, UserError
+from gdsdoctor.probes import target
 from gdsdoctor.report.build import build_report
 
 KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived"})
@@ -56,7 +58,17 @@ def check(
     rules_dirs: Sequence[Path] = (),
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Analysis:
-    return analyze_capture(capture_live(host_root, target_path, deadline_s=deadline_s), rules_dirs)
+    capture = capture_live(host_root, target_path, deadline_s=deadline_s)
+    if target_path:
+        _require_target(capture, target_path)
+    return analyze_capture(capture, rules_dirs)
+
+
+def _require_target(capture: Capture, target_path: str) -> None:
+    """A mistyped --path must not silently diagnose some other filesystem."""
+    found = capture.artifacts.get(target.ARTIFACT)
+    if found is not None and found.status is ArtifactStatus.ERROR and found.exit_code == 1:
+        raise UserError(f"--path {target_path}: no such file or directory")
 
 
 def is_bundle(path: Path) -> bool:

@@ -1,0 +1,607 @@
+"""``gdsdoctor bench PATH``: measure what the checkpoint path delivers, and compare it with the line rate.
+
+:func:`run` writes then reads large sequential files with direct I/O in a temporary directory
+under PATH, which it always removes. The engine, in order of preference (``engine="auto"``):
+
+* ``libcufile`` — fio's cuFile engine (GPU memory ↔ storage through GDS), when this fio has it
+  (distro fio packages normally do not). The same fio run also measures ``cuda_io=posix``
+  (storage → CPU → GPU) so that a GDS path slower than the CPU path shows up.
+* ``gdsio`` — NVIDIA's gdsio, when on PATH or under /usr/local/cuda*/gds/tools: GPUD (-x 0)
+  and CPU_GPU (-x 2), write then read.
+* ``cpu-direct`` — fio with ``direct=1`` and libaio from CPU memory.
+
+Sizing: by default 5 % of the free space, between 64 MiB and 8 GiB. A size that would take more
+than half the free space, or leave less than 10 % of the filesystem free, is refused.
+Bounded: no ``--runtime``/``--time_based`` (the run is sized), but a hard deadline kills the
+benchmark and all its descendants (fio's workers run in sessions of their own).
+
+The result carries the raw output as an artifact (``bench/fio.json`` or ``bench/gdsio.txt``,
+parsed by :mod:`gdsdoctor.probes.bench`) and the parsed throughput.
+
+:func:`expected_throughput` gives the ceiling of a path from PCIe generation × width per drive,
+drive count and spec, NIC rate for NVMe-oF, and efficiencies; :func:`verdict` turns
+measured/expected into ok / degraded / poor / suspect (thresholds below, from
+research/net-pci-notes.md §3.4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from gdsdoctor.probes import bench as bench_probes
+from gdsdoctor.probes.base import ParseError
+
+Engine = Literal["cpu-direct", "libcufile", "gdsio"]
+Progress = Callable[[float, str], None]  # (fraction done 0..1, short status line)
+
+MIB = 2**20
+GIB = 2**30
+BLOCK_SIZE = 1 * MIB  # large sequential I/O, as checkpoints write
+DEFAULT_FREE_FRACTION = 0.05
+MIN_SIZE = 64 * MIB
+MAX_DEFAULT_SIZE = 8 * GIB
+MAX_FREE_FRACTION = 0.5  # never take more than half the free space
+MIN_FREE_LEFT = 0.10  # never leave less than 10 % of the filesystem free
+DEFAULT_TIME_LIMIT_S = 300.0
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot run or failed; the message is one line, fit for the CLI."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One I/O path's throughput: the primary one, or the CPU path run alongside GDS."""
+
+    label: str  # "cpu-direct", "libcufile (cuda_io=cufile)", "gdsio GPUD", "gdsio CPU_GPU", …
+    gds: bool
+    write_bytes_per_s: float | None
+    read_bytes_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    path: Path
+    engine: Engine
+    size_bytes: int  # total test data written (all jobs)
+    block_size_bytes: int
+    numjobs: int
+    iodepth: int
+    measurements: tuple[Measurement, ...]  # primary first
+    artifact: str  # bundle name of the raw output: "bench/fio.json" or "bench/gdsio.txt"
+    raw: bytes
+    facts: dict[str, Any]  # the parsed section (as probes.bench produces it)
+    elapsed_s: float
+    notes: tuple[str, ...]
+
+    @property
+    def write_bytes_per_s(self) -> float | None:
+        return self.measurements[0].write_bytes_per_s
+
+    @property
+    def read_bytes_per_s(self) -> float | None:
+        return self.measurements[0].read_bytes_per_s
+
+    @property
+    def gds_slower_than_cpu(self) -> bool | None:
+        """True when the GDS path wrote or read slower than the CPU path measured with it."""
+        gds = [m for m in self.measurements if m.gds]
+        cpu = [m for m in self.measurements if not m.gds]
+        if not gds or not cpu:
+            return None
+        compared = []
+        for direction in ("write_bytes_per_s", "read_bytes_per_s"):
+            gds_rates = [getattr(m, direction) for m in gds if getattr(m, direction)]
+            cpu_rates = [getattr(m, direction) for m in cpu if getattr(m, direction)]
+            if gds_rates and cpu_rates:
+                compared.append(max(gds_rates) < max(cpu_rates))
+        return any(compared) if compared else None
+
+
+# --- planning ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    engine: Engine
+    size_bytes: int
+    numjobs: int
+    iodepth: int
+    executable: str
+
+
+def plan_size(free_bytes: int, total_bytes: int, requested: int | None, numjobs: int) -> int:
+    """The test size in bytes, or BenchError when it would fill the filesystem."""
+    unit = numjobs * BLOCK_SIZE
+    if requested is None:
+        wanted = min(MAX_DEFAULT_SIZE, max(MIN_SIZE, int(free_bytes * DEFAULT_FREE_FRACTION)))
+    elif requested <= 0:
+        raise BenchError(f"test size must be positive, not {requested}")
+    else:
+        wanted = requested
+    size = max(unit, wanted // unit * unit)
+    left = free_bytes - size
+    if size > free_bytes * MAX_FREE_FRACTION or left < total_bytes * MIN_FREE_LEFT:
+        raise BenchError(
+            f"refusing to write {_human(size)}: only {_human(free_bytes)} free of {_human(total_bytes)} "
+            f"(a test may use at most {MAX_FREE_FRACTION:.0%} of the free space and must leave "
+            f"{MIN_FREE_LEFT:.0%} of the filesystem free)"
+        )
+    return size
+
+
+def _human(size: float) -> str:
+    for scale, name in ((2**40, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (1024, "KiB")):
+        if size >= scale:
+            return f"{size / scale:.1f} {name}"
+    return f"{size:.0f} B"
+
+
+def _rotational(path: Path) -> bool:
+    """Whether the block device under ``path`` spins (False when unknown, e.g. network filesystems)."""
+    device = os.stat(path).st_dev
+    try:
+        sysfs = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}").resolve(strict=True)
+    except OSError:
+        return False
+    for queue in (sysfs / "queue", sysfs.parent / "queue"):  # a partition's queue is its disk's
+        try:
+            return (queue / "rotational").read_text().strip() == "1"
+        except OSError:
+            continue
+    return False
+
+
+def fio_has_libcufile(fio: str) -> bool:
+    try:
+        done = subprocess.run([fio, "--enghelp=libcufile"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def find_gdsio() -> str | None:
+    found = shutil.which("gdsio")
+    if found:
+        return found
+    candidates = sorted(glob.glob("/usr/local/cuda*/gds/tools/gdsio"))
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
+def choose_engine(engine: str = "auto") -> tuple[Engine, str]:
+    """The engine to use and its executable; ``auto`` prefers GDS (libcufile, then gdsio)."""
+    fio = shutil.which("fio")
+    gdsio = find_gdsio()
+    if engine == "auto":
+        if fio and fio_has_libcufile(fio):
+            return "libcufile", fio
+        if gdsio:
+            return "gdsio", gdsio
+        engine = "cpu-direct"
+    if engine in ("cpu-direct", "libcufile"):
+        if not fio:
+            raise BenchError("fio is not installed (Debian/Ubuntu: apt install fio; RHEL: dnf install fio)")
+        if engine == "libcufile" and not fio_has_libcufile(fio):
+            raise BenchError(
+                "this fio has no libcufile engine (build fio with ./configure --enable-libcufile)"
+            )
+        return engine, fio  # type: ignore[return-value]
+    if engine == "gdsio":
+        if not gdsio:
+            raise BenchError("gdsio not found on PATH or under /usr/local/cuda*/gds/tools")
+        return "gdsio", gdsio
+    raise BenchError(f"unknown engine {engine!r} (auto, cpu-direct, libcufile, gdsio)")
+
+
+def make_plan(path: Path, size_bytes: int | None, engine: str = "auto") -> Plan:
+    if not path.is_dir():
+        raise BenchError(f"{path} is not a directory")
+    if not os.access(path, os.W_OK):
+        raise BenchError(f"{path} is not writable")
+    chosen, executable = choose_engine(engine)
+    cpus = os.cpu_count() or 1
+    if chosen == "cpu-direct":
+        numjobs, iodepth = (1, 4) if _rotational(path) else (min(4, cpus), 16)
+    else:  # cuFile is synchronous: parallelism comes from threads (fio #1915)
+        numjobs, iodepth = min(8, max(2, cpus)), 1
+    stats = os.statvfs(path)
+    size = plan_size(stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize, size_bytes, numjobs)
+    return Plan(chosen, size, numjobs, iodepth, executable)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+def run(
+    path: Path,
+    size_bytes: int | None = None,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    on_progress: Progress | None = None,
+    engine: str = "auto",
+) -> BenchResult:
+    """Benchmark sequential write then read under ``path``; the temporary directory is always removed."""
+    path = Path(path)
+    if time_limit_s <= 0:
+        raise BenchError(f"time limit must be positive, not {time_limit_s}")
+    plan = make_plan(path, size_bytes, engine)
+    progress = on_progress or (lambda fraction, message: None)
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix=".gdsdoctor-bench-", dir=path))
+    try:
+        progress(0.0, f"{plan.engine}: {_human(plan.size_bytes)} in {plan.numjobs} jobs under {path}")
+        deadline = started + time_limit_s
+        if plan.engine == "gdsio":
+            artifact, raw = "bench/gdsio.txt", _run_gdsio(plan, workdir, deadline, progress)
+        else:
+            artifact, raw = "bench/fio.json", _run_fio(plan, workdir, deadline, progress)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result = _result(path, plan, artifact, raw, time.monotonic() - started)
+    progress(1.0, "done")
+    return result
+
+
+def _fio_argv(plan: Plan, workdir: Path, output: Path) -> list[str]:
+    per_job = plan.size_bytes // plan.numjobs
+    argv = [
+        plan.executable, "--output-format=json", f"--output={output}",
+        "--eta=always", "--eta-newline=1", "--eta-interval=1s",
+        f"--directory={workdir}", "--filename_format=gdsdoctor.$jobnum.$filenum",
+        "--direct=1", f"--bs={BLOCK_SIZE}", f"--numjobs={plan.numjobs}", f"--iodepth={plan.iodepth}",
+        f"--size={per_job}", "--fallocate=none", "--group_reporting",
+        # without this fio lays out the read job's files (buffered) before the write job starts
+        "--create_on_open=1",
+    ]  # fmt: skip
+    if plan.engine == "cpu-direct":
+        return [*argv, "--ioengine=libaio", *_write_read_jobs("")]
+    gpu = ["--ioengine=libcufile", "--thread=1", "--gpu_dev_ids=0"]
+    return [
+        *argv,
+        *gpu,
+        *_write_read_jobs("", "--cuda_io=cufile"),
+        *_write_read_jobs("-posix", "--cuda_io=posix"),
+    ]
+
+
+def _write_read_jobs(suffix: str, *options: str) -> list[str]:
+    """A write job and a read job of the same files, each in its own reporting group."""
+    return [
+        f"--name=write{suffix}", "--rw=write", "--end_fsync=1", "--stonewall", "--new_group", *options,
+        f"--name=read{suffix}", "--rw=read", "--stonewall", "--new_group", *options,
+    ]  # fmt: skip
+
+
+_ETA_RATE = re.compile(r"\[([rw])=([^\],]+)")
+
+
+def _run_fio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -> bytes:
+    output = workdir / "fio.json"
+    done = _Progress(progress)
+    directions = 2 if plan.engine == "cpu-direct" else 4  # write+read, twice with posix comparison
+
+    def on_tick(new_lines: list[str], pid: int) -> None:
+        # fio's own percentage is unreliable with stonewalled groups: count the bytes its
+        # processes moved (/proc/PID/io), and the blocks written so far as a floor.
+        written = sum(f.stat().st_blocks * 512 for f in workdir.glob("gdsdoctor.*") if f.is_file())
+        moved = max(written, _tree_io_bytes(pid))
+        message = ""
+        for line in new_lines:
+            rate = _ETA_RATE.search(line)
+            message = f"{'reading' if rate[1] == 'r' else 'writing'} {rate[2]}" if rate else message
+        done(moved / plan.size_bytes / directions, message)
+
+    returncode, _, stderr = _run_streaming(_fio_argv(plan, workdir, output), deadline, "fio", on_tick)
+    raw = output.read_bytes() if output.exists() else b""
+    if returncode != 0 or not raw:
+        raise BenchError(f"fio failed (exit {returncode}): {_last_line(stderr) or 'no output'}")
+    return raw
+
+
+def _run_gdsio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -> bytes:
+    per_thread = max(BLOCK_SIZE, plan.size_bytes // plan.numjobs) // MIB
+    steps = [(xfer, io) for xfer in ("0", "2") for io in ("1", "0")]  # GPUD, CPU_GPU × write, read
+    transcript: list[str] = []
+    for index, (xfer, io) in enumerate(steps):
+        argv = [plan.executable, "-D", str(workdir), "-d", "0", "-w", str(plan.numjobs),
+                "-s", f"{per_thread}M", "-i", "1M", "-x", xfer, "-I", io]  # fmt: skip
+        progress(index / len(steps), f"gdsio {'write' if io == '1' else 'read'} -x {xfer}")
+        returncode, lines, stderr = _run_streaming(argv, deadline, "gdsio")
+        transcript += ["$ " + " ".join(argv), *lines]
+        if returncode != 0:
+            raise BenchError(f"gdsio failed (exit {returncode}): {_last_line(stderr) or _last_line(lines)}")
+    return ("\n".join(transcript) + "\n").encode()
+
+
+class _Progress:
+    """Calls the user's callback with a fraction that never goes backwards and the last status."""
+
+    def __init__(self, callback: Progress) -> None:
+        self.callback, self.fraction, self.message = callback, 0.0, ""
+
+    def __call__(self, fraction: float, message: str) -> None:
+        self.fraction = min(0.99, max(self.fraction, fraction))
+        self.message = message or self.message
+        self.callback(self.fraction, self.message)
+
+
+TICK_S = 0.5
+
+
+def _run_streaming(
+    argv: list[str], deadline: float, name: str, on_tick: Callable[[list[str], int], None] | None = None
+) -> tuple[int, list[str], str]:
+    """Run ``argv`` in its own session; at the deadline kill it and all its descendants.
+
+    Returns (exit status, stdout lines, stderr). ``on_tick`` gets the stdout lines that arrived
+    since the last tick and the benchmark's pid, every TICK_S seconds, in the calling thread
+    (safe for progress bars).
+    """
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise BenchError(f"cannot start {name}: {error.strerror or error}") from None
+    assert process.stdout is not None and process.stderr is not None
+    lines: list[str] = []
+    errors: list[bytes] = []
+    readers = [
+        threading.Thread(target=_pump_lines, args=(process.stdout, lines), daemon=True),
+        threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
+    ]
+    for reader in readers:
+        reader.start()
+    seen = 0
+    try:
+        while process.poll() is None:
+            if time.monotonic() >= deadline:
+                raise BenchError(f"{name} did not finish within the time limit and was killed")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=min(TICK_S, max(0.01, deadline - time.monotonic())))
+            if on_tick is not None:
+                fresh, seen = lines[seen:], len(lines)
+                with contextlib.suppress(OSError):  # files may vanish under the tick; never fail on it
+                    on_tick(fresh, process.pid)
+    except BaseException:  # deadline, Ctrl-C (fio is in its own session: SIGINT missed it), callback bug
+        _kill_tree(process)
+        raise
+    finally:
+        for reader in readers:
+            reader.join(timeout=5)
+    return process.returncode, lines, b"".join(errors).decode(errors="replace")
+
+
+def _pump_lines(stream: IO[bytes], lines: list[str]) -> None:
+    """fio ends progress lines with \\r, results with \\n: split on both."""
+    pending = b""
+    for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
+        pending += chunk
+        *complete, pending = re.split(rb"[\r\n]", pending)
+        lines.extend(line.decode(errors="replace").strip() for line in complete if line.strip())
+    if pending.strip():
+        lines.append(pending.decode(errors="replace").strip())
+
+
+def _process_tree(root: int) -> list[int]:
+    """``root`` and all its descendants (fio's workers call setsid(): a process group misses them)."""
+    children: dict[int, list[int]] = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid
+            children.setdefault(int(fields[1]), []).append(int(stat_file.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def _tree_io_bytes(root: int) -> int:
+    """Bytes the storage layer read and wrote for ``root`` and its descendants."""
+    total = 0
+    for pid in _process_tree(root):
+        try:
+            lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+            io = dict(line.split(": ", 1) for line in lines if ": " in line)
+            total += int(io.get("read_bytes", 0)) + int(io.get("write_bytes", 0))
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the benchmark, its process group and every descendant (in their own sessions)."""
+    victims = _process_tree(process.pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    # A process stuck in uninterruptible I/O may outlive SIGKILL for a while; do not hang on it.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+
+
+def _last_line(text: str | list[str]) -> str:
+    lines = text.splitlines() if isinstance(text, str) else text
+    meaningful = [line.strip() for line in lines if line.strip()]
+    return meaningful[-1][:300] if meaningful else ""
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+def _result(path: Path, plan: Plan, artifact: str, raw: bytes, elapsed: float) -> BenchResult:
+    text = raw.decode(errors="replace")
+    try:
+        if artifact == "bench/fio.json":
+            facts = bench_probes.parse_fio(text, artifact)
+            measurements = _fio_measurements(facts, plan.engine)
+        else:
+            facts = bench_probes.parse_gdsio(text, artifact)
+            measurements = _gdsio_measurements(facts)
+    except ParseError as error:
+        raise BenchError(f"cannot read the benchmark output: {error}") from None
+    failed = [job["name"] for job in facts.get("jobs", []) if job.get("error")]
+    if failed:
+        raise BenchError(f"fio reported errors in job(s) {', '.join(failed)}")
+    notes = [f"I/O path: {plan.engine}" + (" (GPUDirect Storage)" if plan.engine != "cpu-direct" else "")]
+    return BenchResult(
+        path=path,
+        engine=plan.engine,
+        size_bytes=plan.size_bytes,
+        block_size_bytes=BLOCK_SIZE,
+        numjobs=plan.numjobs,
+        iodepth=plan.iodepth,
+        measurements=measurements,
+        artifact=artifact,
+        raw=raw,
+        facts=facts,
+        elapsed_s=elapsed,
+        notes=tuple(notes),
+    )
+
+
+def _fio_measurements(facts: dict[str, Any], engine: Engine) -> tuple[Measurement, ...]:
+    def best(jobs: list[dict[str, Any]], direction: str) -> float | None:
+        rates = [job[direction]["bytes_per_s"] for job in jobs if job[direction]["bytes_per_s"]]
+        return max(rates) if rates else None
+
+    gds_jobs = [job for job in facts["jobs"] if job["gds"]]
+    cpu_jobs = [job for job in facts["jobs"] if not job["gds"]]
+    measurements = []
+    if gds_jobs:
+        measurements.append(Measurement("libcufile (cuda_io=cufile)", True, best(gds_jobs, "write"),
+                                        best(gds_jobs, "read")))  # fmt: skip
+    if cpu_jobs:
+        label = "libcufile (cuda_io=posix)" if engine == "libcufile" else "cpu-direct"
+        measurements.append(Measurement(label, False, best(cpu_jobs, "write"), best(cpu_jobs, "read")))
+    return tuple(measurements)
+
+
+def _gdsio_measurements(facts: dict[str, Any]) -> tuple[Measurement, ...]:
+    by_xfer: dict[str, dict[str, float]] = {}
+    for entry in facts["best"]:
+        by_xfer.setdefault(entry["xfer_type"], {})[entry["io_type"]] = entry["throughput_bytes_per_s"]
+    return tuple(
+        Measurement(f"gdsio {xfer}", xfer.startswith("GPU"), rates.get("WRITE"), rates.get("READ"))
+        for xfer, rates in by_xfer.items()
+    )
+
+
+# --- expected line rate and verdict ------------------------------------------------------------
+
+PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+# Line encoding: 8b/10b up to Gen2, 128b/130b for Gen3-5, FLIT (242/256 payload) for Gen6 [verify].
+PCIE_ENCODING = {1: 0.8, 2: 0.8, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
+PCIE_EFFICIENCY = 0.85  # TLP/DLLP overhead leaves ~85-90 % usable (net-pci-notes §3.1)
+NETWORK_EFFICIENCY = 0.95  # IB/RoCE at MTU 4096; use 0.90 at MTU 1024/2048 (§3.4)
+
+# Verdict thresholds on measured/expected (net-pci-notes §3.4, "calibrate with real runs").
+OK_RATIO = 0.85  # ≥ this: ok
+POOR_RATIO = 0.60  # < this: poor; in between: degraded
+SUSPECT_RATIO = 1.05  # > this: faster than the path allows (page cache, zeros, wrong units)
+
+
+def pcie_link_bytes_per_s(gen: int, width: int) -> float:
+    """Raw per-direction PCIe bandwidth after line encoding (Gen4 x4 ≈ 7.88 GB/s)."""
+    if gen not in PCIE_GT_PER_S:
+        raise BenchError(f"unknown PCIe generation {gen} (1-6)")
+    if width not in (1, 2, 4, 8, 16, 32):
+        raise BenchError(f"PCIe width must be 1, 2, 4, 8, 16 or 32, not {width}")
+    return PCIE_GT_PER_S[gen] * 1e9 / 8 * PCIE_ENCODING[gen] * width
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    bytes_per_s: float
+    limited_by: str  # "drives" or "network"
+    components: dict[str, float]  # each component's ceiling in bytes/s
+
+
+def expected_throughput(
+    *,
+    pcie_gen: int | None = None,
+    pcie_width: int | None = None,
+    drives: int = 1,
+    drive_bytes_per_s: float | None = None,
+    nic_gbit_s: float | None = None,
+    nic_ports: int = 1,
+    pcie_efficiency: float = PCIE_EFFICIENCY,
+    network_efficiency: float = NETWORK_EFFICIENCY,
+) -> Expected:
+    """The path's ceiling.
+
+    min(drives × min(PCIe link × efficiency, drive spec), NIC ports × rate × network efficiency).
+    """
+    if drives < 1 or nic_ports < 1:
+        raise BenchError("drive and NIC port counts must be at least 1")
+    if not (0 < pcie_efficiency <= 1 and 0 < network_efficiency <= 1):
+        raise BenchError("efficiencies must be in (0, 1]")
+    per_drive = []
+    if pcie_gen is not None or pcie_width is not None:
+        if pcie_gen is None or pcie_width is None:
+            raise BenchError("give both PCIe generation and width")
+        per_drive.append(pcie_link_bytes_per_s(pcie_gen, pcie_width) * pcie_efficiency)
+    if drive_bytes_per_s is not None:
+        if drive_bytes_per_s <= 0:
+            raise BenchError("drive throughput must be positive")
+        per_drive.append(drive_bytes_per_s)
+    components: dict[str, float] = {}
+    if per_drive:
+        components["drives"] = drives * min(per_drive)
+    if nic_gbit_s is not None:
+        if nic_gbit_s <= 0:
+            raise BenchError("NIC rate must be positive")
+        components["network"] = nic_ports * nic_gbit_s * 1e9 / 8 * network_efficiency
+    if not components:
+        raise BenchError(
+            "nothing to compute a line rate from: give PCIe gen/width, a drive spec or a NIC rate"
+        )
+    limited_by = min(components, key=components.__getitem__)
+    return Expected(components[limited_by], limited_by, components)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    level: Literal["ok", "degraded", "poor", "suspect"]
+    ratio: float
+    reason: str
+
+
+def verdict(measured_bytes_per_s: float, expected_bytes_per_s: float) -> Verdict:
+    """ok ≥ 85 % of the ceiling; degraded 60-85 %; poor < 60 %; suspect > 105 % (cache, zeros, units)."""
+    if expected_bytes_per_s <= 0 or measured_bytes_per_s < 0:
+        raise BenchError("measured and expected throughput must be positive")
+    ratio = measured_bytes_per_s / expected_bytes_per_s
+    if ratio > SUSPECT_RATIO:
+        return Verdict(
+            "suspect", ratio, "faster than the path allows: page cache, compressible data, or wrong units"
+        )
+    if ratio >= OK_RATIO:
+        return Verdict("ok", ratio, f"at least {OK_RATIO:.0%} of the expected line rate")
+    if ratio >= POOR_RATIO:
+        return Verdict(
+            "degraded", ratio, f"between {POOR_RATIO:.0%} and {OK_RATIO:.0%} of the expected line rate"
+        )
+    return Verdict("poor", ratio, f"below {POOR_RATIO:.0%} of the expected line rate")

@@ -1,0 +1,302 @@
+"""NVIDIA GPUs: ``nvidia-smi -q`` (PCI link, BAR1) and ``nvidia-smi topo -m`` (GPU↔NIC/NVMe placement).
+
+Section ``nvidia_smi`` (``nvidia-smi -q``; 4-space indented ``Key<spaces>: value`` blocks)::
+
+    GPU 00000000:19:00.0
+        Product Name                          : NVIDIA H100 80GB HBM3
+
+``{"driver_version", "cuda_version", "attached_gpus", "gpus": [gpu]}``, a gpu being ``{bus_id
+("0000:19:00.0", sysfs form), product_name, uuid, persistence_mode (bool|None), mig_mode, link_gen_current,
+link_gen_max, link_gen_device_max, link_gen_host_max, link_width_current, link_width_max (int|None),
+pcie_replays, bar1_total_mib, bar1_used_mib, bar1_total_bytes, bar1_used_bytes, fb_total_mib, src}``.
+
+Section ``nvidia_topo`` (``nvidia-smi topo -m``; every layout: old ``mlx5_N`` columns, ``NICn`` columns with a
+``NIC Legend``, optional ``CPU Affinity`` / ``NUMA Affinity`` / ``GPU NUMA ID`` columns, NVMe matrices,
+ANSI escapes stripped)::
+
+    GPU0     X      NV18    NV18   ...  PIX     NODE  ...  0-47,96-143     0               N/A
+
+``{"columns": [label], "has_cpu_affinity", "has_numa_affinity", "has_gpu_numa_id" (bool), "legend": {"NIC0":
+"mlx5_0"}, "gpus": [{name, index, cpu_affinity, numa_affinity (int|None), gpu_numa_id (int|None), links:
+{label: relation}, best_nic, best_nic_relation, best_nic_rank, src}], "nics": [{name, device (None when
+no legend names it), links, src}], "nvmes": [...], "gpu_nic": [{gpu, nic, device, relation, rank, src}],
+"gpu_nvme": [same with nvme]}``. ``rank`` orders relations best→worst as NVIDIA's GDS tools
+do: PIX 0, PXB 1, PHB 2, NODE 3, SYS 4, SOC 5 (None for NV#/X/unknown).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+
+# --- nvidia-smi -q ------------------------------------------------------------------------------
+
+_Q_KEY = re.compile(r"^( *)(\S.*?)\s*(?::\s?(.*))?$")
+_GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$")
+_NUMBER = re.compile(r"^(\d+)")
+_LINK = ("PCI", "GPU Link Info")
+Q_FIELDS: dict[tuple[str, ...], str] = {
+    ("Product Name",): "product_name",
+    ("GPU UUID",): "uuid",
+    ("Persistence Mode",): "persistence_mode",
+    ("MIG Mode", "Current"): "mig_mode",
+    ("PCI", "Bus Id"): "bus_id",
+    (*_LINK, "PCIe Generation", "Current"): "link_gen_current",
+    (*_LINK, "PCIe Generation", "Max"): "link_gen_max",
+    (*_LINK, "PCIe Generation", "Device Max"): "link_gen_device_max",
+    (*_LINK, "PCIe Generation", "Host Max"): "link_gen_host_max",
+    (*_LINK, "Link Width", "Current"): "link_width_current",
+    (*_LINK, "Link Width", "Max"): "link_width_max",
+    ("PCI", "Replays Since Reset"): "pcie_replays",
+    ("BAR1 Memory Usage", "Total"): "bar1_total_mib",
+    ("BAR1 Memory Usage", "Used"): "bar1_used_mib",
+    ("FB Memory Usage", "Total"): "fb_total_mib",
+}
+_Q_TEXT = {"product_name", "uuid", "mig_mode", "bus_id"}
+_Q_TOP = {
+    "Driver Version": "driver_version",
+    "CUDA Version": "cuda_version",
+    "Attached GPUs": "attached_gpus",
+}
+MIB = 1 << 20
+
+
+def normalise_bus_id(bus_id: str) -> str | None:
+    """``00000000:19:00.0`` (nvidia-smi, 8-digit domain) → ``0000:19:00.0`` (sysfs form)."""
+    match = _BUS_ID.match(bus_id.strip())
+    if not match:
+        return None
+    domain, bus, slot, function = match.groups()
+    return f"{int(domain, 16) & 0xFFFF:04x}:{bus.lower()}:{slot.lower()}.{function}"
+
+
+def q_value(field: str, value: str) -> Any:
+    value = value.strip()
+    if value in ("", "N/A", "[N/A]", "Unknown", "[Unknown Error]"):
+        return None
+    if field == "bus_id":
+        return normalise_bus_id(value)
+    if field == "persistence_mode":
+        return {"Enabled": True, "Disabled": False}.get(value)
+    if field in _Q_TEXT:
+        return value
+    number = _NUMBER.match(value)
+    return int(number[1]) if number else None
+
+
+def new_gpu(bus_id: str, source: dict[str, Any]) -> dict[str, Any]:
+    gpu: dict[str, Any] = dict.fromkeys(Q_FIELDS.values())
+    gpu |= {
+        "bus_id": normalise_bus_id(bus_id),
+        "bar1_total_bytes": None,
+        "bar1_used_bytes": None,
+        "src": source,
+    }
+    return gpu
+
+
+def finish_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
+    for which in ("total", "used"):
+        mib = gpu[f"bar1_{which}_mib"]
+        gpu[f"bar1_{which}_bytes"] = None if mib is None else mib * MIB
+    return gpu
+
+
+def parse_nvidia_smi_q(text: str, artifact: str) -> Section:
+    top: dict[str, Any] = dict.fromkeys(_Q_TOP.values())
+    gpus: list[dict[str, Any]] = []
+    stack: list[str] = []
+    for number, raw in numbered_lines(text):
+        line = raw.expandtabs(4).rstrip()
+        header = _GPU_HEADER.match(line)
+        if header:
+            gpus.append(new_gpu(header[1], src(artifact, number, raw)))
+            stack = []
+            continue
+        match = _Q_KEY.match(line)
+        if not match:
+            continue
+        level, key, value = len(match[1]) // 4, match[2], match[3]
+        stack = [*stack[: max(level - 1, 0)], key]
+        if level == 0 and key in _Q_TOP and value is not None:
+            top[_Q_TOP[key]] = q_value("count", value) if key == "Attached GPUs" else value.strip() or None
+        elif gpus and level >= 1 and value is not None and (field := Q_FIELDS.get(tuple(stack))):
+            gpus[-1][field] = q_value(field, value)
+    if not gpus and top["driver_version"] is None:
+        raise ParseError("no `GPU 0000xxxx:bb:dd.f` blocks (expected `nvidia-smi -q` output)")
+    return {**top, "gpus": [finish_gpu(gpu) for gpu in gpus]}
+
+
+def recognise_nvidia_smi_q(text: str) -> bool:
+    head = text.split("\n")[:100]
+    has_log = any("==NVSMI LOG==" in line for line in head)
+    has_gpu = any(_GPU_HEADER.match(line.rstrip()) for line in head)
+    has_keys = any(
+        line.strip().startswith(("Driver Version", "Product Name")) and " : " in line for line in head
+    )
+    return (has_log or has_gpu) and has_keys
+
+
+# --- nvidia-smi topo -m -------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LABEL = re.compile(r"^(GPU\d+|NIC\d+|NVMe\d+|mlx5_\w+|mlx4_\w+|[a-z]+\d*_\w+)$")
+_LEGEND = re.compile(r"^\s*((?:NIC|NVMe)\d+):\s*(\S+)\s*$")
+_RELATION = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|SOC|NV\d+|N/A)$")
+_TRAILERS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 5}
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def topo_header(line: str) -> tuple[list[str], list[str]] | None:
+    """Device columns and trailing affinity columns of a matrix header line, else None."""
+    trailers = [name for name in _TRAILERS if name in line]
+    first = min((line.index(name) for name in trailers), default=len(line))
+    columns = line[:first].split()
+    if not columns or not all(_LABEL.match(column) for column in columns):
+        return None
+    return columns, trailers
+
+
+def numeric(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def topo_row(label: str, cells: list[str], columns: list[str], trailers: list[str]) -> dict[str, Any]:
+    links = {column: cell for column, cell in zip(columns, cells, strict=False) if column != label}
+    extra = cells[len(columns) :]
+    values = dict(zip(trailers, extra, strict=False))
+    row: dict[str, Any] = {"name": label, "links": links}
+    if label.startswith("GPU"):
+        row |= {
+            "index": int(label[3:]),
+            "cpu_affinity": values.get("CPU Affinity")
+            if values.get("CPU Affinity") not in (None, "N/A")
+            else None,
+            "numa_affinity": numeric(values.get("NUMA Affinity")),
+            "gpu_numa_id": numeric(values.get("GPU NUMA ID")),
+        }
+    return row
+
+
+def kind_of(label: str) -> str:
+    if label.startswith("GPU"):
+        return "gpus"
+    return "nvmes" if label.startswith("NVMe") else "nics"
+
+
+def pair_list(gpus: list[dict], others: list[dict], legend: dict[str, str], key: str) -> list[dict[str, Any]]:
+    """Every GPU × NIC (or NVMe) relation, from the GPU's row or else from the other row."""
+    pairs = []
+    names = {other["name"] for other in others}
+    columns = {column for gpu in gpus for column in gpu["links"] if kind_of(column) == f"{key}s"}
+    for gpu in gpus:
+        for name in sorted(names | columns, key=_natural):
+            other = next((o for o in others if o["name"] == name), None)
+            relation = gpu["links"].get(name) or (other["links"].get(gpu["name"]) if other else None)
+            if relation is None:
+                continue
+            source = gpu["src"] if name in gpu["links"] else other["src"]  # type: ignore[index]
+            pairs.append(
+                {"gpu": gpu["name"], key: name, "device": device_name(name, legend), "relation": relation,
+                 "rank": RANK.get(relation), "src": source}
+            )  # fmt: skip
+    return pairs
+
+
+def device_name(label: str, legend: dict[str, str]) -> str | None:
+    """The OS name (``mlx5_0``, ``nvme0n1``) of a column: from the legend, or the label in old layouts."""
+    if label in legend:
+        return legend[label]
+    return None if re.match(r"^(NIC|NVMe)\d+$", label) else label
+
+
+def _natural(label: str) -> tuple[str, int]:
+    digits = re.search(r"(\d+)$", label)
+    return (label[: digits.start()] if digits else label, int(digits[1]) if digits else -1)
+
+
+def parse_nvidia_topo(text: str, artifact: str) -> Section:
+    rows: dict[str, list[dict[str, Any]]] = {"gpus": [], "nics": [], "nvmes": []}
+    legend: dict[str, str] = {}
+    columns: list[str] = []
+    trailers: set[str] = set()
+    header: tuple[list[str], list[str]] | None = None
+    for number, raw in numbered_lines(text):
+        line = strip_ansi(raw)
+        if (found := topo_header(line)) is not None:
+            header = found
+            columns += [column for column in found[0] if column not in columns]
+            trailers |= set(found[1])
+            continue
+        if (entry := _LEGEND.match(line)) is not None:
+            legend[entry[1]] = entry[2]
+            continue
+        tokens = line.split()
+        if header is None or len(tokens) < 2 or not _LABEL.match(tokens[0]) or not _RELATION.match(tokens[1]):
+            continue
+        row = topo_row(tokens[0], tokens[1:], *header)
+        same = [seen for seen in rows[kind_of(tokens[0])] if seen["name"] == row["name"]]
+        if same:  # a later matrix (NVMe columns) adds links to a row already seen
+            same[0]["links"] |= row["links"]
+            continue
+        row["src"] = src(artifact, number, raw)
+        rows[kind_of(tokens[0])].append(row)
+    if not rows["gpus"]:
+        raise ParseError("no GPU rows under a `GPU0 GPU1 …` header (expected `nvidia-smi topo -m` output)")
+    for kind in ("nics", "nvmes"):
+        for row in rows[kind]:
+            row["device"] = device_name(row["name"], legend)
+    nic_pairs = pair_list(rows["gpus"], rows["nics"], legend, "nic")
+    for gpu in rows["gpus"]:
+        ranked = [pair for pair in nic_pairs if pair["gpu"] == gpu["name"] and pair["rank"] is not None]
+        best = min(ranked, key=lambda pair: pair["rank"], default=None)
+        gpu["best_nic"] = best["device"] or best["nic"] if best else None
+        gpu["best_nic_relation"] = best["relation"] if best else None
+        gpu["best_nic_rank"] = best["rank"] if best else None
+    return {
+        "columns": columns,
+        "has_cpu_affinity": "CPU Affinity" in trailers,
+        "has_numa_affinity": "NUMA Affinity" in trailers,
+        "has_gpu_numa_id": "GPU NUMA ID" in trailers,
+        "legend": legend,
+        **rows,
+        "gpu_nic": nic_pairs,
+        "gpu_nvme": pair_list(rows["gpus"], rows["nvmes"], legend, "nvme"),
+    }
+
+
+def recognise_nvidia_topo(text: str) -> bool:
+    lines = [strip_ansi(line) for line in text.split("\n")[:100]]
+    if not any(topo_header(line) for line in lines):
+        return False
+    rows = [line.split() for line in lines]
+    return any(len(r) >= 2 and r[0] == "GPU0" and r[1] == "X" for r in rows)
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="nvidia_smi",
+        title="NVIDIA GPUs: driver/CUDA version, PCIe link generation/width, BAR1 size (nvidia-smi -q)",
+        sources=(Source("cmd/nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=60.0),),
+        parse=parse_nvidia_smi_q,
+        recognise=recognise_nvidia_smi_q,
+        paste_hint="`nvidia-smi -q`",
+        tags=("gpu", "pcie"),
+    ),
+    Probe(
+        section="nvidia_topo",
+        title="GPU↔NIC/NVMe PCIe relations (PIX/PXB/PHB/NODE/SYS) and NUMA affinity (nvidia-smi topo -m)",
+        sources=(Source("cmd/nvidia-smi-topo-m.txt", argv=("nvidia-smi", "topo", "-m"), timeout=60.0),),
+        parse=parse_nvidia_topo,
+        recognise=recognise_nvidia_topo,
+        paste_hint="`nvidia-smi topo -m`",
+        tags=("gpu", "topology"),
+    ),
+)
