@@ -32,7 +32,15 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
 - ``storage_dmesg``: kernel-log events sorted by what they mean for storage (copies with
   ``src``): ``keepalive`` (keep-alive failures and admin-queue Keep Alive (opcode 0x18)
   timeouts), ``pcie_timeouts`` (I/O timeouts on controllers not known as fabrics, not
-  keep-alive), ``fabrics_timeouts``, ``completion_polled`` (lost interrupts).
+  keep-alive), ``pcie_resets`` (resets, removals, capacity → 0, not on fabrics),
+  ``fabrics_timeouts``, ``completion_polled`` (lost interrupts), and ``devices``: the unique
+  device names of each group (``devices.pcie_timeouts``).
+- ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
+  sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
+- ``storage_ana``: per multipath namespace ``{head, paths, states, optimized, usable,
+  inaccessible (path names), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
+- ``storage_multipath_subsystems``: subsystems reached through two or more NVMe-oF
+  controllers: ``{name, nqn, iopolicy, controllers, src}``.
 """
 
 from __future__ import annotations
@@ -40,11 +48,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-OBJECT_STORE_FUSE = ("s3fs", "mountpoint-s3", "mount-s3", "gcsfuse", "goofys", "rclone", "blobfuse", "s3backer")
+OBJECT_STORE_FUSE = (
+    "s3fs",
+    "mountpoint-s3",
+    "mount-s3",
+    "gcsfuse",
+    "goofys",
+    "rclone",
+    "blobfuse",
+    "s3backer",
+)
 NETWORK_FSTYPES = frozenset(
     "nfs nfs4 cifs smb3 smbfs lustre beegfs wekafs gpfs ceph glusterfs 9p virtiofs afs ocfs2 scatefs".split()
 )
 RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
+RESET_KINDS = ("nvme_reset", "capacity_to_zero")
 _NVME_PARTITION = re.compile(r"^(nvme\d+n\d+)p\d+$")
 _NVME_NAMESPACE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 
@@ -58,6 +76,9 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | _dmesg_fabrics_devices(facts))
     return {
         "storage_checkpoint_mounts": mounts,
+        "storage_fabrics_present": _fabrics_present(facts, fabrics_devices),
+        "storage_ana": context.ana_groups(),
+        "storage_multipath_subsystems": context.multipath_subsystems(),
         "storage_free": free,
         "storage_checkpoint_bytes": checkpoint_bytes,
         "storage_capacity_short": _capacity_short(free, checkpoint_bytes),
@@ -84,19 +105,27 @@ class _Context:
         self.facts = facts
         lsblk = [d for d in _list(_ok(facts, "lsblk").get("devices")) if isinstance(d, dict)]
         self.lsblk_by_name = {d["name"]: d for d in lsblk if d.get("name")}
-        self.lsblk_by_name |= {d["kname"]: d for d in lsblk if d.get("kname") and d["kname"] not in self.lsblk_by_name}
+        self.lsblk_by_name |= {
+            d["kname"]: d for d in lsblk if d.get("kname") and d["kname"] not in self.lsblk_by_name
+        }
         self.lsblk_by_majmin = {d["maj_min"]: d for d in lsblk if d.get("maj_min")}
         self.lsblk_by_mountpoint = {point: d for d in lsblk for point in _list(d.get("mountpoints"))}
         sysfs = _ok(facts, "nvme_sysfs")
-        self.block = {b["name"]: b for b in _list(sysfs.get("block")) if isinstance(b, dict) and b.get("name")}
+        self.block = {
+            b["name"]: b for b in _list(sysfs.get("block")) if isinstance(b, dict) and b.get("name")
+        }
         self.sys_controllers = {
             c["name"]: c for c in _list(sysfs.get("controllers")) if isinstance(c, dict) and c.get("name")
         }
         self.sys_subsystems = [s for s in _list(sysfs.get("subsystems")) if isinstance(s, dict)]
         self.mountinfo = _ok(facts, "mountinfo").get("by_mountpoint") or {}
         self.cli_paths = [p for p in _list(_ok(facts, "nvme_subsys").get("paths")) if isinstance(p, dict)]
-        self.cli_namespaces = [n for n in _list(_ok(facts, "nvme_list").get("namespaces")) if isinstance(n, dict)]
-        self.cli_controllers = [c for c in _list(_ok(facts, "nvme_list").get("controllers")) if isinstance(c, dict)]
+        self.cli_namespaces = [
+            n for n in _list(_ok(facts, "nvme_list").get("namespaces")) if isinstance(n, dict)
+        ]
+        self.cli_controllers = [
+            c for c in _list(_ok(facts, "nvme_list").get("controllers")) if isinstance(c, dict)
+        ]
 
     # --- the stack under one mount -------------------------------------------------------------
 
@@ -191,8 +220,14 @@ class _Context:
         if names:
             return names
         subsystems = {n.get("subsystem") for n in self.cli_namespaces if n.get("device") == namespace}
-        names = [p["name"] for p in self.cli_paths if p.get("name") and p.get("subsystem") in subsystems - {None}]
-        names += [n["controller"] for n in self.cli_namespaces if n.get("device") == namespace and n.get("controller")]
+        names = [
+            p["name"] for p in self.cli_paths if p.get("name") and p.get("subsystem") in subsystems - {None}
+        ]
+        names += [
+            n["controller"]
+            for n in self.cli_namespaces
+            if n.get("device") == namespace and n.get("controller")
+        ]
         return names
 
     def _controller(self, name: str) -> dict[str, Any]:
@@ -213,9 +248,47 @@ class _Context:
         for path in self.cli_paths + self.cli_controllers:
             if path.get("transport") not in ("rdma", "tcp", "fc"):
                 continue
-            key = path.get("name") or f"(unnamed path {unnamed := unnamed + 1})"
+            key = path.get("name") or f"(unnamed path {unnamed:= unnamed + 1})"
             found.setdefault(key, _controller_view(path, "nvme-cli"))
         return [found[key] for key in sorted(found)]
+
+    def ana_groups(self) -> list[dict[str, Any]]:
+        """Per multipath namespace: the ANA states of its paths (sysfs, else nvme-cli)."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        states_of = {c: ctrl.get("state") for c, ctrl in self.sys_controllers.items()}
+        sys_paths = [p for p in _list(_ok(self.facts, "nvme_sysfs").get("paths")) if isinstance(p, dict)]
+        for path in sys_paths:
+            if path.get("ana_state") and path.get("head"):
+                groups.setdefault(path["head"], []).append(
+                    {**path, "state": states_of.get(path.get("controller"))}
+                )
+        if not groups:
+            for path in self.cli_paths:
+                if path.get("ana_state") and path.get("subsystem"):
+                    key = f"{path['subsystem']}" + (f" ns {path['nsid']}" if path.get("nsid") else "")
+                    groups.setdefault(key, []).append(path)
+        return [_ana_group(head, paths) for head, paths in sorted(groups.items())]
+
+    def multipath_subsystems(self) -> list[dict[str, Any]]:
+        """Subsystems reached through two or more NVMe-oF controllers, with their I/O policy."""
+        found = []
+        for subsystem in self.sys_subsystems:
+            members = [self.sys_controllers.get(c) or {} for c in _list(subsystem.get("controllers"))]
+            fabrics = [c["name"] for c in members if c.get("fabrics")]
+            if len(fabrics) > 1:
+                found.append(_multipath_entry(subsystem, fabrics))
+        if found or self.sys_subsystems:
+            return found
+        for subsystem in _list(_ok(self.facts, "nvme_subsys").get("subsystems")):
+            if not isinstance(subsystem, dict):
+                continue
+            paths = [p for p in self.cli_paths if p.get("subsystem") == subsystem.get("name")]
+            fabrics = sorted(
+                {p["name"] for p in paths if p.get("name") and p.get("transport") in ("rdma", "tcp", "fc")}
+            )
+            if len(fabrics) > 1 and not any(f["name"] == subsystem.get("name") for f in found):
+                found.append(_multipath_entry(subsystem, fabrics))
+        return found
 
     def _write_cache(self, namespaces: list[str]) -> bool | None:
         caches = [(self.block.get(n) or {}).get("write_cache") for n in namespaces]
@@ -223,6 +296,40 @@ class _Context:
         if not known:
             return None
         return any("back" in str(c) for c in known)
+
+
+def _ana_group(head: str, paths: list[dict[str, Any]]) -> dict[str, Any]:
+    live = [p for p in paths if p.get("state") in ("live", None)]
+    states = [str(p.get("ana_state")) for p in paths]
+    return {
+        "head": head,
+        "paths": [p.get("name") for p in paths],
+        "states": states,
+        "optimized": any(p.get("ana_state") == "optimized" for p in live),
+        "usable": any(p.get("ana_state") in ("optimized", "non-optimized") for p in live),
+        "inaccessible": [
+            p.get("name") for p in paths if p.get("ana_state") in ("inaccessible", "persistent-loss")
+        ],
+        "src": paths[0].get("src"),
+    }
+
+
+def _multipath_entry(subsystem: dict[str, Any], controllers: list[str]) -> dict[str, Any]:
+    return {
+        "name": subsystem.get("name"),
+        "nqn": subsystem.get("nqn"),
+        "iopolicy": subsystem.get("iopolicy"),
+        "controllers": controllers,
+        "src": subsystem.get("src"),
+    }
+
+
+def _fabrics_present(facts: dict[str, Any], fabrics_devices: list[str]) -> bool | None:
+    """True when any source shows an NVMe-oF controller; False when one was read and shows none."""
+    if fabrics_devices:
+        return True
+    readable = ("nvme_sysfs", "nvme_subsys", "nvme_list", "dmesg")
+    return False if any(_ok(facts, section) for section in readable) else None
 
 
 def _controller_view(raw: dict[str, Any], source: str) -> dict[str, Any]:
@@ -373,7 +480,11 @@ def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) ->
     if checkpoint_bytes is None:
         return []
     return [
-        {**entry, "checkpoint_bytes": checkpoint_bytes, "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"]}
+        {
+            **entry,
+            "checkpoint_bytes": checkpoint_bytes,
+            "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"],
+        }
         for entry in free
         if isinstance(entry.get("avail_bytes"), int) and entry["avail_bytes"] < checkpoint_bytes
     ]
@@ -401,12 +512,15 @@ def _events(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _dmesg_fabrics_devices(facts: dict[str, Any]) -> set[str]:
     kinds = ("nvmeof_reconnect", "nvmeof_reconnected", "nvmeof_keepalive", "nvmeof_transport_error")
-    found = {e["device"] for e in _events(facts) if e.get("kind") in kinds and isinstance(e.get("device"), str)}
+    found = {
+        e["device"] for e in _events(facts) if e.get("kind") in kinds and isinstance(e.get("device"), str)
+    }
     # the TCP timeout wordings ("queue N: timeout cid/request") exist only on fabrics
     found |= {
         e["device"]
         for e in _events(facts)
-        if e.get("kind") == "nvme_timeout" and isinstance(e.get("device"), str)
+        if e.get("kind") == "nvme_timeout"
+        and isinstance(e.get("device"), str)
         and re.search(r"queue \d+: timeout|type \d+ opcode", str(e.get("message") or ""))
     }
     return found
@@ -423,14 +537,24 @@ def _is_keepalive(event: dict[str, Any]) -> bool:
     return event.get("kind") == "nvme_timeout" and admin and opcode in ("0x18", "24")
 
 
-def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, list[dict[str, Any]]]:
+def _on_fabrics(event: dict[str, Any], fabrics: set[str]) -> bool:
+    device = str(event.get("device") or "")
+    match = _NVME_NAMESPACE.match(device)
+    return device in fabrics or bool(match and f"nvme{match[1]}" in fabrics)
+
+
+def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, Any]:
     events = _events(facts)
     timeouts = [e for e in events if e.get("kind") == "nvme_timeout" and not _is_keepalive(e)]
-    return {
+    groups = {
         "keepalive": [e for e in events if _is_keepalive(e)],
-        "pcie_timeouts": [e for e in timeouts if e.get("device") not in fabrics],
-        "fabrics_timeouts": [e for e in timeouts if e.get("device") in fabrics],
-        "completion_polled": [
-            e for e in timeouts if "completion polled" in str(e.get("message") or "")
-        ],
+        "pcie_timeouts": [e for e in timeouts if not _on_fabrics(e, fabrics)],
+        "pcie_resets": [e for e in events if e.get("kind") in RESET_KINDS and not _on_fabrics(e, fabrics)],
+        "fabrics_timeouts": [e for e in timeouts if _on_fabrics(e, fabrics)],
+        "completion_polled": [e for e in timeouts if "completion polled" in str(e.get("message") or "")],
     }
+    # unique device names per group, for messages and one remediation command per device
+    devices = {
+        name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
+    }
+    return {**groups, "devices": devices}
