@@ -65,7 +65,7 @@ def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str
     stdout = stdout[:MAX_OUTPUT_BYTES]
     if process.returncode != 0:
         detail = _first_line(stderr) or f"exit status {process.returncode}"
-        status = ArtifactStatus.DENIED if _looks_denied(stderr) else ArtifactStatus.ERROR
+        status = _failure_status(stderr)
         return Artifact(name, status, stdout, source, detail, process.returncode, duration)
     return Artifact(name, ArtifactStatus.OK, stdout, source, "", 0, duration)
 
@@ -85,6 +85,12 @@ def _first_line(data: bytes) -> str:
     return ""
 
 
-def _looks_denied(stderr: bytes) -> bool:
+def _failure_status(stderr: bytes) -> ArtifactStatus:
+    """Why a command failed: no permission, nothing there to look at (``modinfo nvidia`` on a
+    host without the driver, ``nvme list`` without NVMe), or some other error."""
     text = stderr.decode("utf-8", errors="replace").lower()
-    return "permission denied" in text or "operation not permitted" in text or "must be root" in text
+    if "permission denied" in text or "operation not permitted" in text or "must be root" in text:
+        return ArtifactStatus.DENIED
+    if "not found" in text or "no such file or directory" in text:
+        return ArtifactStatus.MISSING
+    return ArtifactStatus.ERROR

@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from gdsdoctor.probes import cufile, fs, gdscheck, lsblk, modules, mounts, nvidia_fs, nvme_cli, nvme_sysfs
+from gdsdoctor.probes import (
+    bench,
+    cufile,
+    fs,
+    gdscheck,
+    gpu,
+    lsblk,
+    modules,
+    mounts,
+    nvidia_fs,
+    nvme_cli,
+    nvme_sysfs,
+    pci,
+    rdma,
+)
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
@@ -15,6 +29,10 @@ PROBES: tuple[Probe, ...] = (
     *nvme_cli.PROBES,
     *nvme_sysfs.PROBES,
     *fs.PROBES,
+    *pci.PROBES,
+    *gpu.PROBES,
+    *rdma.PROBES,
+    *bench.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}
