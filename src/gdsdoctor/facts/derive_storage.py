@@ -17,8 +17,9 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   ``write back``; null when unknown).
 - ``storage_free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
   source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
-- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless given
-  (``facts["params"]["checkpoint_bytes"]``, to be filled from ``--params``/``estimate``).
+- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless given:
+  ``facts["params"]["checkpoint_bytes"]`` (for a ``--params``-style option), else the
+  ``checkpoint_estimate`` section (a pasted ``gdsdoctor estimate --format json``).
 - ``storage_capacity_short``: the ``storage_free`` entries whose ``avail_bytes`` is below
   ``storage_checkpoint_bytes`` (with ``checkpoint_bytes`` and ``shortfall_bytes``); [] when
   either is unknown.
@@ -63,14 +64,39 @@ NETWORK_FSTYPES = frozenset(
 )
 RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
 RESET_KINDS = ("nvme_reset", "capacity_to_zero")
+FABRICS = ("rdma", "tcp", "fc")
 _NVME_PARTITION = re.compile(r"^(nvme\d+n\d+)p\d+$")
 _NVME_NAMESPACE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _derive(facts, derived)
+    except Exception as error:  # a bug here must not take the whole diagnosis down
+        return {**EMPTY, "storage_error": f"{type(error).__name__}: {error}"[:300]}
+
+
+EMPTY: dict[str, Any] = {
+    "storage_checkpoint_mounts": [],
+    "storage_fabrics_present": None,
+    "storage_ana": [],
+    "storage_multipath_subsystems": [],
+    "storage_free": [],
+    "storage_checkpoint_bytes": None,
+    "storage_capacity_short": [],
+    "storage_fabrics_controllers": [],
+    "storage_fabrics_devices": [],
+    "storage_rdma_capable": None,
+    "storage_dmesg": {},
+}
+
+
+def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     context = _Context(facts)
     mounts = [context.stack_of(mount) for mount in derived.get("checkpoint_mounts") or []]
     free = [entry for entry in (_free(facts, mount) for mount in mounts) if entry]
+    if not _ok(facts, "mounts"):
+        free = free or _free_from_df(facts)
     checkpoint_bytes = _checkpoint_bytes(facts)
     fabrics = context.fabrics_controllers()
     fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | _dmesg_fabrics_devices(facts))
@@ -96,6 +122,10 @@ def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in _list(value) if isinstance(item, dict)]
 
 
 class _Context:
@@ -244,11 +274,9 @@ class _Context:
         for controller in self.sys_controllers.values():
             if controller.get("fabrics"):
                 found[controller["name"]] = _controller_view(controller, "sysfs")
-        unnamed = 0
-        for path in self.cli_paths + self.cli_controllers:
-            if path.get("transport") not in ("rdma", "tcp", "fc"):
-                continue
-            key = path.get("name") or f"(unnamed path {unnamed:= unnamed + 1})"
+        unnamed = (p for p in self.cli_paths + self.cli_controllers if p.get("transport") in FABRICS)
+        for number, path in enumerate(unnamed, 1):
+            key = path.get("name") or f"(unnamed path {number})"  # nvme-cli printed (null)
             found.setdefault(key, _controller_view(path, "nvme-cli"))
         return [found[key] for key in sorted(found)]
 
@@ -454,6 +482,31 @@ def _free(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | None
     return None
 
 
+def _free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Without a mount table: the df line holding --path, else every data filesystem df lists."""
+    from gdsdoctor.facts.derive import PSEUDO_FSTYPES, SYSTEM_MOUNTPOINTS, longest_prefix_mount
+
+    entries = _dicts(_ok(facts, "df").get("filesystems"))
+    path = (facts.get("target") or {}).get("path")
+    if path:
+        best = longest_prefix_mount(entries, str(path))
+        return (
+            [_free_entry(best["mountpoint"], best, "df")]
+            if best and best.get("avail_bytes") is not None
+            else []
+        )
+    data = [
+        e
+        for e in entries
+        if e.get("fstype") not in PSEUDO_FSTYPES
+        and e.get("source") not in PSEUDO_FSTYPES
+        and e.get("mountpoint") != "/"
+        and not any(str(e.get("mountpoint")).startswith(p) for p in SYSTEM_MOUNTPOINTS)
+        and e.get("avail_bytes") is not None
+    ]
+    return [_free_entry(e.get("mountpoint"), e, "df") for e in data]
+
+
 def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any]:
     size, avail = entry.get("size_bytes"), entry.get("avail_bytes")
     used = entry.get("used_bytes")
@@ -471,9 +524,15 @@ def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any
 
 
 def _checkpoint_bytes(facts: dict[str, Any]) -> int | None:
+    """Given by the user (``params.checkpoint_bytes``), else a pasted ``gdsdoctor estimate``."""
     params = facts.get("params")
-    value = params.get("checkpoint_bytes") if isinstance(params, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    for value in (
+        params.get("checkpoint_bytes") if isinstance(params, dict) else None,
+        _ok(facts, "checkpoint_estimate").get("total_bytes"),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gdsdoctor.probes import (
     bench,
+    checkpoint,
     cufile,
     fs,
     gdscheck,
@@ -33,6 +34,7 @@ PROBES: tuple[Probe, ...] = (
     *gpu.PROBES,
     *rdma.PROBES,
     *bench.PROBES,
+    *checkpoint.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}
