@@ -21,7 +21,8 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   ``facts["params"]["checkpoint_bytes"]`` (for a ``--params``-style option), else the
   ``checkpoint_estimate`` section (a pasted ``gdsdoctor estimate --format json``).
 - ``storage_capacity_short``: the ``storage_free`` entries whose ``avail_bytes`` is below
-  ``storage_checkpoint_bytes`` (with ``checkpoint_bytes`` and ``shortfall_bytes``); [] when
+  ``storage_checkpoint_bytes`` (with ``checkpoint_bytes``, ``checkpoint_text`` and
+  ``shortfall_bytes``; every entry also has ``avail_text``, e.g. ``500 GB``); [] when
   either is unknown.
 - ``storage_fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
   (``{name, transport, state, subsystem, traddr, trsvcid, ctrl_loss_tmo, ctrl_loss_tmo_s,
@@ -517,10 +518,22 @@ def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any
         "mountpoint": point,
         "size_bytes": size,
         "avail_bytes": avail,
+        "avail_text": human_bytes(avail),
         "free_pct": free_pct,
         "source": source,
         "src": entry.get("src"),
     }
+
+
+def human_bytes(size: Any) -> str | None:
+    """``980000000000`` → ``980 GB`` (SI, as df -H and gdsdoctor estimate print)."""
+    if not isinstance(size, int | float) or isinstance(size, bool):
+        return None
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(size) < 1000 or unit == "PB":
+            return f"{size:.3g} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1000
+    return None
 
 
 def _checkpoint_bytes(facts: dict[str, Any]) -> int | None:
@@ -542,6 +555,7 @@ def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) ->
         {
             **entry,
             "checkpoint_bytes": checkpoint_bytes,
+            "checkpoint_text": human_bytes(checkpoint_bytes),
             "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"],
         }
         for entry in free
