@@ -6,6 +6,7 @@ from gdsdoctor.probes import (
     bench,
     checkpoint,
     cufile,
+    dmesg,
     fs,
     gdscheck,
     gpu,
@@ -17,12 +18,15 @@ from gdsdoctor.probes import (
     nvme_sysfs,
     pci,
     rdma,
+    system,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,
     mounts.PROBE,
+    *system.PROBES,
+    *dmesg.PROBES,
     *gdscheck.PROBES,
     *cufile.PROBES,
     *nvidia_fs.PROBES,
