@@ -17,9 +17,8 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   ``write back``; null when unknown).
 - ``storage_free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
   source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
-- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless given:
-  ``facts["params"]["checkpoint_bytes"]`` (for a ``--params``-style option), else the
-  ``checkpoint_estimate`` section (a pasted ``gdsdoctor estimate --format json``).
+- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless the job
+  was described (``--params 70B`` → ``job.checkpoint_bytes``).
 - ``storage_capacity_short``: the ``storage_free`` entries whose ``avail_bytes`` is below
   ``storage_checkpoint_bytes`` (with ``checkpoint_bytes``, ``checkpoint_text`` and
   ``shortfall_bytes``; every entry also has ``avail_text``, e.g. ``500 GB``); [] when
@@ -537,15 +536,9 @@ def human_bytes(size: Any) -> str | None:
 
 
 def _checkpoint_bytes(facts: dict[str, Any]) -> int | None:
-    """Given by the user (``params.checkpoint_bytes``), else a pasted ``gdsdoctor estimate``."""
-    params = facts.get("params")
-    for value in (
-        params.get("checkpoint_bytes") if isinstance(params, dict) else None,
-        _ok(facts, "checkpoint_estimate").get("total_bytes"),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    """The checkpoint size of the job the user described (``--params`` → ``job.checkpoint_bytes``)."""
+    value = _ok(facts, "job").get("checkpoint_bytes")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gdsdoctor.probes import (
     bench,
-    checkpoint,
     cufile,
     dmesg,
     fs,
@@ -38,7 +37,6 @@ PROBES: tuple[Probe, ...] = (
     *gpu.PROBES,
     *rdma.PROBES,
     *bench.PROBES,
-    *checkpoint.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}
