@@ -38,6 +38,7 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   device names of each group (``devices.pcie_timeouts``).
 - ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
+- ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART).
 - ``storage_ana``: per multipath namespace ``{head, paths, states, optimized, usable,
   inaccessible (path names), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
 - ``storage_multipath_subsystems``: subsystems reached through two or more NVMe-oF
@@ -79,6 +80,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
 EMPTY: dict[str, Any] = {
     "storage_checkpoint_mounts": [],
     "storage_fabrics_present": None,
+    "storage_nvme_present": None,
     "storage_ana": [],
     "storage_multipath_subsystems": [],
     "storage_free": [],
@@ -103,6 +105,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     return {
         "storage_checkpoint_mounts": mounts,
         "storage_fabrics_present": _fabrics_present(facts, fabrics_devices),
+        "storage_nvme_present": _nvme_present(facts),
         "storage_ana": context.ana_groups(),
         "storage_multipath_subsystems": context.multipath_subsystems(),
         "storage_free": free,
@@ -358,6 +361,23 @@ def _fabrics_present(facts: dict[str, Any], fabrics_devices: list[str]) -> bool 
         return True
     readable = ("nvme_sysfs", "nvme_subsys", "nvme_list", "dmesg")
     return False if any(_ok(facts, section) for section in readable) else None
+
+
+def _nvme_present(facts: dict[str, Any]) -> bool | None:
+    """True when sysfs, lsblk, nvme-cli or SMART show an NVMe device; False when read and none shown."""
+    seen: list[bool] = []
+    sysfs = _ok(facts, "nvme_sysfs")
+    if sysfs:
+        seen.append(bool(_list(sysfs.get("controllers"))))
+    lsblk = _ok(facts, "lsblk")
+    if lsblk:
+        seen.append(any(str(d.get("name") or "").startswith("nvme") for d in _dicts(lsblk.get("devices"))))
+    for section, key in (("nvme_list", "namespaces"), ("nvme_smart", "devices"), ("nvme_subsys", "paths")):
+        if _ok(facts, section):
+            seen.append(bool(_list(_ok(facts, section).get(key))))
+    if any(seen):
+        return True
+    return False if seen else None
 
 
 def _controller_view(raw: dict[str, Any], source: str) -> dict[str, Any]:
