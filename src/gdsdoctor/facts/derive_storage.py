@@ -127,6 +127,15 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _index(items: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Items by a string field (items without it are left out)."""
+    return {item[key]: item for item in items if isinstance(item.get(key), str) and item[key]}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in _list(value) if isinstance(item, dict)]
 
@@ -136,29 +145,20 @@ class _Context:
 
     def __init__(self, facts: dict[str, Any]) -> None:
         self.facts = facts
-        lsblk = [d for d in _list(_ok(facts, "lsblk").get("devices")) if isinstance(d, dict)]
-        self.lsblk_by_name = {d["name"]: d for d in lsblk if d.get("name")}
-        self.lsblk_by_name |= {
-            d["kname"]: d for d in lsblk if d.get("kname") and d["kname"] not in self.lsblk_by_name
+        lsblk = _dicts(_ok(facts, "lsblk").get("devices"))
+        self.lsblk_by_name = _index(lsblk, "kname") | _index(lsblk, "name")
+        self.lsblk_by_majmin = _index(lsblk, "maj_min")
+        self.lsblk_by_mountpoint = {
+            point: d for d in lsblk for point in _list(d.get("mountpoints")) if isinstance(point, str)
         }
-        self.lsblk_by_majmin = {d["maj_min"]: d for d in lsblk if d.get("maj_min")}
-        self.lsblk_by_mountpoint = {point: d for d in lsblk for point in _list(d.get("mountpoints"))}
         sysfs = _ok(facts, "nvme_sysfs")
-        self.block = {
-            b["name"]: b for b in _list(sysfs.get("block")) if isinstance(b, dict) and b.get("name")
-        }
-        self.sys_controllers = {
-            c["name"]: c for c in _list(sysfs.get("controllers")) if isinstance(c, dict) and c.get("name")
-        }
-        self.sys_subsystems = [s for s in _list(sysfs.get("subsystems")) if isinstance(s, dict)]
-        self.mountinfo = _ok(facts, "mountinfo").get("by_mountpoint") or {}
-        self.cli_paths = [p for p in _list(_ok(facts, "nvme_subsys").get("paths")) if isinstance(p, dict)]
-        self.cli_namespaces = [
-            n for n in _list(_ok(facts, "nvme_list").get("namespaces")) if isinstance(n, dict)
-        ]
-        self.cli_controllers = [
-            c for c in _list(_ok(facts, "nvme_list").get("controllers")) if isinstance(c, dict)
-        ]
+        self.block = _index(_dicts(sysfs.get("block")), "name")
+        self.sys_controllers = _index(_dicts(sysfs.get("controllers")), "name")
+        self.sys_subsystems = _dicts(sysfs.get("subsystems"))
+        self.mountinfo = _dict(_ok(facts, "mountinfo").get("by_mountpoint"))
+        self.cli_paths = _dicts(_ok(facts, "nvme_subsys").get("paths"))
+        self.cli_namespaces = _dicts(_ok(facts, "nvme_list").get("namespaces"))
+        self.cli_controllers = _dicts(_ok(facts, "nvme_list").get("controllers"))
 
     # --- the stack under one mount -------------------------------------------------------------
 
@@ -496,7 +496,7 @@ def _free(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | None
     target = _ok(facts, "target")
     if target.get("mountpoint") == point and target.get("avail_bytes") is not None:
         return _free_entry(point, target, "target")
-    entry = (_ok(facts, "df").get("by_mountpoint") or {}).get(point)
+    entry = _dict(_ok(facts, "df").get("by_mountpoint")).get(point) if isinstance(point, str) else None
     if isinstance(entry, dict) and entry.get("avail_bytes") is not None:
         return _free_entry(point, entry, "df")
     return None
@@ -507,7 +507,7 @@ def _free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
     from gdsdoctor.facts.derive import PSEUDO_FSTYPES, SYSTEM_MOUNTPOINTS, longest_prefix_mount
 
     entries = _dicts(_ok(facts, "df").get("filesystems"))
-    path = (facts.get("target") or {}).get("path")
+    path = _dict(facts.get("target")).get("path")
     if path:
         best = longest_prefix_mount(entries, str(path))
         return (
