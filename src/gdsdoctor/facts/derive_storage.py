@@ -96,7 +96,8 @@ EMPTY: dict[str, Any] = {
 def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     context = _Context(facts)
     mounts = [context.stack_of(mount) for mount in derived.get("checkpoint_mounts") or []]
-    free = [entry for entry in (_free(facts, mount) for mount in mounts) if entry]
+    writable = [m for m in mounts if not _dict(m.get("opts")).get("ro")]  # a full read-only fs is no news
+    free = [entry for entry in (_free(facts, mount) for mount in writable) if entry]
     if not _ok(facts, "mounts"):
         free = free or _free_from_df(facts)
     checkpoint_bytes = _checkpoint_bytes(facts)
@@ -521,7 +522,10 @@ def _free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
         if e.get("fstype") not in PSEUDO_FSTYPES
         and e.get("source") not in PSEUDO_FSTYPES
         and e.get("mountpoint") != "/"
-        and not any(str(e.get("mountpoint")).startswith(p) for p in SYSTEM_MOUNTPOINTS)
+        and not any(
+            str(e.get("mountpoint")) == p or str(e.get("mountpoint")).startswith(p + "/")
+            for p in SYSTEM_MOUNTPOINTS
+        )
         and e.get("avail_bytes") is not None
     ]
     return [_free_entry(e.get("mountpoint"), e, "df") for e in data]
