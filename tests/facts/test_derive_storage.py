@@ -295,3 +295,16 @@ def test_malformed_facts_never_break_the_derivation(
     facts: dict[str, Any], mounts: list[dict[str, Any]]
 ) -> None:
     derive(facts, *mounts)
+
+
+def test_connect_errors_are_unique_with_their_meaning() -> None:
+    analysis = analyze_paths(
+        [
+            FIXTURES
+            / "nvmeof-tcp-reconnect-econnrefused"
+            / "files"
+            / "dmesg-nvmeof-tcp-reconnect-econnrefused.txt"
+        ]
+    )
+    [error] = analysis.facts["derived"]["storage_dmesg"]["connect_errors"]
+    assert error["errno"] == -111 and error["meaning"].startswith("connection refused")

@@ -34,8 +34,9 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   ``src``): ``keepalive`` (keep-alive failures and admin-queue Keep Alive (opcode 0x18)
   timeouts), ``pcie_timeouts`` (I/O timeouts on controllers not known as fabrics, not
   keep-alive), ``pcie_resets`` (resets, removals, capacity → 0, not on fabrics),
-  ``fabrics_timeouts``, ``completion_polled`` (lost interrupts), and ``devices``: the unique
-  device names of each group (``devices.pcie_timeouts``).
+  ``fabrics_timeouts``, ``completion_polled`` (lost interrupts), ``devices``: the unique
+  device names of each group (``devices.pcie_timeouts``), and ``connect_errors``: the unique
+  errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``).
 - ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
 - ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART).
@@ -65,6 +66,16 @@ NETWORK_FSTYPES = frozenset(
 )
 RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
 RESET_KINDS = ("nvme_reset", "capacity_to_zero")
+CONNECT_KINDS = ("nvmeof_reconnect", "nvmeof_transport_error")
+ERRNO_MEANINGS = {
+    -111: "connection refused: nothing listens on the target port (target service down or wrong port)",
+    -110: "timed out: no answer from the target (routing, firewall, packet loss)",
+    -113: "host unreachable: no route to the target",
+    -104: "connection reset: the RDMA connection was rejected (RoCE interface not configured, no listener)",
+    -22: "invalid argument: the HCA refused the queue setup (resources, OFED/firmware)",
+    -12: "out of memory: queue resources could not be allocated",
+    -512: "interrupted (ERESTARTSYS)",
+}
 FABRICS = ("rdma", "tcp", "fc")
 _NVME_PARTITION = re.compile(r"^(nvme\d+n\d+)p\d+$")
 _NVME_NAMESPACE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
@@ -627,6 +638,11 @@ def _is_keepalive(event: dict[str, Any]) -> bool:
     return event.get("kind") == "nvme_timeout" and admin and opcode in ("0x18", "24")
 
 
+def _errno(event: dict[str, Any]) -> int | None:
+    value = _dict(event.get("details")).get("errno")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _on_fabrics(event: dict[str, Any], fabrics: set[str]) -> bool:
     device = str(event.get("device") or "")
     match = _NVME_NAMESPACE.match(device)
@@ -643,8 +659,12 @@ def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, Any]:
         "fabrics_timeouts": [e for e in timeouts if _on_fabrics(e, fabrics)],
         "completion_polled": [e for e in timeouts if "completion polled" in str(e.get("message") or "")],
     }
+    errnos = sorted(
+        {e["details"]["errno"] for e in events if _errno(e) is not None and e.get("kind") in CONNECT_KINDS}
+    )
+    groups_errors = [{"errno": n, "meaning": ERRNO_MEANINGS.get(n, "see errno(3)")} for n in errnos]
     # unique device names per group, for messages and one remediation command per device
     devices = {
         name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
     }
-    return {**groups, "devices": devices}
+    return {**groups, "devices": devices, "connect_errors": groups_errors}
