@@ -66,6 +66,7 @@ NETWORK_FSTYPES = frozenset(
 )
 RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
 RESET_KINDS = ("nvme_reset", "capacity_to_zero")
+NO_BLOCK_DEVICE = frozenset(("network", "fuse", "overlay", "tmpfs", "zfs"))
 CONNECT_KINDS = ("nvmeof_reconnect", "nvmeof_transport_error")
 ERRNO_MEANINGS = {
     -111: "connection refused: nothing listens on the target port (target service down or wrong port)",
@@ -179,8 +180,11 @@ class _Context:
         point = str(mount.get("mountpoint") or "")
         info = self.mountinfo.get(point) if isinstance(self.mountinfo.get(point), dict) else {}
         maj_min = info.get("maj_min") or self._target_majmin(point)
-        stack = self._device_stack(str(mount.get("device") or mount.get("source") or ""), maj_min, point)
-        kinds = {layer["kind"] for layer in stack} | _fs_kinds(fstype, mount.get("device"))
+        fs_kinds = _fs_kinds(fstype, mount.get("device"))
+        # network/virtual filesystems name no block device (/dev/<fsname> for GPFS is not one)
+        device = "" if fs_kinds & NO_BLOCK_DEVICE else str(mount.get("device") or mount.get("source") or "")
+        stack = self._device_stack(device, maj_min, point) if device or maj_min else []
+        kinds = {layer["kind"] for layer in stack} | fs_kinds
         namespaces = sorted({n for layer in stack if (n := _namespace_of(layer["name"]))})
         controllers = self._controllers_of(namespaces)
         opts = mount.get("opts") if isinstance(mount.get("opts"), dict) else {}
