@@ -308,3 +308,17 @@ def test_connect_errors_are_unique_with_their_meaning() -> None:
     )
     [error] = analysis.facts["derived"]["storage_dmesg"]["connect_errors"]
     assert error["errno"] == -111 and error["meaning"].startswith("connection refused")
+
+
+def test_findmnt_only_target_gets_its_options_split() -> None:
+    target = {
+        "device": "/dev/nvme1n1",
+        "mountpoint": "/mnt/ckpt",
+        "fstype": "ext4",
+        "options": "rw,noatime,data=ordered",
+    }
+    [stack] = derive({}, target, target=target)["storage_checkpoint_mounts"]
+    assert (
+        stack["opts"] == {"rw": True, "noatime": True, "data": "ordered"}
+        and stack["all_opts"]["data"] == "ordered"
+    )

@@ -187,10 +187,11 @@ class _Context:
         kinds = {layer["kind"] for layer in stack} | fs_kinds
         namespaces = sorted({n for layer in stack if (n := _namespace_of(layer["name"]))})
         controllers = self._controllers_of(namespaces)
-        opts = mount.get("opts") if isinstance(mount.get("opts"), dict) else {}
+        opts = _dict(mount.get("opts")) or _split_options(mount.get("options"))  # findmnt-only targets
         all_opts = info.get("all_opts") if isinstance(info.get("all_opts"), dict) else opts
         return {
             **mount,
+            "opts": opts,
             "maj_min": maj_min,
             "anonymous": maj_min.split(":")[0] == "0" if maj_min else None,
             "all_opts": {**all_opts, **opts},
@@ -418,6 +419,12 @@ def _controller_view(raw: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 # --- classification helpers ---------------------------------------------------------------------
+
+
+def _split_options(options: Any) -> dict[str, Any]:
+    from gdsdoctor.probes.mounts import split_options
+
+    return split_options(options) if isinstance(options, str) and options else {}
 
 
 def _device_name(device: str) -> str | None:
