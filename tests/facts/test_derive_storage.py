@@ -322,3 +322,12 @@ def test_findmnt_only_target_gets_its_options_split() -> None:
         stack["opts"] == {"rw": True, "noatime": True, "data": "ordered"}
         and stack["all_opts"]["data"] == "ordered"
     )
+
+
+def test_kernel_events_on_the_checkpoint_devices() -> None:
+    files = sorted((FIXTURES / "nvme-path-error-on-checkpoint-mount" / "files").iterdir())
+    derived = analyze_paths(files, "/mnt/ckpt/step-1000").facts["derived"]
+    hits = {(e["kind"], e["device"]) for e in derived["storage_dmesg"]["on_checkpoint"]}
+    assert ("fs_shutdown", "nvme0n1p1") in hits and ("nvme_status_error", "nvme0n1") in hits
+    elsewhere = analyze_paths(files, "/users/PZS0710").facts["derived"]  # the NFS mount: other devices
+    assert elsewhere["storage_dmesg"]["on_checkpoint"] == []

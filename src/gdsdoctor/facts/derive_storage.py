@@ -36,7 +36,9 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   keep-alive), ``pcie_resets`` (resets, removals, capacity → 0, not on fabrics),
   ``fabrics_timeouts``, ``completion_polled`` (lost interrupts), ``devices``: the unique
   device names of each group (``devices.pcie_timeouts``), and ``connect_errors``: the unique
-  errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``).
+  errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``), and
+  ``on_checkpoint``: the events whose device is under a checkpoint mount (filesystem, partition,
+  namespace or controller).
 - ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
 - ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART).
@@ -127,7 +129,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "storage_fabrics_controllers": fabrics,
         "storage_fabrics_devices": fabrics_devices,
         "storage_rdma_capable": _rdma_capable(facts),
-        "storage_dmesg": _dmesg(facts, set(fabrics_devices)),
+        "storage_dmesg": _dmesg(facts, set(fabrics_devices), _checkpoint_devices(mounts)),
     }
 
 
@@ -660,7 +662,25 @@ def _on_fabrics(event: dict[str, Any], fabrics: set[str]) -> bool:
     return device in fabrics or bool(match and f"nvme{match[1]}" in fabrics)
 
 
-def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, Any]:
+def _checkpoint_devices(mounts: list[dict[str, Any]]) -> set[str]:
+    """Every device name under the checkpoint mounts: stack layers, namespaces, controllers."""
+    names: set[str] = set()
+    for mount in mounts:
+        names |= {str(layer["name"]) for layer in mount["stack"]}
+        names |= set(mount["nvme_namespaces"]) | {str(c["name"]) for c in mount["nvme_controllers"]}
+        names |= {f"nvme{m[1]}" for n in mount["nvme_namespaces"] if (m := _NVME_NAMESPACE.match(n))}
+    return names
+
+
+def _on_checkpoint(event: dict[str, Any], devices: set[str]) -> bool:
+    device = re.sub(r"^(.*\d)-\d+$", r"\1", str(event.get("device") or ""))  # JBD2 names the journal "nvme0n1p1-8"
+    if not device:
+        return False
+    namespace = _namespace_of(device)
+    return device in devices or (namespace is not None and namespace in devices)
+
+
+def _dmesg(facts: dict[str, Any], fabrics: set[str], checkpoint_devices: set[str]) -> dict[str, Any]:
     events = _events(facts)
     timeouts = [e for e in events if e.get("kind") == "nvme_timeout" and not _is_keepalive(e)]
     groups = {
@@ -678,4 +698,5 @@ def _dmesg(facts: dict[str, Any], fabrics: set[str]) -> dict[str, Any]:
     devices = {
         name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
     }
-    return {**groups, "devices": devices, "connect_errors": groups_errors}
+    on_checkpoint = [e for e in events if _on_checkpoint(e, checkpoint_devices)]
+    return {**groups, "devices": devices, "connect_errors": groups_errors, "on_checkpoint": on_checkpoint}
