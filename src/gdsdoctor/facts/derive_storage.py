@@ -673,7 +673,8 @@ def _checkpoint_devices(mounts: list[dict[str, Any]]) -> set[str]:
 
 
 def _on_checkpoint(event: dict[str, Any], devices: set[str]) -> bool:
-    device = re.sub(r"^(.*\d)-\d+$", r"\1", str(event.get("device") or ""))  # JBD2 names the journal "nvme0n1p1-8"
+    # JBD2 names the journal after the partition: "nvme0n1p1-8"
+    device = re.sub(r"^(.*\d)-\d+$", r"\1", str(event.get("device") or ""))
     if not device:
         return False
     namespace = _namespace_of(device)
