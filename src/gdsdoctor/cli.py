@@ -307,14 +307,48 @@ def collect(
     deadline: Annotated[
         float, typer.Option(help="Global time limit for capture, seconds.")
     ] = DEFAULT_DEADLINE_S,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
+            "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
+        ),
+    ] = False,
 ) -> None:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
+    from gdsdoctor.capture.redact import map_path_for, redact_capture, write_private_map
+
     if output.exists() and (output.is_file() or any(output.iterdir())):
         raise UserError(f"{output} already exists; choose a new name")
+    if redact and map_path_for(output).exists():
+        raise UserError(f"{map_path_for(output)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
-    write_bundle(capture, output)
+    try:
+        if redact:
+            capture, mapping = redact_capture(capture)
+            write_private_map(mapping, map_path_for(output))
+        write_bundle(capture, output, redacted=redact)
+    except OSError as error:  # a read-only or full filesystem: one line, not a traceback
+        raise UserError(f"cannot write {error.filename or output}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
     typer.echo(f"wrote {output}: {len(capture.artifacts)} artifacts, {ok} ok", err=True)
+    if redact:
+        typer.echo(f"private redaction map (keep it, never attach it): {map_path_for(output)}", err=True)
+
+
+@app.command("redact")
+def redact_command(
+    files: Annotated[list[Path], typer.Argument(help="Pasted text files to redact.")],
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Where to write the copies (default: next to each).")
+    ] = None,
+) -> None:
+    """Write redacted copies (NAME.redacted) of pasted files, and the private map beside them."""
+    from gdsdoctor.capture.redact import redact_files
+
+    for line in redact_files(files, output_dir):
+        typer.echo(line, err=True)
 
 
 @app.command()
