@@ -42,6 +42,8 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
 - ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
 - ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART).
+- ``storage_mount_table_shows_atime``: some mount in the table carries relatime/noatime (a
+  kernel-written table), so a mount without either really is strictatime.
 - ``storage_ana``: per multipath namespace ``{head, paths, states, optimized, usable,
   inaccessible (path names), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
 - ``storage_multipath_subsystems``: subsystems reached through two or more NVMe-oF
@@ -103,6 +105,7 @@ EMPTY: dict[str, Any] = {
     "storage_fabrics_controllers": [],
     "storage_fabrics_devices": [],
     "storage_rdma_capable": None,
+    "storage_mount_table_shows_atime": False,
     "storage_dmesg": {},
 }
 
@@ -129,6 +132,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "storage_fabrics_controllers": fabrics,
         "storage_fabrics_devices": fabrics_devices,
         "storage_rdma_capable": _rdma_capable(facts),
+        "storage_mount_table_shows_atime": _shows_atime(facts),
         "storage_dmesg": _dmesg(facts, set(fabrics_devices), _checkpoint_devices(mounts)),
     }
 
@@ -605,6 +609,14 @@ def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) ->
 
 
 # --- RDMA and kernel log ------------------------------------------------------------------------
+
+
+def _shows_atime(facts: dict[str, Any]) -> bool:
+    """The kernel prints relatime/noatime/strictatime on every mount; a table without any of them
+    was written or filtered by hand, so a missing atime option there says nothing."""
+    flags = ("relatime", "noatime", "strictatime", "lazytime")
+    mounts = _dicts(_ok(facts, "mounts").get("mounts")) + _dicts(_ok(facts, "mountinfo").get("mounts"))
+    return any(_dict(m.get("opts")).get(flag) for m in mounts for flag in flags)
 
 
 def _rdma_capable(facts: dict[str, Any]) -> bool | None:
