@@ -41,7 +41,8 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   namespace or controller).
 - ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
-- ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART).
+- ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART, or an
+  NVMe namespace under a checkpoint mount).
 - ``storage_mount_table_shows_atime``: some mount in the table carries relatime/noatime (a
   kernel-written table), so a mount without either really is strictatime.
 - ``storage_ana``: per multipath namespace ``{head, paths, states, optimized, usable,
@@ -123,7 +124,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     return {
         "storage_checkpoint_mounts": mounts,
         "storage_fabrics_present": _fabrics_present(facts, fabrics_devices),
-        "storage_nvme_present": _nvme_present(facts),
+        "storage_nvme_present": True if any(m["nvme_namespaces"] for m in mounts) else _nvme_present(facts),
         "storage_ana": context.ana_groups(),
         "storage_multipath_subsystems": context.multipath_subsystems(),
         "storage_free": free,
