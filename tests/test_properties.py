@@ -167,10 +167,6 @@ def test_capture_files_on_arbitrary_bytes(scratch: Path, data: bytes) -> None:
     assert len(capture.notes) + len(capture.artifacts) == 1
 
 
-# Known bug outside this file: facts/derive.py measured_write() indexes gdsio "runs", which the
-# gdsio parser gives as a count (int), so analysing a pasted gdsio output with a WRITE run raises
-# TypeError. Not strict: this passes again once derive.py checks isinstance(runs, list).
-@pytest.mark.xfail(reason="derive.measured_write: gdsio runs is an int (TypeError)", strict=False)
 @settings(max_examples=60, deadline=None)
 @given(data=st.binary(max_size=4096) | mutated_samples().map(str.encode))
 def test_analysis_of_arbitrary_pasted_files(scratch: Path, data: bytes) -> None:

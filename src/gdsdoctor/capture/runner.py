@@ -159,8 +159,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 @atexit.register
-def _kill_leftovers() -> None:
-    """Commands abandoned at the global deadline must not outlive gdsdoctor."""
+def kill_running() -> None:
+    """Kill every command still running: at the global deadline, and at exit, so that commands
+    abandoned at the deadline never outlive gdsdoctor."""
     with _running_lock:
         groups = list(_running)
     for group in groups:
