@@ -271,7 +271,7 @@ def relation(a: dict[str, Any], b: dict[str, Any]) -> str | None:
 
 
 def relation_label(found: str, a: dict[str, Any], b: dict[str, Any]) -> str:
-    """nvidia-smi's name for the relation; across host bridges it is NODE or SYS, unknown without NUMA nodes."""
+    """nvidia-smi's name for the relation; across host bridges: NODE or SYS, unknown without NUMA nodes."""
     if found == "cross_root_complex" and (a["numa_node"] is None or b["numa_node"] is None):
         return "NODE or SYS"
     return LABEL[found]
@@ -300,8 +300,9 @@ def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             pairs.append(
                 {"gpu": label(gpu["bdf"], None, "gpu"), "gpu_bdf": gpu["bdf"],
                  "other": label(other["bdf"], other["name"], other["kind"]), "other_bdf": other["bdf"],
-                 "other_kind": other["kind"], "relation": found, "rank": RANK[found], "label": LABEL[found],
-                 "numa_aligned": aligned, "path_bridges": path, "src": other["src"]}
+                 "other_kind": other["kind"], "relation": found, "rank": RANK[found],
+                 "label": relation_label(found, gpu, other), "numa_aligned": aligned,
+                 "path_bridges": path, "src": other["src"]}
             )  # fmt: skip
     return pairs
 

@@ -37,7 +37,8 @@ name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, spee
 width_downgraded}|None, lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid,
 trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set:
 [flag]|None, bar1_bytes, secondary_bus ("0000:17" for a bridge's ``Bus: secondary=17``, else None), port_type
-(``root_port``, ``upstream``, ``downstream``, ``endpoint``, ``rc_endpoint``, ``legacy_endpoint``, ``bridge`` or None), src,
+(``root_port``, ``upstream``, ``downstream``, ``endpoint``, ``rc_endpoint``, ``legacy_endpoint``,
+``bridge`` or None), src,
 srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown)
 when the capabilities were not readable, never False.
 """
