@@ -1,0 +1,714 @@
+"""Kernel log events, from ``dmesg`` (or ``journalctl -k``) in every form users paste.
+
+Accepted line forms (mixed in one paste is fine)::
+
+    [  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting          dmesg
+    <3>[  519.201025] nvme nvme0: ...                                  dmesg -r
+    kern  :err   : [  519.201025] nvme nvme0: ...                      dmesg -x
+    [Wed Apr  9 08:23:03 2025] nvme nvme0: starting error recovery     dmesg -T
+    [Jan18 08:23] nvidia_fs: ...   /   [  +0.000031] nvidia_fs: ...     dmesg -H
+    6,3973,227996636,-;nvidia-peermem nv_get_p2p_free_callback ...     /dev/kmsg
+    Jan  2 10:00:00 host kernel: XFS (dm-4): ...                       syslog, journalctl
+    2023-01-02T10:00:00+0000 host kernel: ...                          journalctl -o short-iso
+    [   12.345678] host kernel: ...                                     journalctl -o short-monotonic
+     kern: warning: [2024-10-29T13:44:17.655Z]: nvme nvme2: ...        talosctl dmesg
+    {"dmesg": [{"pri": 3, "time": 12.3, "msg": "..."}]}                dmesg --json
+    {"MESSAGE": "...", "_BOOT_ID": "...", "__MONOTONIC_TIMESTAMP": ...} journalctl -k -o json (one per line)
+    nvidia-fs:nvfs_pin_gpu_pages:1292 Error ret -22 ...                bare message
+
+Boots: ``-- Boot <id> --`` / ``-- Reboot --`` separators, a new ``_BOOT_ID``, a ``Linux version`` banner, or
+seconds-since-boot timestamps going backwards start a new boot; the last one is current.
+
+Section shape::
+
+    format: str              # dmesg|dmesg_raw|dmesg_T|dmesg_H|kmsg|json|journal|plain|mixed
+    line_count: int                # lines read (JSON: entries)
+    boot_count: int                # boots seen (>= 1)
+    kernel_release: str | None     # from the last "Linux version X" banner
+    cmdline: str | None            # from the last "Command line:" line
+    events: [ {kind, device, message, timestamp, monotonic_s, level, boot, current_boot, details, src} ]
+    events_dropped: int            # events cut from the middle of a huge log (summary still counts them)
+    summary: [ {kind, device, count, current_boot_count, first_line, last_line,
+                first_timestamp, last_timestamp, message, src} ]   # one per (kind, device)
+    kinds: [str]                   # kinds seen at all
+    current_boot_kinds: [str]      # kinds seen in the current boot
+
+``timestamp`` is the stamp as given (``"519.201025"``, ``"Wed Apr  9 08:23:03 2025"``, ISO);
+``monotonic_s`` is seconds since boot when the stamp is one, else None. ``details`` holds
+values pulled from the message (errno, qid, xid, sector, status...), keys per kind in
+docs/facts/dmesg.md. The event kinds are :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+
+MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
+
+_LEVELS = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+_LEVEL_ALIASES = {"warn": "warning", "error": "err", "panic": "emerg"}
+
+# ---------------------------------------------------------------------------------------------
+# Line prefixes (timestamps, priorities, syslog headers)
+# ---------------------------------------------------------------------------------------------
+
+_BOOT_SEPARATOR = re.compile(r"^-- (?:Boot [0-9a-f]+|Reboot) --\s*$")
+_JOURNAL_NOTE = re.compile(r"^-- (?:Logs begin|Journal begins|No entries|Journal started).*--\s*$")
+_CONTINUATION = re.compile(r"^\s+[A-Z_]+=")  # kmsg/journal key=value continuation lines
+_KMSG = re.compile(r"^(?P<prio>\d{1,4}),(?P<seq>\d+),(?P<usec>\d+),[^;,]*(?:,[^;]*)?;(?P<msg>.*)$")
+_PRIO = re.compile(r"^<(?P<prio>\d{1,4})>")
+_DMESG_X = re.compile(
+    r"^(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
+    r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
+)
+_TALOS = re.compile(r"^\s*(?P<fac>[a-z0-9]+): *(?P<lvl>[a-z]+): *\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]+)\]: ?")
+_MONO = re.compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
+_ISO_DMESG = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
+_BRACKET_DATE = re.compile(
+    r"^\[(?P<ts>(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:[.,]\d+)? \d{4}"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\]]*)\] ?"
+)
+_BRACKET_HUMAN = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d|\s*\+\s*\d+\.\d+)\] ?")
+_SYSLOG = re.compile(
+    r"^(?P<ts>[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
+)
+_BARE_IDENT = re.compile(r"^(?:[\w.-]+ )?kernel(?:\[\d+\])?: ?")
+_BANNER = re.compile(r"Linux version (?P<release>\S+)")
+_CMDLINE = re.compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One kernel message with its prefix taken apart."""
+
+    number: int
+    raw: str
+    message: str
+    form: str  # which prefix form the line had (feeds the section's "format")
+    timestamp: str | None = None
+    monotonic_s: float | None = None
+    level: str | None = None
+
+
+def _level_name(value: Any) -> str | None:
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return _LEVELS[int(value) & 7]
+    if isinstance(value, str):
+        name = value.strip().lower()
+        name = _LEVEL_ALIASES.get(name, name)
+        return name if name in _LEVELS else None
+    return None
+
+
+def _strip_ident(message: str) -> str:
+    """Drop a leftover ``host kernel:`` (journalctl short-monotonic, bare syslog excerpts)."""
+    return _BARE_IDENT.sub("", message, count=1)
+
+
+def split_line(number: int, raw: str) -> LogLine:
+    """Take the prefix of one line apart; a line with no known prefix is a bare message."""
+    line = raw.rstrip()
+    if m := _KMSG.match(line):
+        usec = int(m["usec"])
+        return LogLine(
+            number, raw, m["msg"], "kmsg", f"{usec / 1e6:.6f}", usec / 1e6, _level_name(int(m["prio"]))
+        )
+    if m := _TALOS.match(line):
+        return LogLine(number, raw, line[m.end() :], "journal", m["ts"], None, _level_name(m["lvl"]))
+    level: str | None = None
+    form = "dmesg"
+    if m := _PRIO.match(line):
+        level, line, form = _level_name(int(m["prio"])), line[m.end() :], "dmesg_raw"
+    elif m := _DMESG_X.match(line):
+        level, line = _level_name(m["lvl"]), line[m.end() :]
+    if m := _BRACKET_DATE.match(line):
+        return LogLine(number, raw, _strip_ident(line[m.end() :]), "dmesg_T", m["ts"], None, level)
+    if m := _BRACKET_HUMAN.match(line):
+        return LogLine(number, raw, line[m.end() :], "dmesg_H", m["ts"].strip(), None, level)
+    if m := _ISO_DMESG.match(line):
+        return LogLine(number, raw, line[m.end() :], "dmesg_T", m["ts"], None, level)
+    if m := _SYSLOG.match(line):
+        message, monotonic = line[m.end() :], None
+        if inner := _MONO.match(message):  # kern.log keeps the kernel stamp: "kernel: [   12.3] msg"
+            message, monotonic = message[inner.end() :], float(inner["ts"])
+        return LogLine(number, raw, message, "journal", m["ts"], monotonic, level)
+    # A monotonic stamp may come after other output glued to the line ("node1 login: [ 519.2] ...").
+    if (m := _MONO.match(line)) or (
+        (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()]
+    ):
+        message = _strip_ident(line[m.end() :])
+        form = "journal" if message != line[m.end() :] else form
+        return LogLine(number, raw, message, form, m["ts"], float(m["ts"]), level)
+    bare = _strip_ident(line)
+    if bare != line:
+        form = "journal"
+    elif level is None:
+        form = "plain"
+    return LogLine(number, raw, bare, form, None, None, level)
+
+
+# ---------------------------------------------------------------------------------------------
+# Event kinds: (kind, patterns) in priority order; the first pattern that matches wins.
+# Named groups become event details; group "device" (if any) names the device.
+# Patterns follow the kernel's wording across versions (see docs/facts/dmesg.md), not one sample.
+# ---------------------------------------------------------------------------------------------
+
+_ERRNO = r"\(?(?P<errno>-\d+)\)?"
+_TIMEOUT_ACTION = r"(?P<action>aborting|reset controller|disable controller|completion polled)"
+
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "peermem_error",
+        (r"(?i)\b(?:nvidia[-_]peermem|nv_peer_mem)\b.*(?:error|fail|unknown symbol|disagrees|invalid)",),
+    ),
+    (
+        "gpl_symbol_refusal",
+        (
+            r"^(?:(?P<module>\w+): )?module using GPL-only symbols uses symbols (?:\S+ )?from proprietary "
+            r"module (?P<provider>\w+)",
+            r"^(?:(?P<module>\w+): )?Unknown symbol (?P<symbol>nvidia_p2p_\w+)",
+        ),
+    ),
+    (
+        "module_symbol_mismatch",
+        (
+            r"^(?P<module>\w+): no symbol version for (?P<symbol>\w+)",
+            r"^(?P<module>\w+): disagrees about version of symbol (?P<symbol>\w+)",
+            r"^(?P<module>\w+): Unknown symbol (?P<symbol>\w+)",
+        ),
+    ),
+    (
+        "nvidia_fs_error",
+        (
+            r"(?i)nvidia[-_]fs:.*Incompatible page table version (?P<version>0x[0-9a-f]+)",
+            r"(?i)nvidia[-_]fs:.*Error ret (?P<errno>-\d+) invoking (?P<call>\w+)",
+            r"(?i)nvidia[-_]fs:\s*(?P<op>read|write) IO failed\s*:\s*(?P<errno>-\d+)",
+            r"(?i)nvidia[-_]fs:.*rw_verify_area failed with (?P<errno>-\d+)",
+            r"kernel BUG at \S*nvidia-fs\S*",
+            r"(?i)nvidia[-_]fs:.*(?:error|fail|incompatible|not set|cannot|invalid|not aligned|unable|bug)",
+        ),
+    ),
+    ("nvidia_fs_loaded", (r"nvidia[-_]fs: registered correctly with major number (?P<major>\d+)",)),
+    (
+        "nvrm_xid",
+        (
+            r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+)",  # noqa: E501
+        ),
+    ),
+    (
+        "nvme_status_error",
+        (
+            r"^(?P<device>nvme\d+(?:c\d+)?n\d+): (?P<op>.+?)\(0x[0-9a-f]+\) @ LBA (?P<lba>\d+), (?P<blocks>\d+) "  # noqa: E501
+            r"blocks, (?P<status>.+?) \(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
+            r"^(?:nvme (?P<device>nvme\d+): )?(?P<op>[\w /-]+?)\(0x[0-9a-f]+\),? (?P<status>.+?) "
+            r"\(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
+        ),
+    ),
+    (
+        "nvme_timeout",
+        (
+            r"\bI/O (?:tag )?(?P<tag>\d+) (?:\([0-9a-fx]+\) )?(?:type \d+ )?(?:opcode (?P<opcode>0x[0-9a-f]+) "  # noqa: E501
+            r"(?:\([^)]*\) )?)?QID (?P<qid>\d+) timeout(?:, " + _TIMEOUT_ACTION + ")?",
+            r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]+)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",  # noqa: E501
+            r"\btimeout, " + _TIMEOUT_ACTION,
+        ),
+    ),
+    ("nvme_abort", (r"\bAbort status: (?P<status>0x[0-9a-f]+)",)),
+    (
+        "nvmeof_keepalive",
+        (
+            r"failed nvme_keep_alive(?:_end_io)? error=(?P<status>-?\d+)",
+            r"(?i)keep[- _]alive (?:failed|timeout|timed out)",
+            r"keep_alive_tmo 0 won't execute",
+        ),
+    ),
+    (
+        "nvme_ana",
+        (
+            r"no (?P<state>usable|available) path - (?:requeuing|failing) I/O",
+            r"ANATT timeout",
+            r"Failed to get ANA log",
+            r"ANA log page size",
+            r"disabling ANA support",
+            r"ANA group \d+: (?P<state>[\w-]+)",
+            r"(?i)path (?:is )?inaccessible",
+        ),
+    ),
+    (
+        "nvmeof_transport_error",
+        (
+            r"for CQE 0x\w+ failed with status (?P<status>.+?) \((?P<code>\d+)\)",
+            r"receive failed: +(?P<errno>-?\d+)",
+            r"failed to send request (?P<errno>-?\d+)",
+            r"(?:header|data) digest error",
+            r"bad pdu length returned",
+        ),
+    ),
+    (
+        "nvmeof_reconnect",
+        (
+            r"Reconnecting in (?P<delay_s>\d+) seconds",
+            r"Failed reconnect attempt(?: (?P<attempt>\d+)(?:/(?P<max_attempts>\d+))?)?",
+            r"failed to connect socket: " + _ERRNO,
+            r"rdma connection establishment failed " + _ERRNO,
+            r"Connect rejected: status (?P<status>\d+)",
+            r"Connect command failed",
+            r"Connect Invalid (?:Data|SQE) Parameter",
+            r"Connect for subsystem .* is not allowed",
+            r"failed to connect queue: \d+ ret=(?P<errno>-?\d+)",
+            r"rdma_resolve_addr wait failed " + _ERRNO,
+            r"(?:address|route) error " + _ERRNO,
+            r"rdma_connect failed " + _ERRNO,
+            r"failed to initialize (?:pi )?mr pool",
+            r"starting error recovery",
+            r"Removing controller(?: \((?P<errno>-?\d+)\))?",
+            r"Removing ctrl: NQN",
+            r"(?i)ctrl(?:_| )loss",
+        ),
+    ),
+    ("nvmeof_reconnected", (r"Successfully reconnected",)),
+    (
+        "nvme_reset",
+        (
+            r"controller is down; will reset: CSTS=(?P<csts>0x[0-9a-f]+)",
+            r"Device not ready; aborting (?:reset|initiali[sz]ation)(?:, CSTS=(?P<csts>0x[0-9a-f]+))?",
+            r"Removing after probe failure status: (?P<errno>-?\d+)",
+            r"frozen state error detected, reset controller",
+            r"Identify Controller failed \((?P<errno>-?\d+)\)",
+            r"Disabling device after reset failure",
+            r"(?i)resetting controller",
+            r"restart after slot reset",
+        ),
+    ),
+    ("capacity_to_zero", (r"^(?P<device>\S+): detected capacity change from \d+ to 0\b",)),
+    (
+        "fs_mount_option_rejected",
+        (
+            r"(?i)\bnobarrier\b.*(?:deprecated|removed|ignor|unknown|invalid)",
+            r"(?i)(?:unknown|unrecognized|bad) mount option",
+            r"(?i)^(?:XFS|EXT4-fs|ext4|xfs|btrfs|BTRFS)\b.*(?:unknown|unrecognized) (?:option|parameter)",
+        ),
+    ),
+    (
+        "cmdline_option_rejected",
+        (
+            r"(?P<subsystem>AMD-Vi|PCI|DMAR|iommu|pci): Unknown option",
+            r"Unknown kernel command line parameters \"(?P<params>[^\"]*)\"",
+        ),
+    ),
+    (
+        "fs_shutdown",
+        (
+            r"Filesystem has been shut down",
+            r"Corruption (?:of in-memory data )?detected",
+            r"xfs_do_force_shutdown\((?P<flags>0x[0-9a-f]+)\)",
+            r"Shutting down filesystem",
+            r"Please umount the filesystem",
+            r"Aborting journal on device (?P<device>\S+?)(?:-\d+)?\.?$",
+            r"Remounting filesystem read-only",
+            r"(?i)ext4.*aborting journal",
+        ),
+    ),
+    (
+        "fs_error",
+        (
+            r"EXT4-fs error",
+            r"EXT4-fs \((?P<device>[^)]+)\): I/O error while writing superblock",
+            r"ext4_end_bio:.*I/O error",
+            r"failed to convert unwritten extents",
+            r"JBD2: (?:recovery failed|error loading journal|.*error)",
+            r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"  # noqa: E501
+            r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
+            r"BTRFS (?:error|critical)",
+        ),
+    ),
+    (
+        "blk_io_error",
+        (
+            r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
+            r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"
+            r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
+            r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
+            r"(?i)critical medium error",
+        ),
+    ),
+    (
+        "pcie_aer",
+        (
+            r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
+            r"PCIe Bus Error: severity=(?P<severity>[\w() -]+?),",
+            r"AER: .*error",
+            r"(?:^|:)\s*\[\s*\d+\]\s+(?P<error>RxErr|BadTLP|BadDLLP|Rollover|Timeout|ReplayTimer|AdvNonFatalErr|"
+            r"ACSViol|CmpltTO|CmpltAbrt|UnxCmplt|MalfTLP|ECRC|UnsupReq|DLP|SDES|FCP|PoisonTLP|RxOF)",
+        ),
+    ),
+    (
+        "iommu_fault",
+        (
+            r"DMAR: DRHD: handling fault",
+            r"DMAR: \[DMA (?:Read|Write)",
+            r"IO_PAGE_FAULT",
+            r"AMD-Vi: Event logged",
+            r"(?i)arm-smmu.*(?:fault|unhandled context)",
+            r"(?i)iommu fault",
+        ),
+    ),
+    (
+        "iommu_info",
+        (
+            r"iommu: Default domain type: (?P<domain_type>\w+)",
+            r"DMAR: IOMMU enabled",
+            r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O",
+            r"AMD-Vi: (?:IOMMU performance counters supported|Interrupt remapping enabled|Found IOMMU)",
+            r"Adding to iommu group (?P<group>\d+)",
+            r"iommu: DMA domain TLB invalidation policy: (?P<policy>\w+)",
+        ),
+    ),
+    (
+        "pat_conflict",
+        (
+            r"x86/PAT: .*conflicting memory types",
+            r"memtype_reserve failed",
+            r"x86/PAT: .*map pfn expected mapping type",
+        ),
+    ),
+    ("p2pdma", (r"\bp2pdma\b", r"\bpci_p2pdma\w*", r"\bp2pmem\b", r"(?i)\bpeer-to-peer DMA")),
+    ("hung_task", (r"task (?P<task>\S+) blocked for more than (?P<seconds>\d+) seconds",)),
+    (
+        "kernel_bug",
+        (r"kernel BUG at ", r"^BUG: ", r"^Oops: ", r"general protection fault", r"^WARNING: CPU: \d+ PID"),
+    ),
+)
+
+# Cheap gate per kind: a message is tried against a kind's patterns only if its lower-cased text
+# contains one of these words (Python regexes cost ~1 us per pattern per line; logs run to 100k lines).
+# Every pattern of a kind must contain one of its hints (a test checks this).
+_HINTS: dict[str, tuple[str, ...]] = {
+    "peermem_error": ("peermem", "peer_mem"),
+    "gpl_symbol_refusal": ("gpl-only", "unknown symbol"),
+    "module_symbol_mismatch": ("symbol",),
+    "nvidia_fs_error": ("nvidia",),
+    "nvidia_fs_loaded": ("registered correctly",),
+    "nvrm_xid": ("xid",),
+    "nvme_status_error": ("sct ",),
+    "nvme_timeout": ("timeout",),
+    "nvme_abort": ("abort status",),
+    "nvmeof_keepalive": ("keep",),
+    "nvme_ana": ("path", "ana"),
+    "nvmeof_transport_error": ("cqe", "receive failed", "send request", "digest", "pdu"),
+    "nvmeof_reconnect": ("connect", "error recovery", "removing", "mr pool", "ctrl", "rdma_resolve_addr",
+                         "address", "route"),
+    "nvmeof_reconnected": ("successfully reconnected",),
+    "nvme_reset": ("reset", "not ready", "probe failure", "identify controller"),
+    "capacity_to_zero": ("capacity change",),
+    "fs_mount_option_rejected": ("barrier", "option", "parameter"),
+    "cmdline_option_rejected": ("unknown option", "unknown kernel command line"),
+    "fs_shutdown": ("shut", "corruption", "please umount", "journal", "read-only"),
+    "fs_error": ("ext4", "jbd2", "xfs", "btrfs", "unwritten extents"),
+    "blk_io_error": ("error, dev", "i/o error", "medium error"),
+    "pcie_aer": ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer",
+                 "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp",
+                 "poisontlp", "rxof"),
+    "iommu_fault": ("dmar", "io_page_fault", "amd-vi", "smmu", "iommu fault"),
+    "iommu_info": ("iommu", "dmar", "amd-vi"),
+    "pat_conflict": ("pat", "memtype"),
+    "p2pdma": ("p2p", "peer-to-peer"),
+    "hung_task": ("blocked for more",),
+    "kernel_bug": ("bug", "oops", "general protection", "warning: cpu"),
+}  # fmt: skip
+KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
+
+
+def _gate(hints: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(hint) for hint in hints))
+
+
+_COMPILED = tuple(
+    (kind, _gate(_HINTS[kind]), tuple(re.compile(p) for p in patterns)) for kind, patterns in _RULES
+)
+_ANY_HINT = _gate(tuple(hint for hints in _HINTS.values() for hint in hints))
+MAX_CLASSIFIED_CHARS = 2000  # bounds regex work on garbage lines
+
+# Device names, most specific first; the first hit names the event's device.
+_DEVICE_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r"^(?:nvme|block|nvme_tcp|nvme_rdma|nvme_fabrics) (?P<d>nvme\d+(?:c\d+)?(?:n\d+)?(?:p\d+)?):",
+        r"^(?P<d>nvme\d+(?:c\d+)?n\d+(?:p\d+)?):",
+        r"\bdev(?:ice)? (?P<d>[a-z]+[\w-]*?)(?:-\d+)?[,.]?(?:\s|$)",
+        r"^(?:XFS|EXT4-fs|EXT4-fs error|BTRFS \w+) \((?:device )?(?P<d>[^)\s]+)\)",
+        r"\b(?P<d>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b",
+        r"\[(?P<d>sd[a-z]+)\]",
+        r"Request device \[(?P<d>[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\]",
+        r"\b(?P<d>nvme\d+(?:c\d+)?(?:n\d+)?(?:p\d+)?)\b",
+    )
+)
+
+
+def _device(message: str) -> str | None:
+    for pattern in _DEVICE_PATTERNS:
+        if m := pattern.search(message):
+            return m["d"]
+    return None
+
+
+def _detail(value: str) -> int | str:
+    """Decimal numbers become ints; hex stays as written (``"0x71"``), the way rules quote it."""
+    value = value.strip()
+    return int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
+
+
+def classify(message: str) -> tuple[str, str | None, dict[str, Any]] | None:
+    """(kind, device, details) for a kernel message, or None when no failure mode matches."""
+    message = message[:MAX_CLASSIFIED_CHARS]
+    lowered = message.lower()
+    if not _ANY_HINT.search(lowered):
+        return None
+    for kind, gate, patterns in _COMPILED:
+        if not gate.search(lowered):
+            continue
+        for pattern in patterns:
+            m = pattern.search(message)
+            if not m:
+                continue
+            groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            device = groups.pop("device", None) or _device(message)
+            return kind, device, {key: _detail(value) for key, value in groups.items()}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the whole text
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Boots:
+    """Boot boundaries: a separator, a banner, or a seconds-since-boot clock going backwards."""
+
+    index: int = 0
+    lines_in_boot: int = 0
+    last_monotonic: float | None = None
+    release: str | None = None
+    cmdline: str | None = None
+    boot_id: Any = None  # journalctl -o json _BOOT_ID of the last record
+    forms: set[str] = field(default_factory=set)
+
+    def new_boot(self) -> None:
+        if self.lines_in_boot:
+            self.index += 1
+        self.lines_in_boot = 0
+        self.last_monotonic = None
+
+    def see(self, line: LogLine) -> int:
+        back = line.monotonic_s is not None and self.last_monotonic is not None
+        if back and line.monotonic_s < self.last_monotonic - 1.0:  # type: ignore[operator]
+            self.new_boot()
+        if m := _BANNER.search(line.message):
+            self.new_boot()
+            self.release = m["release"]
+        if m := _CMDLINE.match(line.message):
+            self.cmdline = m["cmdline"].strip()
+        if line.monotonic_s is not None:
+            self.last_monotonic = line.monotonic_s
+        self.lines_in_boot += 1
+        self.forms.add(line.form)
+        return self.index
+
+
+def _json_lines(text: str) -> Iterator[LogLine]:
+    """Entries of ``dmesg --json``, each placed on the line of its ``"msg"`` key."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"dmesg --json output is not valid JSON: {exc}") from None
+    entries = document.get("dmesg") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ParseError('JSON without a "dmesg" list (expected `dmesg --json`)')
+    msg_lines = [n for n, line in numbered_lines(text) if '"msg"' in line]
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("msg"), str):
+            continue
+        number = msg_lines[index] if index < len(msg_lines) else 1
+        raw_time = entry.get("time")
+        monotonic = (
+            float(raw_time) if isinstance(raw_time, int | float) and not isinstance(raw_time, bool) else None
+        )
+        timestamp = f"{monotonic:.6f}" if monotonic is not None else (str(raw_time) if raw_time else None)
+        level = _level_name(entry.get("pri")) if entry.get("pri") is not None else None
+        yield LogLine(number, text.split("\n")[number - 1], entry["msg"], "json", timestamp, monotonic, level)
+
+
+def _text_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
+    for number, raw in numbered_lines(text):
+        stripped = raw.strip()
+        if not stripped or _JOURNAL_NOTE.match(stripped) or _CONTINUATION.match(raw):
+            continue
+        if _BOOT_SEPARATOR.match(stripped):
+            boots.new_boot()
+            continue
+        record = _journal_json(stripped) if stripped.startswith("{") else None
+        if record is None:
+            yield split_line(number, raw)
+            continue
+        if boots.boot_id is not None and record.get("_BOOT_ID") != boots.boot_id:
+            boots.new_boot()
+        boots.boot_id = record.get("_BOOT_ID")
+        yield _journal_json_line(number, raw, record)
+
+
+def _journal_json(line: str) -> dict[str, Any] | None:
+    """One ``journalctl -o json`` record, or None when the line is not one."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str) else None
+
+
+def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine:
+    usec = record.get("__MONOTONIC_TIMESTAMP")
+    monotonic = int(usec) / 1e6 if isinstance(usec, str) and usec.isdigit() else None
+    timestamp = f"{monotonic:.6f}" if monotonic is not None else None
+    level = _level_name(record["PRIORITY"]) if isinstance(record.get("PRIORITY"), str) else None
+    return LogLine(number, raw, record["MESSAGE"], "journal", timestamp, monotonic, level)
+
+
+def _is_json(text: str) -> bool:
+    return bool(re.match(r'\s*\{\s*"dmesg"\s*:', text[:200]))
+
+
+def _summarise(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for event in events:
+        key = (event["kind"], event["device"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {
+                "kind": event["kind"],
+                "device": event["device"],
+                "count": 0,
+                "current_boot_count": 0,
+                "first_line": event["src"]["line"],
+                "first_timestamp": event["timestamp"],
+                "message": event["message"],
+                "src": event["src"],
+            }
+        group["count"] += 1
+        group["current_boot_count"] += 1 if event["current_boot"] else 0
+        group["last_line"] = event["src"]["line"]
+        group["last_timestamp"] = event["timestamp"]
+    return list(groups.values())
+
+
+def parse(text: str, artifact: str) -> Section:
+    boots = _Boots()
+    lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots)
+    events: list[dict[str, Any]] = []
+    line_count = 0
+    for line in lines:
+        line_count += 1
+        boot = boots.see(line)
+        hit = classify(line.message.strip())
+        if hit is None:
+            continue
+        kind, device, details = hit
+        events.append(
+            {
+                "kind": kind,
+                "device": device,
+                "message": line.message.strip()[:500],
+                "timestamp": line.timestamp,
+                "monotonic_s": line.monotonic_s,
+                "level": line.level,
+                "boot": boot,
+                "current_boot": False,  # set below, once the last boot is known
+                "details": details,
+                "src": src(artifact, line.number, line.raw),
+            }
+        )
+    forms = boots.forms - {"plain"}
+    if text.strip() and not forms and not events:
+        raise ParseError("no kernel log lines (expected dmesg, journalctl -k, /dev/kmsg or syslog output)")
+    for event in events:
+        event["current_boot"] = event["boot"] == boots.index
+    summary = _summarise(events)
+    dropped = max(0, len(events) - MAX_EVENTS)
+    if dropped:
+        events = events[: MAX_EVENTS // 2] + events[-MAX_EVENTS // 2 :]
+    return {
+        "format": (forms.pop() if len(forms) == 1 else "mixed") if forms else "plain",
+        "line_count": line_count,
+        "boot_count": boots.index + 1,
+        "kernel_release": boots.release,
+        "cmdline": boots.cmdline,
+        "events": events,
+        "events_dropped": dropped,
+        "summary": summary,
+        "kinds": sorted({e["kind"] for e in summary}),
+        "current_boot_kinds": sorted({e["kind"] for e in summary if e["current_boot_count"]}),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Recognising a paste
+# ---------------------------------------------------------------------------------------------
+
+_COMMAND_LINE = re.compile(r"^\s*[$#] ")
+
+
+def recognise(text: str) -> bool:
+    head = text[:200_000].split("\n")[:100]
+    lines = [line for line in head if line.strip() and not _COMMAND_LINE.match(line)]
+    if not lines:
+        return False
+    if _is_json(text):
+        return True
+    prefixed = events = 0
+    for number, raw in enumerate(lines, start=1):
+        if _BOOT_SEPARATOR.match(raw.strip()) or _JOURNAL_NOTE.match(raw.strip()):
+            prefixed += 1
+            continue
+        if _CONTINUATION.match(raw):
+            continue
+        record = _journal_json(raw.strip()) if raw.lstrip().startswith("{") else None
+        line = _journal_json_line(number, raw, record) if record else split_line(number, raw)
+        if line.form == "journal" and _is_other_syslog(raw):
+            continue  # syslog lines of other programs do not make a kernel log
+        prefixed += line.form != "plain"
+        events += classify(line.message.strip()) is not None
+    # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present.
+    return prefixed * 2 >= len(lines) or (events >= 1 and (prefixed + events) * 2 >= len(lines))
+
+
+def _is_other_syslog(raw: str) -> bool:
+    m = _SYSLOG.match(raw.strip())
+    return bool(m and m["ident"] != "kernel")
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="dmesg",
+        title="kernel log events (NVMe, NVMe-oF, filesystems, nvidia-fs, PCIe, IOMMU)",
+        sources=(
+            Source("cmd/dmesg.txt", argv=("dmesg",), timeout=20.0, needs_root=True),
+            Source(
+                "cmd/journalctl-k.txt",
+                argv=("journalctl", "-k", "-b", "--no-pager", "-o", "short-monotonic"),
+                timeout=30.0,
+                needs_root=True,
+            ),
+        ),
+        parse=parse,
+        recognise=recognise,
+        paste_hint="`sudo dmesg -T` (or `journalctl -k -b`)",
+    ),
+)

@@ -1,0 +1,575 @@
+"""Kernel and system identity: small sections, one probe each.
+
+``kernel`` (``/proc/version`` or ``uname -a``; also a bare ``uname -r``)::
+
+    Linux version 6.8.0-1040-nvidia (buildd@lcy02-amd64-070) (x86_64-linux-gnu-gcc-13 ...) #43-Ubuntu SMP ...
+    -> {release, version_tuple: [6, 8, 0], build, machine, hostname, is_wsl, src}
+
+``os_release`` (``/etc/os-release``; a pasted ``lsb_release -a`` also parses)::
+
+    PRETTY_NAME="Ubuntu 22.04.4 LTS"
+    -> {id, id_like: [str], version_id, version_codename, name, pretty_name, fields: {KEY: value},
+        format, src}
+
+``cmdline`` (``/proc/cmdline``)::
+
+    BOOT_IMAGE=/boot/vmlinuz-5.19.0-38-generic root=UUID=... ro amd_iommu=on
+    -> {raw, boot_image, params: {key: value | true}, param_list: [{key, value, src}], iommu: {...},
+        nvme_core: {...}}
+
+``kallsyms`` (a reader scanning ``/proc/kallsyms`` line by line, keeping only symbols of interest;
+a pasted ``grep ... /proc/kallsyms`` also parses)::
+
+    ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
+    -> {readable, complete, lines_scanned, addresses_hidden, symbols: [{name, present, module, src}],
+        present: [str], has_p2pdma, has_nvfs_dma_ops, has_nvidia_p2p, note}
+
+``ofed`` (``ofed_info -s``)::
+
+    MLNX_OFED_LINUX-5.8-1.0.1.1:
+    -> {flavour, version, major, minor, is_doca, src}
+
+``virt`` (``systemd-detect-virt``)::
+
+    kvm
+    -> {virt, is_virtual, is_container, src}
+
+``etc_default_grub`` (``/etc/default/grub``)::
+
+    GRUB_CMDLINE_LINUX_DEFAULT="amd_iommu=off iommu=pt"
+    -> {variables: {NAME: value}, params, param_list, iommu, nvme_core, src}   # from both GRUB_CMDLINE_LINUX*
+
+``iommu`` keys: intel_iommu, amd_iommu, iommu, iommu_passthrough, iommu_strict, pci (list of pci=
+sub-options), disable_acs_redir, config_acs, pcie_acs_override. ``nvme_core`` keys: multipath,
+io_timeout, admin_timeout, default_ps_max_latency_us. Values are strings as written, None when absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+
+
+def _content_lines(text: str) -> list[tuple[int, str]]:
+    """Numbered non-empty lines, without a leading ``$ command`` line a user pasted."""
+    lines = [(n, line.rstrip()) for n, line in numbered_lines(text) if line.strip()]
+    if lines and re.match(r"^\s*\S*[$#] ", lines[0][1]):
+        output = _strip_command_prefix(lines[0][1])  # "$ cat /proc/cmdline BOOT_IMAGE=..." keeps its output
+        lines = ([(lines[0][0], output)] if output.strip() and output != lines[0][1] else []) + lines[1:]
+    return lines
+
+
+def _strip_command_prefix(line: str) -> str:
+    """``$ cat /proc/cmdline BOOT_IMAGE=...`` (prompt and output pasted on one line) -> the output."""
+    m = re.match(r"^\s*\S*[$#] (?:sudo )?cat \S+ ?", line)
+    return line[m.end() :] if m else line
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel
+# ---------------------------------------------------------------------------------------------
+
+_PROC_VERSION = re.compile(r"^Linux version (?P<release>\S+)(?: .*?(?P<build>#\S+.*))?$")
+_UNAME_A = re.compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d+\S*) (?P<build>#.*)$")
+_UNAME_TAIL = re.compile(r"(?: (?:x86_64|aarch64|ppc64le|s390x|riscv64|armv7l|i686|unknown))* GNU/Linux$")
+_UNAME_R = re.compile(r"^\d+\.\d+(?:\.\d+)?[\w.+~^-]*$")
+_MACHINES = ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64", "armv7l", "i686")
+
+
+def _version_tuple(release: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", release.split("-")[0])[:3]]
+
+
+def parse_kernel(text: str, artifact: str) -> Section:
+    for number, line in _content_lines(text):
+        line = line.strip()
+        machine = hostname = None
+        if m := _PROC_VERSION.match(line):
+            release, build = m["release"], m["build"]
+        elif m := _UNAME_A.match(line):
+            release, build, hostname = m["release"], _UNAME_TAIL.sub("", m["build"]), m["host"]
+            machine = next((w for w in reversed(line.split()) if w in _MACHINES), None)
+        elif _UNAME_R.match(line):
+            release, build = line, None
+        else:
+            continue
+        return {
+            "release": release,
+            "version_tuple": _version_tuple(release),
+            "build": build.strip() if build else None,
+            "machine": machine,
+            "hostname": hostname,
+            "is_wsl": bool(re.search(r"microsoft|wsl", release, re.IGNORECASE)),
+            "src": src(artifact, number, line),
+        }
+    raise ParseError("no kernel version line (expected /proc/version, `uname -a` or `uname -r`)")
+
+
+def recognise_kernel(text: str) -> bool:
+    lines = _content_lines(text[:20_000])
+    if not lines or len(lines) > 3:
+        return False
+    first = lines[0][1].strip()
+    return bool(
+        _PROC_VERSION.match(first) or _UNAME_A.match(first) or (len(lines) == 1 and _UNAME_R.match(first))
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# os_release (also lsb_release -a)
+# ---------------------------------------------------------------------------------------------
+
+_OS_LINE = re.compile(r"^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+_LSB_LINE = re.compile(r"^(?P<key>Distributor ID|Description|Release|Codename):\s*(?P<value>.*)$")
+_LSB_KEYS = {
+    "Distributor ID": "ID",
+    "Description": "PRETTY_NAME",
+    "Release": "VERSION_ID",
+    "Codename": "CODENAME",
+}
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def parse_os_release(text: str, artifact: str) -> Section:
+    fields: dict[str, str] = {}
+    lines: dict[str, tuple[int, str]] = {}
+    form = "os-release"
+    for number, line in _content_lines(text):
+        if m := _OS_LINE.match(line.strip()):
+            key, value = m["key"], _unquote(m["value"])
+        elif m := _LSB_LINE.match(line.strip()):
+            key, value, form = _LSB_KEYS[m["key"]], m["value"].strip(), "lsb_release"
+            value = value.lower() if key == "ID" else value
+        else:
+            continue
+        fields[key] = value
+        lines[key] = (number, line)
+    if not ({"ID", "NAME", "PRETTY_NAME"} & fields.keys()):
+        raise ParseError("no ID/NAME/PRETTY_NAME line (expected /etc/os-release)")
+    number, line = lines.get("PRETTY_NAME") or lines.get("ID") or lines["NAME"]
+    return {
+        "id": fields.get("ID"),
+        "id_like": fields["ID_LIKE"].split() if fields.get("ID_LIKE") else [],
+        "version_id": fields.get("VERSION_ID"),
+        "version_codename": fields.get("VERSION_CODENAME") or fields.get("CODENAME"),
+        "name": fields.get("NAME"),
+        "pretty_name": fields.get("PRETTY_NAME"),
+        "fields": fields,
+        "format": form,
+        "src": src(artifact, number, line),
+    }
+
+
+def recognise_os_release(text: str) -> bool:
+    lines = [line.strip() for _, line in _content_lines(text[:20_000])[:60]]
+    os_keys = sum(
+        bool(re.match(r"^(NAME|ID|ID_LIKE|VERSION_ID|PRETTY_NAME|VERSION|HOME_URL)=", x)) for x in lines
+    )
+    lsb_keys = sum(bool(_LSB_LINE.match(x)) for x in lines)
+    return (os_keys >= 2 and os_keys * 2 >= len(lines)) or lsb_keys >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# cmdline (shared with etc_default_grub)
+# ---------------------------------------------------------------------------------------------
+
+_IOMMU_KEYS = {
+    "intel_iommu": "intel_iommu",
+    "amd_iommu": "amd_iommu",
+    "iommu": "iommu",
+    "iommu.passthrough": "iommu_passthrough",
+    "iommu.strict": "iommu_strict",
+    "pcie_acs_override": "pcie_acs_override",
+}
+_NVME_KEYS = ("multipath", "io_timeout", "admin_timeout", "default_ps_max_latency_us")
+
+
+def split_params(line: str) -> list[tuple[str, str | bool]]:
+    """Kernel parameters in order: ``key=value`` -> (key, value), a bare flag -> (key, True)."""
+    try:
+        tokens = shlex.split(line)
+    except ValueError:  # unbalanced quote: fall back to whitespace
+        tokens = line.split()
+    params: list[tuple[str, str | bool]] = []
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if key:
+            params.append((key, value if sep else True))
+    return params
+
+
+def cmdline_facts(params: list[tuple[str, str | bool]], artifact: str, number: int, line: str) -> Section:
+    """params / param_list / iommu / nvme_core for one parameter list (the last repeat wins)."""
+    by_key: dict[str, str | bool] = {}
+    pci: list[str] = []
+    for key, value in params:
+        by_key[key] = value
+        if key == "pci" and isinstance(value, str):
+            pci.extend(option for option in value.split(",") if option)
+    iommu: dict[str, Any] = {name: _as_text(by_key.get(key)) for key, name in _IOMMU_KEYS.items()}
+    iommu["pci"] = pci
+    for name in ("disable_acs_redir", "config_acs"):
+        iommu[name] = next((o.partition("=")[2] for o in reversed(pci) if o.startswith(name + "=")), None)
+    nvme_core = {name: _as_text(by_key.get(f"nvme_core.{name}")) for name in _NVME_KEYS}
+    record = src(artifact, number, line)
+    return {
+        "params": by_key,
+        "param_list": [{"key": k, "value": v, "src": record} for k, v in params],
+        "iommu": iommu,
+        "nvme_core": nvme_core,
+    }
+
+
+def _as_text(value: str | bool | None) -> str | None:
+    if value is None:
+        return None
+    return "" if value is True else str(value)
+
+
+def parse_cmdline(text: str, artifact: str) -> Section:
+    lines = _content_lines(text)
+    if not lines:
+        raise ParseError("empty /proc/cmdline")
+    number, line = lines[0]
+    line = _strip_command_prefix(line).strip()
+    params = split_params(line)
+    if not params or len(lines) > 1 or not _looks_like_params(params):
+        raise ParseError("not a kernel command line (expected one line of parameters, /proc/cmdline)")
+    image = params[0][1] if params[0][0] == "BOOT_IMAGE" else None
+    return {"raw": line, "boot_image": image, **cmdline_facts(params, artifact, number, lines[0][1])}
+
+
+def _looks_like_params(params: list[tuple[str, str | bool]]) -> bool:
+    return all(re.fullmatch(r"[\w.\-/]+", key) for key, _ in params)
+
+
+def recognise_cmdline(text: str) -> bool:
+    lines = _content_lines(text[:20_000])
+    if len(lines) != 1:
+        return False
+    params = split_params(_strip_command_prefix(lines[0][1]))
+    keys = {key for key, _ in params}
+    return _looks_like_params(params) and bool(keys & {"BOOT_IMAGE", "root", "ro", "rw", "initrd"})
+
+
+# ---------------------------------------------------------------------------------------------
+# kallsyms
+# ---------------------------------------------------------------------------------------------
+
+KALLSYMS_OF_INTEREST = (
+    "p2pdma_pgmap_ops",
+    "nvme_v1_register_nvfs_dma_ops",
+    "nvme_v2_register_nvfs_dma_ops",
+    "nvidia_p2p_get_pages",
+    "blk_rq_dma_map_iter_start",
+)
+_KALLSYMS_PREFIXES = ("pci_p2pdma_",)
+_KALLSYMS_LINE = re.compile(
+    r"^(?P<addr>[0-9a-fA-F]{8,16}) (?P<type>[a-zA-Z?]) (?P<name>\S+)(?:\s+\[(?P<module>[^\]]+)\])?"
+)
+_SCAN_MARK = "gdsdoctor-kallsyms-scan"
+
+
+def scan_kallsyms(lines: Iterable[str]) -> dict[str, Any]:
+    """Keep only symbols of interest from a kallsyms stream (never the whole table)."""
+    found: dict[str, dict[str, Any]] = {}
+    scanned = nonzero = 0
+    for line in lines:
+        m = _KALLSYMS_LINE.match(line)
+        if not m:
+            continue
+        scanned += 1
+        nonzero += int(m["addr"], 16) != 0
+        name = m["name"]
+        if name in KALLSYMS_OF_INTEREST or name.startswith(_KALLSYMS_PREFIXES):
+            found.setdefault(name, {"name": name, "module": m["module"], "type": m["type"]})
+    return {
+        "format": _SCAN_MARK,
+        "readable": True,
+        "lines_scanned": scanned,
+        "addresses_hidden": (nonzero == 0) if scanned else None,
+        "found": sorted(found.values(), key=lambda s: s["name"]),
+    }
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def read_kallsyms(host_root: Path) -> bytes:
+    """Reader: stream ``<root>/proc/kallsyms``; unreadable -> a record that says why."""
+    path = host_root / "proc" / "kallsyms"
+    try:
+        if not _inside(host_root, path):
+            raise PermissionError("proc/kallsyms points outside the host root")
+        with path.open(encoding="ascii", errors="replace") as stream:
+            result = scan_kallsyms(stream)
+    except OSError as exc:
+        result = {"format": _SCAN_MARK, "readable": False, "error": f"{type(exc).__name__}: {exc}"}
+    return json.dumps(result, indent=1).encode()
+
+
+def parse_kallsyms(text: str, artifact: str) -> Section:
+    if text.lstrip().startswith("{"):
+        try:
+            scan = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ParseError("kallsyms scan is not valid JSON") from None
+        if not isinstance(scan, dict) or scan.get("format") != _SCAN_MARK:
+            raise ParseError("JSON is not a kallsyms scan")
+        complete = bool(scan.get("readable"))
+    else:
+        scan = scan_kallsyms(text.split("\n"))
+        if not scan["lines_scanned"]:
+            raise ParseError("no kallsyms lines (expected `address type name [module]`)")
+        complete = scan["lines_scanned"] >= 10_000  # a grep excerpt cannot prove absence
+    return _kallsyms_facts(scan, complete, text, artifact)
+
+
+def _line_of(text: str, needle: str) -> tuple[int, str]:
+    for number, line in numbered_lines(text):
+        if needle in line:
+            return number, line
+    return 1, text.split("\n", 1)[0]
+
+
+def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: str) -> Section:
+    found = {
+        s["name"]: s
+        for s in scan.get("found") or []
+        if isinstance(s, dict) and isinstance(s.get("name"), str)
+    }
+    names = list(KALLSYMS_OF_INTEREST) + sorted(n for n in found if n not in KALLSYMS_OF_INTEREST)
+    symbols = []
+    for name in names:
+        present = name in found
+        symbols.append(
+            {
+                "name": name,
+                "present": present if (present or complete) else None,
+                "module": found[name].get("module") if present else None,
+                "src": src(artifact, *_line_of(text, name if present else "{")),
+            }
+        )
+    hidden = scan.get("addresses_hidden")
+    note = None
+    if hidden:
+        note = "addresses are all zero (kptr_restrict or not root); symbol presence is still valid"
+    elif not scan.get("readable", True):
+        note = f"/proc/kallsyms unreadable: {scan.get('error')}"
+    elif not complete:
+        note = "an excerpt: symbols not listed are unknown (None), not absent"
+    present = sorted(found)
+    return {
+        "readable": bool(scan.get("readable", True)),
+        "complete": complete,
+        "lines_scanned": scan.get("lines_scanned", 0),
+        "addresses_hidden": hidden,
+        "symbols": symbols,
+        "present": present,
+        "has_p2pdma": _any_present(
+            found, complete, lambda n: n == "p2pdma_pgmap_ops" or n.startswith("pci_p2pdma_")
+        ),
+        "has_nvfs_dma_ops": _any_present(found, complete, lambda n: n.endswith("_register_nvfs_dma_ops")),
+        "has_nvidia_p2p": _any_present(found, complete, lambda n: n == "nvidia_p2p_get_pages"),
+        "note": note,
+    }
+
+
+def _any_present(found: dict[str, Any], complete: bool, wanted: Any) -> bool | None:
+    if any(wanted(name) for name in found):
+        return True
+    return False if complete else None
+
+
+def recognise_kallsyms(text: str) -> bool:
+    lines = [line for _, line in _content_lines(text[:20_000])[:100]]
+    hits = sum(bool(_KALLSYMS_LINE.match(line)) for line in lines)
+    return bool(lines) and hits * 2 >= len(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# ofed, virt
+# ---------------------------------------------------------------------------------------------
+
+_OFED = re.compile(
+    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]*?|OFED)-(?P<version>\d+\.\d+[\w.-]*?):?$"
+)
+
+
+def parse_ofed(text: str, artifact: str) -> Section:
+    for number, line in _content_lines(text):
+        if m := _OFED.match(line.strip()):
+            major, minor = (int(x) for x in re.findall(r"\d+", m["version"])[:2])
+            return {
+                "flavour": m["flavour"],
+                "version": m["version"],
+                "major": major,
+                "minor": minor,
+                "is_doca": m["flavour"] != "MLNX_OFED_LINUX",
+                "src": src(artifact, number, line),
+            }
+    raise ParseError("no OFED version line (expected `ofed_info -s`, e.g. MLNX_OFED_LINUX-5.8-1.0.1.1:)")
+
+
+def recognise_ofed(text: str) -> bool:
+    lines = _content_lines(text[:5_000])
+    return 1 <= len(lines) <= 2 and bool(_OFED.match(lines[0][1].strip()))
+
+
+_CONTAINERS = (
+    "docker",
+    "podman",
+    "lxc",
+    "lxc-libvirt",
+    "systemd-nspawn",
+    "rkt",
+    "wsl",
+    "proot",
+    "pouch",
+    "openvz",
+)
+_VMS = (
+    "qemu", "kvm", "amazon", "zvm", "vmware", "microsoft", "oracle", "powervm", "xen", "bochs", "uml",
+    "parallels", "bhyve", "qnx", "acrn", "apple", "sre", "google",
+)  # fmt: skip
+
+
+def parse_virt(text: str, artifact: str) -> Section:
+    lines = _content_lines(text)
+    word = lines[0][1].strip() if lines else ""
+    if word not in ("none", *_CONTAINERS, *_VMS):
+        raise ParseError("not `systemd-detect-virt` output (one word: none, kvm, docker, ...)")
+    return {
+        "virt": word,
+        "is_virtual": word in _VMS,
+        "is_container": word in _CONTAINERS,
+        "src": src(artifact, lines[0][0], lines[0][1]),
+    }
+
+
+def recognise_virt(text: str) -> bool:
+    lines = _content_lines(text[:1_000])
+    return (len(lines) == 1 and lines[0][1].strip() in (*_CONTAINERS, *_VMS)) or (
+        len(lines) == 1 and lines[0][1].strip() == "none" and text.lstrip().startswith("$")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# /etc/default/grub
+# ---------------------------------------------------------------------------------------------
+
+_GRUB_LINE = re.compile(r"^(?:export\s+)?(?P<key>GRUB_[A-Z0-9_]+)=(?P<value>.*)$")
+
+
+def parse_grub(text: str, artifact: str) -> Section:
+    variables: dict[str, str] = {}
+    where: dict[str, tuple[int, str]] = {}
+    for number, line in _content_lines(text):
+        if m := _GRUB_LINE.match(line.strip()):
+            variables[m["key"]] = _unquote(m["value"])
+            where[m["key"]] = (number, line)
+    if not variables:
+        raise ParseError("no GRUB_* variables (expected /etc/default/grub)")
+    # The kernel gets GRUB_CMDLINE_LINUX then GRUB_CMDLINE_LINUX_DEFAULT (normal boot entries).
+    keys = [k for k in ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT") if k in variables]
+    params = [p for k in keys for p in split_params(variables[k])]
+    number, line = where[keys[-1]] if keys else next(iter(where.values()))
+    facts = cmdline_facts(params, artifact, number, line)
+    facts["param_list"] = [
+        {"key": key, "value": value, "src": src(artifact, *where[k])}
+        for k in keys
+        for key, value in split_params(variables[k])
+    ]
+    return {"variables": variables, **facts, "src": src(artifact, number, line)}
+
+
+def recognise_grub(text: str) -> bool:
+    lines = [
+        line.strip() for _, line in _content_lines(text[:50_000])[:100] if not line.strip().startswith("#")
+    ]
+    hits = sum(bool(_GRUB_LINE.match(line)) for line in lines)
+    return hits >= 1 and hits * 2 >= len(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="kernel",
+        title="running kernel release",
+        sources=(
+            Source("proc/version", path="/proc/version"),
+            Source("cmd/uname-a.txt", argv=("uname", "-a")),
+        ),
+        parse=parse_kernel,
+        recognise=recognise_kernel,
+        paste_hint="`uname -a` or `cat /proc/version`",
+    ),
+    Probe(
+        section="os_release",
+        title="Linux distribution",
+        sources=(
+            Source("etc/os-release", path="/etc/os-release"),
+            Source("usr/lib/os-release", path="/usr/lib/os-release"),
+        ),
+        parse=parse_os_release,
+        recognise=recognise_os_release,
+        paste_hint="`cat /etc/os-release`",
+    ),
+    Probe(
+        section="cmdline",
+        title="kernel command line (IOMMU, ACS, nvme_core parameters)",
+        sources=(Source("proc/cmdline", path="/proc/cmdline"),),
+        parse=parse_cmdline,
+        recognise=recognise_cmdline,
+        paste_hint="`cat /proc/cmdline`",
+    ),
+    Probe(
+        section="kallsyms",
+        title="kernel symbols that tell which GDS paths the kernel supports (P2PDMA, nvfs DMA ops)",
+        sources=(Source("proc/kallsyms.json", reader=read_kallsyms, timeout=30.0),),
+        parse=parse_kallsyms,
+        recognise=recognise_kallsyms,
+        paste_hint="`grep -E 'p2pdma|nvfs_dma_ops|nvidia_p2p_get_pages|blk_rq_dma_map_iter' /proc/kallsyms`",
+    ),
+    Probe(
+        section="ofed",
+        title="MLNX_OFED / DOCA-OFED version",
+        sources=(Source("cmd/ofed_info-s.txt", argv=("ofed_info", "-s")),),
+        parse=parse_ofed,
+        recognise=recognise_ofed,
+        paste_hint="`ofed_info -s`",
+    ),
+    Probe(
+        section="virt",
+        title="virtualisation or container detected",
+        sources=(Source("cmd/systemd-detect-virt.txt", argv=("systemd-detect-virt",)),),
+        parse=parse_virt,
+        recognise=recognise_virt,
+        paste_hint="`systemd-detect-virt`",
+    ),
+    Probe(
+        section="etc_default_grub",
+        title="boot loader kernel parameters for the next boot (/etc/default/grub)",
+        sources=(Source("etc/default/grub", path="/etc/default/grub"),),
+        parse=parse_grub,
+        recognise=recognise_grub,
+        paste_hint="`cat /etc/default/grub`",
+    ),
+)

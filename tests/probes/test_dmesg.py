@@ -1,0 +1,447 @@
+"""Kernel log probe: line forms, failure-mode classification, boots, aggregation, recognition."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gdsdoctor.probes import dmesg
+from gdsdoctor.probes.base import ParseError
+
+DATA = Path(__file__).parent.parent / "data" / "dmesg"
+SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file())
+NEGATIVES = sorted((DATA / "not-dmesg").iterdir()) + sorted((DATA.parent / "system").iterdir())
+
+
+def load(name: str) -> dict:
+    return dmesg.parse((DATA / name).read_text(errors="replace"), "cmd/dmesg.txt")
+
+
+def summary(section: dict) -> dict[tuple[str, str | None], dict]:
+    return {(s["kind"], s["device"]): s for s in section["summary"]}
+
+
+# ---- every reference file is recognised and parsed; other sources are not claimed ----------
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_reference_samples_recognised_and_parsed(path: Path) -> None:
+    text = path.read_text(errors="replace")
+    assert dmesg.recognise(text)
+    section = dmesg.parse(text, "cmd/dmesg.txt")
+    assert section["line_count"] > 0
+    assert section["boot_count"] >= 1
+
+
+@pytest.mark.parametrize("path", NEGATIVES, ids=lambda p: p.name)
+def test_other_sources_not_recognised(path: Path) -> None:
+    assert not dmesg.recognise(path.read_text(errors="replace"))
+
+
+# ---- NVMe PCIe -----------------------------------------------------------------------------
+
+
+def test_timeout_abort_status_and_block_errors() -> None:
+    section = load("dmesg-nvme-data-transfer-error-blk-update-request.txt")
+    by = summary(section)
+    assert by[("nvme_timeout", "nvme0")]["count"] == 1
+    assert by[("nvme_abort", "nvme0")]["first_line"] == 2
+    status = by[("nvme_status_error", "nvme0n1")]
+    assert (status["count"], status["first_line"], status["last_line"]) == (4, 3, 9)
+    assert by[("blk_io_error", "nvme0n1")]["count"] == 4
+    first = section["events"][0]
+    # the glued "node1 login: " prefix does not hide the stamp
+    assert first["timestamp"] == "519.201025" and first["monotonic_s"] == pytest.approx(519.201025)
+    assert first["details"] == {"tag": 39, "qid": 3, "action": "aborting"}
+    decoded = section["events"][2]["details"]
+    assert decoded["status"] == "Data Transfer Error" and (decoded["sct"], decoded["sc"]) == ("0x0", "0x4")
+    blk = section["events"][3]
+    assert blk["details"]["caller"] == "blk_update_request" and blk["details"]["op"] == "WRITE"
+    assert blk["src"]["line"] == 4 and blk["src"]["artifact"] == "cmd/dmesg.txt"
+
+
+def test_path_error_status_and_ext4_journal_abort() -> None:
+    section = load("dmesg-nvme-io-error-status-ext4-journal-abort.txt")
+    by = summary(section)
+    assert section["events"][0]["details"]["sc"] == "0x71"
+    assert by[("blk_io_error", "nvme0n1")]["count"] == 8
+    assert by[("blk_io_error", "nvme0n1p1")]["count"] == 2  # Buffer I/O error on device nvme0n1p1
+    assert by[("fs_shutdown", "nvme0n1p1")]["first_line"] == 12  # "-8" journal inode dropped
+
+
+def test_admin_timeout_controller_removed() -> None:
+    by = summary(load("dmesg-nvme-pcie-admin-timeout-removed.txt"))
+    assert by[("nvme_timeout", "nvme2")]["count"] == 1
+    assert by[("nvme_reset", "nvme2")]["count"] == 3
+    assert by[("nvme_reset", "nvme3")]["last_line"] == 9
+    assert by[("capacity_to_zero", "nvme3n1")]["first_line"] == 10
+
+
+def test_disable_controller_and_identify_failed() -> None:
+    section = load("dmesg-nvme-pcie-admin-timeout-disable-identify-failed.txt")
+    assert [e["kind"] for e in section["events"]] == ["nvme_timeout", "nvme_reset", "nvme_reset"]
+    assert section["events"][0]["details"]["action"] == "disable controller"
+    assert section["events"][2]["details"]["errno"] == -5
+
+
+def test_completion_polled_and_device_not_ready() -> None:
+    polled = load("dmesg-nvme-pcie-completion-polled.txt")["events"][0]
+    assert polled["details"]["action"] == "completion polled" and polled["details"]["qid"] == 2
+    section = load("dmesg-nvme-pcie-device-not-ready-io-error.txt")
+    assert section["events"][0]["details"]["csts"] == "0x1"
+    assert summary(section)[("blk_io_error", "nvme0n1")]["count"] == 4
+
+
+def test_old_format_timeout_storm() -> None:
+    by = summary(load("dmesg-nvme-pcie-io-timeout-aborting-old-format.txt"))
+    assert by[("nvme_timeout", "nvme0")]["count"] == 12
+    assert by[("nvme_abort", "nvme0")]["count"] == 13
+
+
+# ---- NVMe-oF -------------------------------------------------------------------------------
+
+
+def test_tcp_reconnect_loop_dmesg_T() -> None:
+    section = load("dmesg-nvmeof-tcp-reconnect-econnrefused.txt")
+    assert section["format"] == "dmesg_T"
+    group = summary(section)[("nvmeof_reconnect", "nvme0")]
+    assert group["count"] == 17
+    assert group["first_timestamp"] == "Wed Apr  9 08:23:03 2025"
+    assert group["last_timestamp"] == "Wed Apr  9 08:23:54 2025"
+    errnos = [e["details"].get("errno") for e in section["events"] if "errno" in e["details"]]
+    assert errnos == [-111] * 5
+    attempts = [e["details"]["attempt"] for e in section["events"] if "attempt" in e["details"]]
+    assert attempts == [1, 2, 3, 4, 5]
+
+
+def test_rdma_connect_failures_and_cmdline() -> None:
+    section = load("dmesg-nvmeof-rdma-connect-reset-by-peer.txt")
+    assert summary(section)[("nvmeof_reconnect", "nvme0")]["count"] == 3
+    assert section["events"][0]["details"]["errno"] == -104
+    assert section["cmdline"] == "BOOT_IMAGE=/boot/vmlinuz-5.4.0-107-generic"  # the paste wrapped the line
+    pool = load("dmesg-nvmeof-rdma-mlx5-pi-mr-pool-einval.txt")
+    assert [e["device"] for e in pool["events"]] == ["nvme1", "nvme1"]  # no space after "]"
+    assert pool["events"][1]["details"]["errno"] == -22
+
+
+def test_journal_admin_keepalive_timeouts() -> None:
+    section = load("journal-nvmeof-tcp-admin-timeout-cid-format.txt")
+    assert section["format"] == "journal"
+    timeouts = [e for e in section["events"] if e["kind"] == "nvme_timeout"]
+    assert [e["device"] for e in timeouts] == ["nvme2", "nvme0", "nvme3", "nvme4", "nvme1"]
+    assert timeouts[0]["details"] == {"qid": 0, "cid": "0xb001", "opcode": "0x18"}
+    assert timeouts[0]["level"] == "warning"
+    assert timeouts[0]["timestamp"] == "2024-10-29T13:44:17.655294812Z"
+    assert timeouts[0]["monotonic_s"] is None
+
+
+# ---- filesystems ---------------------------------------------------------------------------
+
+
+def test_xfs_shutdown_from_syslog_excerpt() -> None:
+    section = load("syslog-xfs-internal-error-force-shutdown.txt")
+    by = summary(section)
+    assert by[("fs_error", "dm-4")]["count"] == 2
+    assert by[("fs_shutdown", "dm-4")]["count"] == 4
+    assert section["events"][3]["details"]["flags"] == "0x1"
+
+
+def test_xfs_log_force_storm() -> None:
+    assert summary(load("dmesg-xfs-log-force-eio-old.txt"))[("fs_error", "dm-0")]["count"] == 5
+
+
+# ---- GDS: nvidia-fs, peermem ---------------------------------------------------------------
+
+
+def test_nvfs_pin_gpu_pages_einval_bare_excerpt() -> None:
+    section = load("gdsnvfs-014-geforce-rtx3090-p2p-get-pages-einval.dmesg.txt")
+    assert section["format"] == "plain"
+    assert section["events"][0]["details"] == {"errno": -22, "call": "nvidia_p2p_get_pages"}
+
+
+def test_nvfs_write_io_failed_mixed_paste() -> None:
+    section = load("gdsnvfs-026-vast-nfsordma-write-io-failed-512.dmesg.txt")
+    assert section["format"] == "mixed"
+    assert summary(section)[("nvidia_fs_error", None)]["count"] == 5
+    assert summary(section)[("nvidia_fs_loaded", None)]["src"]["line"] == 2
+    assert section["events"][1]["details"] == {"op": "write", "errno": -512}
+
+
+def test_gpl_symbol_refusal_dmesg_H() -> None:
+    section = load("gdsnvfs-034-nvfs-proprietary-driver-gpl-symbols.dmesg.txt")
+    assert section["format"] == "dmesg_H"
+    symbols = {e["details"]["symbol"] for e in section["events"] if "symbol" in e["details"]}
+    assert "nvidia_p2p_get_pages" in symbols and len(symbols) == 6
+    assert section["events"][0]["details"] == {"module": "nvidia_fs", "provider": "nvidia"}
+
+
+def test_incompatible_page_table_and_kernel_bug() -> None:
+    events = load("gdsnvfs-066-dgx-h100-vast-incompatible-page-table-kernel-bug.dmesg.txt")["events"]
+    assert events[0]["details"] == {"version": "0x00020000"}
+    assert events[1]["kind"] == "nvidia_fs_error" and "kernel BUG" in events[1]["message"]
+
+
+def test_unversioned_symbol() -> None:
+    events = load("gdsnvfs-072-h20-ubuntu2404-modpost-undefined-nvidia-p2p.dmesg.txt")["events"]
+    assert events[0]["kind"] == "module_symbol_mismatch"
+    assert events[0]["details"] == {"module": "nvidia_fs", "symbol": "nvidia_p2p_dma_unmap_pages"}
+    assert events[1]["details"] == {"major": 501}
+
+
+def test_kmsg_records() -> None:
+    section = load("kmsg.nvidia-peermem-invalid-context.txt")
+    assert section["format"] == "kmsg"
+    assert summary(section)[("peermem_error", None)]["count"] == 7
+    assert section["events"][0]["monotonic_s"] == pytest.approx(227.996636)
+    assert section["events"][0]["level"] == "info"
+
+
+# ---- util-linux dmesg -r and --json --------------------------------------------------------
+
+
+def test_raw_priority_prefix() -> None:
+    section = load("util-linux-dmesg-input")
+    assert section["format"] == "dmesg_raw" and section["line_count"] == 106
+    assert section["events"] == [] and section["boot_count"] == 1
+
+
+def test_json_with_banner() -> None:
+    section = load("cid-kmsg-json.expected")
+    assert section["format"] == "json" and section["line_count"] == 58
+    assert section["kernel_release"] == "6.6.4-arch1-1"
+    assert section["cmdline"].startswith("initrd=")
+
+
+def test_json_event_provenance_line() -> None:
+    text = (
+        '{\n   "dmesg": [\n      {\n         "pri": 3,\n         "time":    12.000000,\n'
+        '         "msg": "nvme nvme0: I/O 1 QID 1 timeout, aborting"\n      }\n   ]\n}\n'
+    )
+    event = dmesg.parse(text, "cmd/dmesg.json")["events"][0]
+    assert (event["kind"], event["device"], event["level"]) == ("nvme_timeout", "nvme0", "err")
+    assert event["src"]["line"] == 6 and event["monotonic_s"] == 12.0
+
+
+# ---- boots ---------------------------------------------------------------------------------
+
+
+def test_journal_boot_separators_mark_current_boot() -> None:
+    text = "\n".join(
+        [
+            "-- Boot 1a2b3c --",
+            "Jan 02 10:00:00 gpu1 kernel: nvme nvme0: I/O 5 QID 2 timeout, aborting",
+            "-- Boot 4d5e6f --",
+            "Jan 03 09:00:00 gpu1 kernel: Linux version 6.8.0-1040-nvidia (buildd@lcy02)",
+            "Jan 03 09:00:01 gpu1 kernel: iommu: Default domain type: Translated",
+            "Jan 03 09:05:00 gpu1 kernel: nvme nvme0: I/O 7 QID 2 timeout, aborting",
+        ]
+    )
+    section = dmesg.parse(text, "cmd/journalctl-k.txt")
+    assert section["boot_count"] == 2 and section["kernel_release"] == "6.8.0-1040-nvidia"
+    assert [(e["boot"], e["current_boot"]) for e in section["events"]] == [(0, False), (1, True), (1, True)]
+    group = summary(section)[("nvme_timeout", "nvme0")]
+    assert (group["count"], group["current_boot_count"]) == (2, 1)
+    assert section["current_boot_kinds"] == ["iommu_info", "nvme_timeout"]
+    assert section["events"][1]["details"] == {"domain_type": "Translated"}
+
+
+def test_kern_log_with_kernel_stamps_finds_reboot() -> None:
+    text = "\n".join(
+        [
+            "Jan  2 10:00:00 gpu1 kernel: [ 9000.100000] nvme nvme1: Removing after probe failure status: -5",
+            "Jan  2 10:05:00 gpu1 kernel: [    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02) #45",
+            "Jan  2 10:05:09 gpu1 kernel: [    9.500000] nvme nvme1: Removing after probe failure status: -5",
+        ]
+    )
+    section = dmesg.parse(text, "var/log/kern.log")
+    assert section["boot_count"] == 2 and section["format"] == "journal"
+    events = section["events"]
+    assert [e["current_boot"] for e in events] == [False, True]
+    assert events[1]["monotonic_s"] == 9.5 and events[1]["timestamp"] == "Jan  2 10:05:09"
+    assert events[1]["device"] == "nvme1"
+
+
+def test_journalctl_json_records() -> None:
+    records = [
+        {"MESSAGE": "nvme nvme0: I/O 5 QID 2 timeout, aborting", "PRIORITY": "4", "_BOOT_ID": "aa",
+         "__MONOTONIC_TIMESTAMP": "5000000"},
+        {"MESSAGE": "nvme nvme0: Abort status: 0x0", "PRIORITY": "4", "_BOOT_ID": "bb",
+         "__MONOTONIC_TIMESTAMP": "12000000"},
+    ]  # fmt: skip
+    text = "\n".join(json.dumps(r) for r in records)
+    assert dmesg.recognise(text)
+    section = dmesg.parse(text, "cmd/journalctl-k.json")
+    assert section["format"] == "journal" and section["boot_count"] == 2
+    first, second = section["events"]
+    assert (first["kind"], first["device"], first["level"], first["monotonic_s"]) == (
+        "nvme_timeout",
+        "nvme0",
+        "warning",
+        5.0,
+    )
+    assert (second["current_boot"], second["src"]["line"]) == (True, 2)
+
+
+def test_clock_going_backwards_starts_a_boot() -> None:
+    text = "\n".join(
+        [
+            "[ 5000.000000] XFS (nvme0n1): log I/O error -5",
+            "[    0.000000] Linux version 6.5.0-generic (x@y) #1 SMP",
+            "[    1.000000] DMAR: IOMMU enabled",
+        ]
+    )
+    section = dmesg.parse(text, "cmd/dmesg.txt")
+    assert section["boot_count"] == 2
+    assert [e["current_boot"] for e in section["events"]] == [False, True]
+
+
+# ---- synthetic lines in kernel-source wording (modes without a real sample) ----------------
+
+CLASSIFIED = [
+    ("nvme nvme0: I/O tag 28 (401c) opcode 0x1 (I/O Cmd) QID 3 timeout, aborting req_op:WRITE(1) size:4096",
+     "nvme_timeout", "nvme0", {"tag": 28, "opcode": "0x1", "qid": 3, "action": "aborting"}),
+    ("nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff",
+     "nvme_reset", "nvme0", {"csts": "0xffffffff"}),
+    ("nvme nvme1: Failed reconnect attempt 3/60", "nvmeof_reconnect", "nvme1", {"attempt": 3, "max_attempts": 60}),  # noqa: E501
+    ("nvme nvme1: Successfully reconnected (attempt 2/60)", "nvmeof_reconnected", "nvme1", {}),
+    ("nvme nvme1: failed nvme_keep_alive_end_io error=10", "nvmeof_keepalive", "nvme1", {"status": 10}),
+    ("block nvme0n1: no usable path - requeuing I/O", "nvme_ana", "nvme0n1", {"state": "usable"}),
+    ("nvme nvme0: Connect rejected: status 8 (invalid service ID).", "nvmeof_reconnect", "nvme0", {"status": 8}),  # noqa: E501
+    ("nvme nvme0: Admin Cmd(0x6), I/O Error (sct 0x0 / sc 0x4) DNR",
+     "nvme_status_error", "nvme0", {"op": "Admin Cmd", "status": "I/O Error", "sct": "0x0", "sc": "0x4"}),
+    ("print_req_error: critical medium error, dev nvme0n1, sector 2048",
+     "blk_io_error", "nvme0n1", {"caller": "print_req_error", "error": "critical medium", "sector": 2048}),
+    ("EXT4-fs (nvme0n1p1): Remounting filesystem read-only", "fs_shutdown", "nvme0n1p1", {}),
+    ("XFS (sda1): nobarrier option is deprecated, ignoring.", "fs_mount_option_rejected", "sda1", {}),
+    ("xfs: Unknown parameter 'nobarrier'", "fs_mount_option_rejected", None, {}),
+    ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "nvrm_xid", "0000:3b:00", {"xid": 79}),  # noqa: E501
+    ("pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
+     "pcie_aer", "0000:00:03.1", {"severity": "Uncorrected"}),
+    ("nvme 0000:01:00.0:    [ 6] BadTLP", "pcie_aer", "0000:01:00.0", {"error": "BadTLP"}),
+    ("nvme 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000 address=0xfe000000 flags=0x0000]",
+     "iommu_fault", "0000:41:00.0", {}),
+    ("DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfe000000", "iommu_fault", "3b:00.0", {}),  # noqa: E501
+    ("pci 0000:3b:00.0: Adding to iommu group 42", "iommu_info", "0000:3b:00.0", {"group": 42}),
+    ("AMD-Vi: Unknown option - 'on'", "cmdline_option_rejected", None, {"subsystem": "AMD-Vi"}),
+    ("x86/PAT: gdsio:1234 conflicting memory types 3800000000-3800200000 write-combining<->uncached-minus",
+     "pat_conflict", None, {}),
+    ("nvme 0000:01:00.0: cannot be used for peer-to-peer DMA as the client and provider (0000:3b:00.0) do not "  # noqa: E501
+     "share an upstream bridge or whitelisted host bridge", "p2pdma", "0000:01:00.0", {}),
+    ("nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client", "peermem_error", None, {}),  # noqa: E501
+    ("nvidia-fs:rw_verify_area failed with -14", "nvidia_fs_error", None, {"errno": -14}),
+    ("INFO: task python3:1234 blocked for more than 120 seconds.",
+     "hung_task", None, {"task": "python3:1234", "seconds": 120}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("message", "kind", "device", "details"), CLASSIFIED)
+def test_classify_kernel_wording(message: str, kind: str, device: str | None, details: dict) -> None:
+    assert dmesg.classify(message) == (kind, device, details)
+    assert kind in dmesg.KINDS
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "nvme nvme0: 32/0/0 default/read/poll queues",
+        "Kernel command line: ro quiet",
+        "CUFILE_USE_PCIP2PDMA=false",
+    ],
+)
+def test_benign_lines_not_classified(message: str) -> None:
+    assert dmesg.classify(message) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "form", "timestamp", "level", "message"),
+    [
+        ("kern  :err   : [  12.345678] nvme nvme0: Abort status: 0x371", "dmesg", "12.345678", "err", None),
+        ("<3>[ 1.500000] nvme nvme0: Abort status: 0x0", "dmesg_raw", "1.500000", "err", None),
+        ("Jan 02 10:00:00.123456 host kernel: nvme nvme0: Abort status: 0x0", "journal", "Jan 02 10:00:00.123456",  # noqa: E501
+         None, None),
+        ("2023-01-02T10:00:00+0000 host kernel: nvme nvme0: Abort status: 0x0", "journal",
+         "2023-01-02T10:00:00+0000", None, None),
+        ("[   12.345678] host kernel: nvme nvme0: Abort status: 0x0", "journal", "12.345678", None, None),
+        ("2023-01-02T10:00:00,123456+00:00 nvme nvme0: Abort status: 0x0", "dmesg_T",
+         "2023-01-02T10:00:00,123456+00:00", None, None),
+        ("[  519.201025 <    0.000120>] nvme nvme0: Abort status: 0x0", "dmesg", "519.201025", None, None),
+        ("[2023-01-02T10:00:00,123456+00:00] nvme nvme0: Abort status: 0x0", "dmesg_T",
+         "2023-01-02T10:00:00,123456+00:00", None, None),
+    ],
+)  # fmt: skip
+def test_line_forms(line: str, form: str, timestamp: str, level: str | None, message: str | None) -> None:
+    parsed = dmesg.split_line(1, line)
+    assert (parsed.form, parsed.timestamp, parsed.level) == (form, timestamp, level)
+    assert parsed.message.startswith("nvme nvme0: Abort status")
+
+
+def test_every_pattern_carries_a_hint_of_its_kind() -> None:
+    # classify() skips a kind when none of its hints is in the message: a pattern without one is dead
+    for kind, patterns in dmesg._RULES:
+        for pattern in patterns:
+            assert any(hint in pattern.lower() for hint in dmesg._HINTS[kind]), (kind, pattern)
+
+
+# ---- robustness ----------------------------------------------------------------------------
+
+
+def test_not_a_kernel_log_raises() -> None:
+    with pytest.raises(ParseError):
+        dmesg.parse("hello\nworld\n", "x")
+    with pytest.raises(ParseError):
+        dmesg.parse('{"blockdevices": []}', "x")
+    assert dmesg.parse("", "x")["events"] == []
+
+
+def test_event_storm_is_capped_but_counted() -> None:
+    text = "\n".join(f"[{i}.000000] XFS (dm-0): xfs_log_force: error -5 returned." for i in range(1, 5002))
+    section = dmesg.parse(text, "x")
+    assert len(section["events"]) == dmesg.MAX_EVENTS and section["events_dropped"] == 1001
+    assert summary(section)[("fs_error", "dm-0")]["count"] == 5001
+    assert summary(section)[("fs_error", "dm-0")]["last_line"] == 5001
+
+
+def test_pathological_lines_stay_fast() -> None:
+    for junk in [
+        "a" * 200_000,
+        "I/O " * 50_000,
+        "error, dev " * 20_000,
+        "[ " * 100_000,
+        "nvme0n1: " + "a(0x1) @ LBA " * 9000,
+    ]:
+        started = time.monotonic()
+        _safe_parse(junk)
+        assert time.monotonic() - started < 5
+
+
+def _safe_parse(text: str) -> None:
+    try:
+        section = dmesg.parse(text, "x")
+    except ParseError:
+        return
+    assert "status" not in section and "artifact" not in section
+    dmesg.recognise(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_parse_never_raises_other_errors(text: str) -> None:
+    _safe_parse(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(SAMPLES),
+    st.integers(min_value=0, max_value=20000),
+    st.integers(min_value=0, max_value=50),
+)
+def test_truncated_and_line_dropped_samples(path: Path, cut: int, drop: int) -> None:
+    text = path.read_text(errors="replace")
+    _safe_parse(text[:cut])
+    lines = text.split("\n")
+    _safe_parse("\n".join(lines[:drop] + lines[drop + 1 :]))
