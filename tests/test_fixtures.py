@@ -3,7 +3,8 @@
 A fixture is ``fixtures/NAME/`` with ``files/`` (pasted outputs) or ``bundle/`` (a bundle
 directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids that must be
 among the first three root causes), ``not_fires`` (ids that must not be found), optional
-``status`` and ``path`` (the --path to analyse with).
+``status``, ``path`` (the --path to analyse with) and ``job`` (the --params/--budget/... options,
+e.g. ``{params: 70B, budget: 2%}``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _expect(case: Path) -> dict:
 @pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(FIXTURES)) for c in CASES])
 def test_fixture(case: Path) -> None:
     expect = _expect(case)
-    analysis = analyze_paths(_inputs(case), expect.get("path"))
+    analysis = analyze_paths(_inputs(case), expect.get("path"), job=expect.get("job"))
     found = [f["id"] for f in analysis.report["findings"]]
     roots = [f["id"] for f in analysis.report["findings"] if not f["explained_by"]]
     for cause in expect.get("fires", []):

@@ -605,3 +605,53 @@ def verdict(measured_bytes_per_s: float, expected_bytes_per_s: float) -> Verdict
             "degraded", ratio, f"between {POOR_RATIO:.0%} and {OK_RATIO:.0%} of the expected line rate"
         )
     return Verdict("poor", ratio, f"below {POOR_RATIO:.0%} of the expected line rate")
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def to_dict(result: BenchResult) -> dict[str, Any]:
+    """The result as JSON-able data (throughputs in bytes/s; the raw output is not repeated)."""
+    return {
+        "path": str(result.path),
+        "engine": result.engine,
+        "size_bytes": result.size_bytes,
+        "block_size_bytes": result.block_size_bytes,
+        "numjobs": result.numjobs,
+        "iodepth": result.iodepth,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "measurements": [
+            {
+                "label": m.label,
+                "gds": m.gds,
+                "write_bytes_per_s": m.write_bytes_per_s,
+                "read_bytes_per_s": m.read_bytes_per_s,
+            }
+            for m in result.measurements
+        ],
+        "gds_slower_than_cpu": result.gds_slower_than_cpu,
+        "artifact": result.artifact,
+        "notes": list(result.notes),
+    }
+
+
+def render_text(result: BenchResult) -> str:
+    from gdsdoctor.estimate import format_bytes, format_rate
+
+    def rate(value: float | None) -> str:
+        return "n/a" if value is None else format_rate(value)
+
+    size, block = format_bytes(result.size_bytes), format_bytes(result.block_size_bytes)
+    lines = [
+        f"bench {result.path}: {result.engine}, {size} in {result.numjobs} job(s), {block} blocks, "
+        f"iodepth {result.iodepth} ({result.elapsed_s:.1f} s)",
+    ]
+    for m in result.measurements:
+        lines.append(
+            f"  {m.label:<28} write {rate(m.write_bytes_per_s):>12}   read {rate(m.read_bytes_per_s):>12}"
+        )
+    if result.gds_slower_than_cpu:
+        lines.append("  GDS path slower than the CPU path: a sign of compat mode or a cross-socket topology")
+    lines += [f"  {note}" for note in result.notes]
+    lines.append("  units: SI (1 GB/s = 10^9 bytes/s)")
+    return "\n".join(lines) + "\n"

@@ -23,6 +23,23 @@ from gdsdoctor.model import UserError
 
 UNKNOWN_EXIT = 3
 
+
+def _click_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The click exception class ``name`` from click and from typer's vendored copy (typer ≥ 0.16
+    ships its own click), so usage errors stay one line whichever typer is installed."""
+    import importlib
+
+    found = [getattr(click.exceptions, name)]
+    for module in ("typer._click.exceptions", "typer.exceptions"):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(dict.fromkeys(found))
+
+
+_EXIT, _ABORT, _CLICK_ERROR = _click_errors("Exit"), _click_errors("Abort"), _click_errors("ClickException")
+
 app = typer.Typer(
     name="gdsdoctor",
     help="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA, filesystems.",
@@ -53,6 +70,59 @@ HostRootOpt = Annotated[
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")
 ]
+
+
+ParamsOpt = Annotated[
+    str | None,
+    typer.Option("--params", help="Model parameter count (70B): judge the checkpoint stall and space."),
+]
+PresetOpt = Annotated[str | None, typer.Option("--preset", help="What a checkpoint saves (see `estimate`).")]
+IntervalOpt = Annotated[str | None, typer.Option("--interval", help="Time between checkpoints (default 1h).")]
+BudgetOpt = Annotated[
+    str | None, typer.Option("--budget", help="Stall budget, share of wall time (default 5%).")
+]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", help="GPUs the checkpoint stalls (default 1).")]
+SiteConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--site-config", help="YAML with a `checkpoint:` job description (params, ...)."),
+]
+
+
+def _job(
+    params: str | None,
+    preset: str | None,
+    interval: str | None,
+    budget: str | None,
+    gpus: int | None,
+    site_config: Path | None,
+) -> dict[str, Any]:
+    """The checkpoint job from the site config, overridden by options given on the command line."""
+    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.facts.job import validate
+
+    job: dict[str, Any] = _site_job(site_config) if site_config is not None else {}
+    given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
+    job.update({k: v for k, v in given.items() if v is not None})
+    try:
+        validate(job)
+    except EstimateError as error:
+        raise UserError(str(error)) from None
+    return job
+
+
+def _site_job(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise UserError(f"{path}: cannot read site config ({type(error).__name__})") from None
+    job = document.get("checkpoint") if isinstance(document, dict) else None
+    if not isinstance(job, dict):
+        raise UserError(
+            f"{path}: expected a mapping `checkpoint:` with params, preset, interval, budget, gpus"
+        )
+    return {str(k): v for k, v in job.items()}
 
 
 def _version(value: bool) -> None:
@@ -99,11 +169,18 @@ def check(
         float, typer.Option(help="Global time limit for capture, seconds.")
     ] = DEFAULT_DEADLINE_S,
     verbose: VerboseOpt = False,
+    params: ParamsOpt = None,
+    preset: PresetOpt = None,
+    interval: IntervalOpt = None,
+    budget: BudgetOpt = None,
+    gpus: GpusOpt = None,
+    site_config: SiteConfigOpt = None,
 ) -> None:
     """Diagnose this host (read-only): capture every source, analyse, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
-    _finish(run_check(host_root, path, rules_dir or [], deadline).report, fmt, verbose)
+    job = _job(params, preset, interval, budget, gpus, site_config)
+    _finish(run_check(host_root, path, rules_dir or [], deadline, job).report, fmt, verbose)
 
 
 @app.command()
@@ -135,11 +212,18 @@ def analyze(
     fmt: FormatOpt = Format.text,
     rules_dir: RulesDirOpt = None,
     verbose: VerboseOpt = False,
+    params: ParamsOpt = None,
+    preset: PresetOpt = None,
+    interval: IntervalOpt = None,
+    budget: BudgetOpt = None,
+    gpus: GpusOpt = None,
+    site_config: SiteConfigOpt = None,
 ) -> None:
     """Analyse a bundle or text files pasted into a ticket (recognised by content)."""
     from gdsdoctor.pipeline import analyze_paths
 
-    _finish(analyze_paths(inputs, path, rules_dir or []).report, fmt, verbose)
+    job = _job(params, preset, interval, budget, gpus, site_config)
+    _finish(analyze_paths(inputs, path, rules_dir or [], job).report, fmt, verbose)
 
 
 @app.command()
@@ -162,6 +246,115 @@ def probes() -> None:
     from gdsdoctor.explain import probes_table
 
     typer.echo(probes_table(), nl=False)
+
+
+@app.command()
+def estimate(
+    params: Annotated[str, typer.Option("--params", help="Parameter count: 70B, 7e10, 405b.")],
+    throughput: Annotated[
+        str, typer.Option("--throughput", help="Storage write throughput: 1.2GB/s, 400Gbit/s.")
+    ],
+    preset: Annotated[
+        str, typer.Option(help="What is saved per parameter (see --help of presets).")
+    ] = "bf16-adamw",
+    component: Annotated[
+        list[str] | None, typer.Option("--component", help="Override bytes/param: NAME=BYTES; repeatable.")
+    ] = None,
+    fsync: Annotated[str, typer.Option(help="fsync/metadata time per checkpoint: 2s, 500ms.")] = "0s",
+    interval: Annotated[str, typer.Option(help="Time between checkpoint starts: 1h, 30m.")] = "1h",
+    gpus: Annotated[int, typer.Option(help="GPUs stalled by the checkpoint.")] = 1,
+    budget: Annotated[str | None, typer.Option(help="Stall budget as share of wall time: 2%, 0.02.")] = None,
+    archive_throughput: Annotated[
+        str | None, typer.Option(help="Archive tier throughput for the asynchronous flush.")
+    ] = None,
+    units: Annotated[str, typer.Option(help="Output units: si (GB) or iec (GiB).")] = "si",
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
+    from gdsdoctor import estimate as model
+
+    if units not in ("si", "iec"):
+        raise UserError(f"--units must be si or iec, not {units!r}")
+    try:
+        result = model.run(
+            params,
+            throughput,
+            preset=preset,
+            components=component or [],
+            fsync=fsync,
+            interval=interval,
+            gpus=gpus,
+            budget=budget,
+            archive_throughput=archive_throughput,
+        )
+    except model.EstimateError as error:
+        raise UserError(str(error)) from None
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps(model.to_dict(result, units), indent=2))
+    elif fmt is Format.markdown:
+        typer.echo(model.render_markdown(result, units), nl=False)
+    else:
+        typer.echo(model.render_text(result, units), nl=False)
+
+
+@app.command()
+def bench(
+    path: Annotated[Path, typer.Argument(help="Directory on the checkpoint filesystem to measure.")],
+    size: Annotated[
+        str | None, typer.Option(help="Test data size: 4GiB (default: 5% of free space).")
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="Hard time limit, seconds.")] = 300.0,
+    engine: Annotated[str, typer.Option(help="auto, cpu-direct, libcufile or gdsio.")] = "auto",
+    save_raw: Annotated[
+        Path | None, typer.Option("--save-raw", help="Write fio JSON / gdsio text here (for `analyze`).")
+    ] = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
+    from gdsdoctor import bench as runner
+    from gdsdoctor.estimate import EstimateError, parse_size
+
+    try:
+        size_bytes = parse_size(size) if size else None
+    except EstimateError as error:
+        raise UserError(str(error)) from None
+    try:
+        with _progress_bar() as progress:
+            result = runner.run(path, size_bytes, time_limit, progress, engine)
+    except runner.BenchError as error:
+        raise UserError(str(error)) from None
+    if save_raw:
+        save_raw.write_bytes(result.raw)
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps(runner.to_dict(result), indent=2))
+    else:
+        typer.echo(runner.render_text(result), nl=False)
+
+
+def _progress_bar():  # type: ignore[no-untyped-def]
+    """A progress callback drawing a bar on stderr when it is a terminal, silent otherwise."""
+    import contextlib
+
+    from rich.progress import Progress
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda fraction, message: None)
+
+    @contextlib.contextmanager
+    def bar():  # type: ignore[no-untyped-def]
+        with Progress(transient=True) as progress:
+            task = progress.add_task("bench", total=1.0)
+
+            def update(fraction: float, message: str) -> None:
+                progress.update(task, completed=fraction, description=message[:60])
+
+            yield update
+
+    return bar()
 
 
 @rules_app.command("list")
@@ -211,12 +404,12 @@ def main() -> None:
     """Entry point: run the app, turning every expected failure into one line and exit 3."""
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.Exit as done:
-        code = done.exit_code
-    except click.exceptions.Abort:
+    except _EXIT as done:
+        code = getattr(done, "exit_code", 0)
+    except _ABORT:
         typer.echo("gdsdoctor: aborted", err=True)
         code = UNKNOWN_EXIT
-    except click.ClickException as error:
+    except _CLICK_ERROR as error:
         typer.echo(f"gdsdoctor: {error.format_message()}", err=True)
         code = UNKNOWN_EXIT
     except (UserError, BundleError, RuleError) as error:

@@ -201,6 +201,19 @@ def parse_throughput(text: str) -> Throughput:
     return Throughput(rate, text.strip(), "IEC" if iec else "SI")
 
 
+_SIZE_UNIT = re.compile(r"(?P<prefix>[kmgtp]?)(?P<iec>i?)b?", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes: ``4GiB`` (IEC), ``512MB`` (SI), ``1T``, ``65536`` (plain bytes)."""
+    value, unit = _split_quantity(text, what="size")
+    match = _SIZE_UNIT.fullmatch(unit.replace(" ", ""))
+    if not match or unit.endswith("bit"):
+        raise EstimateError(f"size {text.strip()!r}: unknown unit {unit!r} (e.g. 512MB, 4GiB)")
+    base = 1024 if match["iec"] else 1000
+    return round(_positive(value, text, what="size") * base ** _PREFIX_POWER[match["prefix"].lower()])
+
+
 def bytes_per_s(rate: float, text: str = "") -> Throughput:
     """A throughput already in bytes/s (e.g. measured by ``gdsdoctor bench``)."""
     if not math.isfinite(rate) or rate <= 0:

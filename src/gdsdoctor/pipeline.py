@@ -24,8 +24,10 @@ from gdsdoctor.model import ArtifactStatus, UserError
 from gdsdoctor.probes import target
 from gdsdoctor.report.build import build_report
 
-KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived"})
-HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES}
+KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
+HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
+    "job": "`--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
+}
 
 
 @dataclass
@@ -57,8 +59,12 @@ def check(
     target_path: str | None = None,
     rules_dirs: Sequence[Path] = (),
     deadline_s: float = DEFAULT_DEADLINE_S,
+    job: dict[str, Any] | None = None,
 ) -> Analysis:
+    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``)."""
     capture = capture_live(host_root, target_path, deadline_s=deadline_s)
+    if job:
+        capture.options["job"] = job
     if target_path:
         _require_target(capture, target_path)
     return analyze_capture(capture, rules_dirs)
@@ -77,7 +83,9 @@ def is_bundle(path: Path) -> bool:
     return path.name.endswith((".tar.gz", ".tgz", ".tar"))
 
 
-def load_inputs(paths: Sequence[Path], target_path: str | None = None) -> Capture:
+def load_inputs(
+    paths: Sequence[Path], target_path: str | None = None, job: dict[str, Any] | None = None
+) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host."""
     bundles = [p for p in paths if is_bundle(p)]
     if bundles and len(paths) > 1:
@@ -85,10 +93,15 @@ def load_inputs(paths: Sequence[Path], target_path: str | None = None) -> Captur
     capture = read_bundle(bundles[0]) if bundles else capture_files(paths)
     if target_path:
         capture.options["target_path"] = target_path
+    if job:
+        capture.options["job"] = job
     return capture
 
 
 def analyze_paths(
-    paths: Sequence[Path], target_path: str | None = None, rules_dirs: Sequence[Path] = ()
+    paths: Sequence[Path],
+    target_path: str | None = None,
+    rules_dirs: Sequence[Path] = (),
+    job: dict[str, Any] | None = None,
 ) -> Analysis:
-    return analyze_capture(load_inputs(paths, target_path), rules_dirs)
+    return analyze_capture(load_inputs(paths, target_path, job), rules_dirs)

@@ -307,11 +307,11 @@ CLASSIFIED = [
      "nvme_timeout", "nvme0", {"tag": 28, "opcode": "0x1", "qid": 3, "action": "aborting"}),
     ("nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff",
      "nvme_reset", "nvme0", {"csts": "0xffffffff"}),
-    ("nvme nvme1: Failed reconnect attempt 3/60", "nvmeof_reconnect", "nvme1", {"attempt": 3, "max_attempts": 60}),  # noqa: E501
+    ("nvme nvme1: Failed reconnect attempt 3/60", "nvmeof_reconnect", "nvme1", {"attempt": 3, "max_attempts": 60}),
     ("nvme nvme1: Successfully reconnected (attempt 2/60)", "nvmeof_reconnected", "nvme1", {}),
     ("nvme nvme1: failed nvme_keep_alive_end_io error=10", "nvmeof_keepalive", "nvme1", {"status": 10}),
     ("block nvme0n1: no usable path - requeuing I/O", "nvme_ana", "nvme0n1", {"state": "usable"}),
-    ("nvme nvme0: Connect rejected: status 8 (invalid service ID).", "nvmeof_reconnect", "nvme0", {"status": 8}),  # noqa: E501
+    ("nvme nvme0: Connect rejected: status 8 (invalid service ID).", "nvmeof_reconnect", "nvme0", {"status": 8}),
     ("nvme nvme0: Admin Cmd(0x6), I/O Error (sct 0x0 / sc 0x4) DNR",
      "nvme_status_error", "nvme0", {"op": "Admin Cmd", "status": "I/O Error", "sct": "0x0", "sc": "0x4"}),
     ("print_req_error: critical medium error, dev nvme0n1, sector 2048",
@@ -319,20 +319,20 @@ CLASSIFIED = [
     ("EXT4-fs (nvme0n1p1): Remounting filesystem read-only", "fs_shutdown", "nvme0n1p1", {}),
     ("XFS (sda1): nobarrier option is deprecated, ignoring.", "fs_mount_option_rejected", "sda1", {}),
     ("xfs: Unknown parameter 'nobarrier'", "fs_mount_option_rejected", None, {}),
-    ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "nvrm_xid", "0000:3b:00", {"xid": 79}),  # noqa: E501
+    ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "nvrm_xid", "0000:3b:00", {"xid": 79}),
     ("pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
      "pcie_aer", "0000:00:03.1", {"severity": "Uncorrected"}),
     ("nvme 0000:01:00.0:    [ 6] BadTLP", "pcie_aer", "0000:01:00.0", {"error": "BadTLP"}),
     ("nvme 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000 address=0xfe000000 flags=0x0000]",
      "iommu_fault", "0000:41:00.0", {}),
-    ("DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfe000000", "iommu_fault", "3b:00.0", {}),  # noqa: E501
+    ("DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfe000000", "iommu_fault", "3b:00.0", {}),
     ("pci 0000:3b:00.0: Adding to iommu group 42", "iommu_info", "0000:3b:00.0", {"group": 42}),
     ("AMD-Vi: Unknown option - 'on'", "cmdline_option_rejected", None, {"subsystem": "AMD-Vi"}),
     ("x86/PAT: gdsio:1234 conflicting memory types 3800000000-3800200000 write-combining<->uncached-minus",
      "pat_conflict", None, {}),
-    ("nvme 0000:01:00.0: cannot be used for peer-to-peer DMA as the client and provider (0000:3b:00.0) do not "  # noqa: E501
+    ("nvme 0000:01:00.0: cannot be used for peer-to-peer DMA as the client and provider (0000:3b:00.0) do not "
      "share an upstream bridge or whitelisted host bridge", "p2pdma", "0000:01:00.0", {}),
-    ("nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client", "peermem_error", None, {}),  # noqa: E501
+    ("nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client", "peermem_error", None, {}),
     ("nvidia-fs:rw_verify_area failed with -14", "nvidia_fs_error", None, {"errno": -14}),
     ("INFO: task python3:1234 blocked for more than 120 seconds.",
      "hung_task", None, {"task": "python3:1234", "seconds": 120}),
@@ -362,7 +362,7 @@ def test_benign_lines_not_classified(message: str) -> None:
     [
         ("kern  :err   : [  12.345678] nvme nvme0: Abort status: 0x371", "dmesg", "12.345678", "err", None),
         ("<3>[ 1.500000] nvme nvme0: Abort status: 0x0", "dmesg_raw", "1.500000", "err", None),
-        ("Jan 02 10:00:00.123456 host kernel: nvme nvme0: Abort status: 0x0", "journal", "Jan 02 10:00:00.123456",  # noqa: E501
+        ("Jan 02 10:00:00.123456 host kernel: nvme nvme0: Abort status: 0x0", "journal", "Jan 02 10:00:00.123456",
          None, None),
         ("2023-01-02T10:00:00+0000 host kernel: nvme nvme0: Abort status: 0x0", "journal",
          "2023-01-02T10:00:00+0000", None, None),

@@ -21,12 +21,12 @@ LSB = (DATA / "pytorch-rfcs-059.os.txt").read_text()
 
 # Written in the documented formats (no real capture of these in the reference set).
 PROC_VERSION = (
-    "Linux version 6.8.0-1040-nvidia (buildd@lcy02-amd64-070) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.3.0-6ubuntu2~24.04)"  # noqa: E501
-    " 13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #43-Ubuntu SMP PREEMPT_DYNAMIC Fri Jul 25 16:53:55 UTC 2025\n"  # noqa: E501
+    "Linux version 6.8.0-1040-nvidia (buildd@lcy02-amd64-070) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.3.0-6ubuntu2~24.04)"
+    " 13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #43-Ubuntu SMP PREEMPT_DYNAMIC Fri Jul 25 16:53:55 UTC 2025\n"
 )
-UNAME_A = "Linux dgx01 5.15.0-91-generic #101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023 x86_64 x86_64 x86_64 GNU/Linux\n"  # noqa: E501
+UNAME_A = "Linux dgx01 5.15.0-91-generic #101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023 x86_64 x86_64 x86_64 GNU/Linux\n"
 OS_RELEASE = (
-    'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nVERSION="22.04.4 LTS (Jammy Jellyfish)"\n'  # noqa: E501
+    'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nVERSION="22.04.4 LTS (Jammy Jellyfish)"\n'
     "VERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\n"
 )
 KALLSYMS = (
@@ -111,7 +111,7 @@ def test_cmdline_reference_with_prompt_on_same_line() -> None:
 def test_cmdline_iommu_acs_nvme_keys() -> None:
     text = (
         "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt iommu.passthrough=1 pci=realloc=off "
-        'pci=disable_acs_redir=0000:00:01.0;0000:15:00.0 nvme_core.multipath=N nvme_core.io_timeout=4294967295 dyndbg="a b"'  # noqa: E501
+        'pci=disable_acs_redir=0000:00:01.0;0000:15:00.0 nvme_core.multipath=N nvme_core.io_timeout=4294967295 dyndbg="a b"'
     )
     section = system.parse_cmdline(text, "proc/cmdline")
     assert section["iommu"]["intel_iommu"] == "on" and section["iommu"]["iommu"] == "pt"
@@ -224,7 +224,7 @@ def test_ofed(text: str, flavour: str, version: str, major: int, doca: bool) -> 
 
 
 @pytest.mark.parametrize(("word", "virtual", "container"), [("none", False, False), ("kvm", True, False),
-                                                           ("docker", False, True), ("wsl", False, True)])  # fmt: skip  # noqa: E501
+                                                           ("docker", False, True), ("wsl", False, True)])  # fmt: skip
 def test_virt(word: str, virtual: bool, container: bool) -> None:
     section = system.parse_virt(word + "\n", "cmd/systemd-detect-virt.txt")
     assert (section["virt"], section["is_virtual"], section["is_container"]) == (word, virtual, container)
@@ -304,3 +304,10 @@ def test_kallsyms_json_garbage(text: str) -> None:
     with contextlib.suppress(ParseError):
         system.parse_kallsyms("{" + text, "x")
     system.parse_kallsyms(json.dumps({"format": "gdsdoctor-kallsyms-scan", "found": text}), "x")
+
+
+def test_cmdline_stops_at_init_arguments() -> None:
+    line = "console=ttyS0 intel_iommu=on rdinit=/init -- --addr 0.0.0.0:2024 --flag"
+    facts = system.parse_cmdline(line, "proc/cmdline")
+    assert facts["params"]["intel_iommu"] == "on" and "--addr" not in facts["params"]
+    assert facts["iommu"]["intel_iommu"] == "on"

@@ -67,7 +67,9 @@ def _run_probe(probe: Probe, host_root: Path, results: dict[str, list[Artifact]]
 def capture_source(source: Source, host_root: Path) -> Artifact:
     """Capture one source; never raises."""
     if source.argv:
-        return run_command(source.artifact, source.argv, source.timeout, dict(source.env))
+        return run_command(
+            source.artifact, source.argv, source.timeout, dict(source.env), source.ok_exit_codes
+        )
     if source.reader is not None:
         return _run_reader(source, host_root)
     if source.path:

@@ -30,7 +30,13 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
-def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str, str] = ()) -> Artifact:
+def run_command(
+    name: str,
+    argv: Sequence[str],
+    timeout: float,
+    env: Mapping[str, str] = (),
+    ok_exit_codes: Sequence[int] = (0,),
+) -> Artifact:
     """Run ``argv`` and return its stdout as an artifact; never raises."""
     source = " ".join(argv)
     started = time.monotonic()
@@ -63,11 +69,11 @@ def run_command(name: str, argv: Sequence[str], timeout: float, env: Mapping[str
         )
     duration = time.monotonic() - started
     stdout = stdout[:MAX_OUTPUT_BYTES]
-    if process.returncode != 0:
+    if process.returncode not in ok_exit_codes:
         detail = _first_line(stderr) or f"exit status {process.returncode}"
         status = _failure_status(stderr)
         return Artifact(name, status, stdout, source, detail, process.returncode, duration)
-    return Artifact(name, ArtifactStatus.OK, stdout, source, "", 0, duration)
+    return Artifact(name, ArtifactStatus.OK, stdout, source, "", process.returncode, duration)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -171,7 +171,10 @@ def _evidence(signal: Signal, facts: dict[str, Any], values: dict[str, Any]) -> 
         for record in _provenance(found):
             lines.append(
                 Evidence(
-                    str(record.get("text", "")), str(record["artifact"]), _int(record.get("line")), signal.id
+                    str(record.get("text", "")).strip(),
+                    str(record["artifact"]),
+                    _int(record.get("line")),
+                    signal.id,
                 )
             )
             if len(lines) >= MAX_EVIDENCE_PER_SIGNAL:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gdsdoctor import estimate
 from gdsdoctor.facts import derive_gds, derive_storage, derive_topology
 
 Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -36,6 +37,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
         "nvidia_present": _nvidia_present(facts),
         "target_mount": target_mount,
         "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
+        "checkpoint_stall": checkpoint_stall(facts),
     }
     # Domain derivations see the facts and what is derived so far; each owns its keys.
     for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive):
@@ -103,3 +105,63 @@ def _is_data_mount(mount: dict[str, Any]) -> bool:
         # checkpoints by mistake; desktop and container helpers (gvfs, lxcfs) are not.
         return not any(s in fstype for s in ("gvfs", "lxcfs", "portal", "snapfuse"))
     return fstype not in PSEUDO_FSTYPES
+
+
+def measured_write(facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The best measured sequential write rate (fio aggregate, else the best gdsio WRITE run)."""
+    fio = ok_section(facts, "fio")
+    rate = (fio.get("aggregate") or {}).get("write_bytes_per_s")
+    if rate:
+        jobs = [j for j in fio.get("jobs", []) if (j.get("write") or {}).get("bytes_per_s")]
+        return {"bytes_per_s": rate, "tool": "fio", "src": jobs[0]["src"] if jobs else None}
+    writes = [b for b in ok_section(facts, "gdsio").get("best", []) if b.get("io_type") == "WRITE"]
+    if writes:
+        best = max(writes, key=lambda b: b["throughput_bytes_per_s"])
+        runs = best.get("runs") or []
+        src = runs[0].get("src") if runs and isinstance(runs[0], dict) else None
+        return {"bytes_per_s": best["throughput_bytes_per_s"], "tool": "gdsio", "src": src}
+    return None
+
+
+def checkpoint_stall(facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The stall model applied to the measured write rate, when the user described the job."""
+    job = ok_section(facts, "job")
+    write = measured_write(facts)
+    if not job or not write:
+        return None
+    result = estimate.compute(
+        estimate.Inputs(
+            params=job["params"],
+            preset=job["preset"],
+            components=estimate.components_for(job["preset"]),
+            throughput=estimate.bytes_per_s(write["bytes_per_s"], f"measured by {write['tool']}"),
+            fsync_s=0.0,
+            interval_s=job["interval_s"],
+            gpus=job["gpus"],
+            budget_fraction=job["budget_fraction"],
+            archive=None,
+        )
+    )
+    budget = result.budget
+    needed = budget.required_bytes_per_s if budget else None
+    return {
+        "write_bytes_per_s": write["bytes_per_s"],
+        "tool": write["tool"],
+        "src": write["src"],
+        "checkpoint_bytes": result.total_bytes,
+        "stall_s": round(result.stall_s, 3),
+        "share_of_wall_time": round(result.wall_fraction, 5),
+        "gpu_hours_lost_per_day": round(result.gpu_hours_lost_per_day, 2),
+        "budget_fraction": job["budget_fraction"],
+        "budget_met": budget.met if budget else None,
+        "required_bytes_per_s": needed,
+        # the same numbers as people read them, for evidence and messages
+        "text": {
+            "checkpoint": estimate.format_bytes(result.total_bytes),
+            "write_rate": estimate.format_rate(write["bytes_per_s"]),
+            "stall": estimate.format_duration(result.stall_s),
+            "share": f"{result.wall_fraction:.1%}",
+            "budget": f"{job['budget_fraction']:.1%}",
+            "needed_rate": estimate.format_rate(needed) if needed else "n/a",
+        },
+    }

@@ -18,6 +18,7 @@ from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.facts.derive import derive
+from gdsdoctor.facts.job import job_section
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import ParseError, Probe
@@ -28,6 +29,7 @@ ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 def build_facts(capture: Capture, probes: Sequence[Probe] = ANALYSED_PROBES) -> Facts:
     facts: Facts = {probe.section: section_for(probe, capture) for probe in probes}
+    facts["job"] = job_section(capture.options.get("job"))
     target_path = capture.options.get("target_path")
     if target_path:
         facts["target"]["path"] = target_path

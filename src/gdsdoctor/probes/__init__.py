@@ -5,6 +5,7 @@ from __future__ import annotations
 from gdsdoctor.probes import (
     bench,
     cufile,
+    dmesg,
     fs,
     gdscheck,
     gpu,
@@ -16,12 +17,15 @@ from gdsdoctor.probes import (
     nvme_sysfs,
     pci,
     rdma,
+    system,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,
     mounts.PROBE,
+    *system.PROBES,
+    *dmesg.PROBES,
     *gdscheck.PROBES,
     *cufile.PROBES,
     *nvidia_fs.PROBES,

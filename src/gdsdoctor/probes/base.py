@@ -45,12 +45,14 @@ class Source:
     timeout: float = 10.0
     needs_root: bool = False  # full output only as root (the capture still runs as non-root)
     env: tuple[tuple[str, str], ...] = ()
+    ok_exit_codes: tuple[int, ...] = (0,)  # e.g. systemd-detect-virt exits 1 when it prints "none"
+    how: str = ""  # how to get it when gdsdoctor does not capture it itself (e.g. "gdsdoctor bench PATH")
 
     @property
     def describe(self) -> str:
         if self.argv:
             return " ".join(self.argv)
-        return self.path or f"(reads {self.artifact})"
+        return self.path or self.how or f"(reads {self.artifact})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,7 +338,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="fio",
         title="fio benchmark result (JSON), from `gdsdoctor bench` or pasted",
-        sources=(Source("bench/fio.json"),),
+        sources=(Source("bench/fio.json", how="gdsdoctor bench PATH"),),
         parse=parse_fio,
         recognise=recognise_fio,
         paste_hint="the output of `fio --output-format=json …` (the JSON document)",
@@ -347,7 +347,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="gdsio",
         title="gdsio benchmark result lines, from `gdsdoctor bench` or pasted",
-        sources=(Source("bench/gdsio.txt"),),
+        sources=(Source("bench/gdsio.txt", how="gdsdoctor bench PATH (with gdsio installed)"),),
         parse=parse_gdsio,
         recognise=recognise_gdsio,
         paste_hint="the output of `gdsio …` (the `IoType: … Throughput: …` lines), with the command",

@@ -204,6 +204,8 @@ def split_params(line: str) -> list[tuple[str, str | bool]]:
         tokens = line.split()
     params: list[tuple[str, str | bool]] = []
     for token in tokens:
+        if token == "--":  # the kernel hands everything after a bare "--" to init
+            break
         key, sep, value = token.partition("=")
         if key:
             params.append((key, value if sep else True))
@@ -559,7 +561,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="virt",
         title="virtualisation or container detected",
-        sources=(Source("cmd/systemd-detect-virt.txt", argv=("systemd-detect-virt",)),),
+        sources=(Source("cmd/systemd-detect-virt.txt", argv=("systemd-detect-virt",), ok_exit_codes=(0, 1)),),
         parse=parse_virt,
         recognise=recognise_virt,
         paste_hint="`systemd-detect-virt`",

@@ -1,0 +1,49 @@
+"""The checkpoint job the user describes (``--params 70B`` and friends, or a site config).
+
+Section ``job``: ``params``, ``preset``, ``bytes_per_param``, ``checkpoint_bytes``,
+``interval_s``, ``budget_fraction``, ``gpus``. It is ``not_collected`` when no parameter
+count was given, so causes that need it are inconclusive rather than silently clear.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gdsdoctor import estimate
+
+DEFAULT_BUDGET = "5%"  # share of wall time a checkpoint may stall the job when none is given
+
+
+def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
+    job = options or {}
+    if not job.get("params"):
+        return {
+            "status": "not_collected",
+            "detail": "no checkpoint job given; pass --params (e.g. --params 70B)",
+        }
+    try:
+        components = estimate.components_for(
+            job.get("preset") or estimate.DEFAULT_PRESET, job.get("components", ())
+        )
+        params = estimate.parse_params(str(job["params"]))
+        section = {
+            "params": params,
+            "preset": job.get("preset") or estimate.DEFAULT_PRESET,
+            "bytes_per_param": sum(c.bytes_per_param for c in components),
+            "interval_s": estimate.parse_duration(
+                str(job.get("interval") or "1h"), what="checkpoint interval"
+            ),
+            "budget_fraction": estimate.parse_fraction(str(job.get("budget") or DEFAULT_BUDGET)),
+            "gpus": estimate.parse_count(job.get("gpus") or 1),
+        }
+    except estimate.EstimateError as error:
+        return {"status": "unparsable", "detail": str(error)}
+    section["checkpoint_bytes"] = round(params * section["bytes_per_param"])
+    return {"status": "ok", **section}
+
+
+def validate(options: dict[str, Any]) -> None:
+    """Raise EstimateError for a job description that cannot be read (for the CLI, before capture)."""
+    section = job_section(options)
+    if section["status"] == "unparsable":
+        raise estimate.EstimateError(section["detail"])
