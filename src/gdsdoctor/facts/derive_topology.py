@@ -224,19 +224,33 @@ def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
 
 
 def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """``nvme0`` → [{name: nvme0n1, size_bytes, mountpoints (of the namespace and everything on it)}]."""
+    """``nvme0`` → [{name: nvme0n1, size_bytes, mountpoints}], from lsblk and the NVMe sysfs tree; a
+    namespace's mountpoints include those of its partitions and of md/dm devices built on it."""
     lsblk = items(ok(facts, "lsblk"), "devices")
     by_name = {str(d.get("name")): d for d in lsblk}
+    names = [str(d.get("name")) for d in lsblk]
+    for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
+        names += [str(n) for n in controller.get("namespaces") or []]
+    mounts = items(ok(facts, "mounts"), "mounts")
     found: dict[str, list[dict[str, Any]]] = {}
-    for entry in lsblk:
-        match = _NAMESPACE.match(str(entry.get("name")))
+    for name in dict.fromkeys(names):
+        match = _NAMESPACE.match(name)
         if not match:
             continue
-        mounts = sorted(set(mountpoints_below(entry, by_name, set())))
+        points = mountpoints_below(by_name[name], by_name, set()) if name in by_name else []
+        points += [
+            m["mountpoint"] for m in mounts if on_namespace(m.get("device"), name) and m.get("mountpoint")
+        ]
+        size = by_name.get(name, {}).get("size_bytes")
         found.setdefault(match[1], []).append(
-            {"name": entry["name"], "size_bytes": entry.get("size_bytes"), "mountpoints": mounts}
+            {"name": name, "size_bytes": size, "mountpoints": sorted(set(points))}
         )
     return found
+
+
+def on_namespace(device: Any, namespace: str) -> bool:
+    """``/dev/nvme0n1`` or a partition of it (``/dev/nvme0n1p2``)."""
+    return isinstance(device, str) and re.fullmatch(rf"/dev/{namespace}(p\d+)?", device) is not None
 
 
 def mountpoints_below(entry: dict[str, Any], by_name: dict[str, dict[str, Any]], seen: set[str]) -> list[str]:
@@ -665,7 +679,7 @@ def expected_rate(derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -
     points = {m.get("mountpoint") for m in mounts}
     drives = [d for d in devices.values() if d["kind"] == "nvme"
               and any(p in points for ns in d["namespaces"] for p in ns["mountpoints"])]  # fmt: skip
-    links = [(GEN_BY_SPEED.get(d["link"]["speed_gts"]), d["link"]["width"]) for d in drives]
+    links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
     if not drives or any(gen is None or not width for gen, width in links):
         return None
     try:
@@ -687,6 +701,13 @@ def best_gdsio_runs(facts: dict[str, Any]) -> list[dict[str, Any]]:
         if key not in best or rate > best[key]["throughput_bytes_per_s"]:
             best[key] = run
     return list(best.values())
+
+
+def rated(found: dict[str, Any], devices: dict[str, dict[str, Any]], key: str) -> Any:
+    """What the drive's link should run at (the most both ends support), else what it runs at."""
+    parent = devices.get(found["upstream"][-1]) if found["upstream"] else None
+    best = smaller(found["link"][f"max_{key}"], parent["link"][f"max_{key}"] if parent else None)
+    return best or found["link"][key]
 
 
 def measurements(facts: dict[str, Any]) -> list[dict[str, Any]]:
