@@ -284,6 +284,15 @@ def relation(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     return "cross_root_complex"
 
 
+WORDS = {"switch": "under the same PCIe switch", "root_port": "under the same root port",
+         "root_complex": "through the root complex", "cross_root_complex": "across host bridges",
+         "cross_socket": "across CPU sockets"}  # fmt: skip
+
+
+def pair_says(gpu: str, other: str, found: str, label_text: Any) -> str:
+    return f"{gpu} ↔ {other}: {WORDS[found]} ({label_text})"
+
+
 def relation_label(found: str, a: dict[str, Any], b: dict[str, Any]) -> str:
     """nvidia-smi's name for the relation; across host bridges: NODE or SYS, unknown without NUMA nodes."""
     if found == "cross_root_complex" and (a["numa_node"] is None or b["numa_node"] is None):
@@ -318,6 +327,7 @@ def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                  "label": relation_label(found, gpu, other), "numa_aligned": aligned,
                  "path_bridges": path, "src": other["src"]}
             )  # fmt: skip
+            pairs[-1]["says"] = pair_says(pairs[-1]["gpu"], pairs[-1]["other"], found, pairs[-1]["label"])
     return pairs
 
 
@@ -337,6 +347,9 @@ def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
                  "label": pair.get("relation"), "numa_aligned": False if found == "cross_socket" else None,
                  "gpu_numa_node": numa.get(pair.get("gpu")), "path_bridges": [], "src": pair.get("src")}
             )  # fmt: skip
+            pairs[-1]["says"] = pair_says(
+                str(pairs[-1]["gpu"]), str(pairs[-1]["other"]), found, pair.get("relation")
+            )
     return pairs
 
 
