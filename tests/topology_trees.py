@@ -121,6 +121,17 @@ def numa_unknown(tree: FakeSysfs) -> None:
     switch_with_gpu_nvme_nic(tree, 0x15, -1, nvme="nvme0", mlx="mlx5_0", netdev="ens1np0")
 
 
+def small_boot_drive(tree: FakeSysfs) -> None:
+    """A Gen3 x1 NVMe (an M.2 boot drive on a chipset lane) holding the checkpoint mount."""
+    numa_nodes(tree, 1)
+    tree.add_pci("0000:00:1c.0", cls=BRIDGE, vendor=INTEL, driver="pcieport", speed=GEN3, max_speed=GEN3, width=1,
+                 max_width=1)  # fmt: skip
+    tree.add_pci("0000:03:00.0", parent="0000:00:1c.0", cls=NVME, vendor=MICRON, driver="nvme", speed=GEN3,
+                 max_speed=GEN3, width=1, max_width=1)  # fmt: skip
+    tree.add_nvme("nvme0", "0000:03:00.0", {"nvme0n1": TIB})
+    write(tree.root / "proc/mounts", "/dev/nvme0n1p2 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0")
+
+
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n")
@@ -165,6 +176,10 @@ BUNDLES: dict[str, tuple[Callable[[FakeSysfs], None], dict[str, tuple[str, Path]
         {"bench/fio.json": ("fio", BENCH / "fio-3.33.local-write-read-2groups-libaio.json")},
     ),
     "topo-sysfs-numa-unknown": (numa_unknown, {}),
+    "tput-sysfs-fio-above-line-rate": (
+        small_boot_drive,
+        {"bench/fio.json": ("fio", BENCH / "fio-3.33.local-write-read-2groups-libaio.json")},
+    ),
 }
 
 
