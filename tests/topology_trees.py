@@ -140,8 +140,13 @@ def write(path: Path, text: str) -> None:
 SYSFS_SECTIONS = ("pci", "iommu_groups", "numa", "nvme_sysfs", "infiniband", "netdev", "cmdline", "mounts")
 
 
-def build_bundle(name: str, layout: Callable[[FakeSysfs], None], extra: dict[str, tuple[str, Path]]) -> Path:
-    """Capture ``layout`` through the sysfs readers into ``fixtures/<name>/bundle``; ``extra`` adds
+def build_bundle(
+    name: str,
+    layout: Callable[[FakeSysfs], None],
+    extra: dict[str, tuple[str, Path]],
+    fixtures: Path = ROOT / "fixtures",
+) -> Path:
+    """Capture ``layout`` through the sysfs readers into ``<fixtures>/<name>/bundle``; ``extra`` adds
     artifacts as ``{artifact name: (section, file)}`` (benchmark outputs)."""
     from gdsdoctor.capture.bundle import write_bundle
     from gdsdoctor.capture.live import capture_live
@@ -159,7 +164,7 @@ def build_bundle(name: str, layout: Callable[[FakeSysfs], None], extra: dict[str
             artifact_name, source=f"file {path.name}", status=ArtifactStatus.OK, data=path.read_bytes()
         )
         capture.add(section, artifact)
-    output = ROOT / "fixtures" / name / "bundle"
+    output = fixtures / name / "bundle"
     shutil.rmtree(output, ignore_errors=True)
     return write_bundle(capture, output)
 
