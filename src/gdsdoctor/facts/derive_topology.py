@@ -51,6 +51,7 @@ LABEL = {"switch": "PXB", "root_port": "PXB", "root_complex": "PHB", "cross_root
 FROM_TOPO = {"PIX": "switch", "PXB": "switch", "PHB": "root_complex", "NODE": "cross_root_complex",
              "SYS": "cross_socket", "SOC": "cross_socket"}  # fmt: skip
 ENDPOINTS = ("gpu", "nvme", "nic")
+KIND_LABEL = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
 GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 GDS_SLOWER_RATIO = 0.9
 DEFAULT_RDMA_DSCP = 26  # NVIDIA's RoCE default (priority 3)
@@ -294,7 +295,12 @@ def pair_says(gpu: str, other: str, found: str, label_text: Any) -> str:
 
 
 def relation_label(found: str, a: dict[str, Any], b: dict[str, Any]) -> str:
-    """nvidia-smi's name for the relation; across host bridges: NODE or SYS, unknown without NUMA nodes."""
+    """nvidia-smi's name for the relation; across host bridges: NODE or SYS, unknown without NUMA nodes;
+    under one switch: PIX when each hangs off one of its downstream ports, PXB through more bridges."""
+    if found == "switch":
+        common = set(a["upstream"]) & set(b["upstream"])
+        below = [x for x in a["upstream"] + b["upstream"] if x not in common]
+        return "PIX" if len(below) <= 2 else "PXB"
     if found == "cross_root_complex" and (a["numa_node"] is None or b["numa_node"] is None):
         return "NODE or SYS"
     return LABEL[found]
@@ -303,7 +309,7 @@ def relation_label(found: str, a: dict[str, Any], b: dict[str, Any]) -> str:
 def label(bdf: str | None, name: Any, kind: str) -> str:
     if name:
         return str(name)
-    return f"{'GPU' if kind == 'gpu' else kind} {bdf}"
+    return f"{KIND_LABEL.get(kind, kind)} {bdf}"
 
 
 def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
