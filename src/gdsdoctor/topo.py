@@ -205,15 +205,8 @@ def gpu_line(gpu: dict[str, Any]) -> dict[str, Any]:
             entry[kind] = None
             continue
         entry[kind] = f"{pair['other']} — {WORDS[pair['relation']]} ({pair['label']})"
-        if pair["rank"] >= RANK["cross_socket"]:
-            entry["problems"].append(
-                f"{gpu['gpu']}: nearest {KIND_NAMES[kind]} {pair['other']} is across CPU sockets"
-            )
-        elif pair["rank"] >= RANK["root_complex"]:
-            entry["problems"].append(
-                f"{gpu['gpu']}: nearest {KIND_NAMES[kind]} {pair['other']} only through the root complex"
-                f" ({pair['label']})"
-            )
+        if pair["rank"] >= RANK["root_complex"]:
+            entry["problems"].append(f"{gpu['gpu']}: nearest {entry[kind]}".replace(" — ", " is ", 1))
     return entry
 
 
@@ -248,7 +241,7 @@ def gpu_texts(topology: Topology) -> list[str]:
     texts = []
     for gpu in topology.gpus:
         numa = gpu["numa_node"] if gpu["numa_node"] is not None else "?"
-        texts.append(f"{gpu['gpu']} (NUMA {numa}): NVMe {gpu['nvme'] or 'none'}; NIC {gpu['nic'] or 'none'}")
+        texts.append(f"{gpu['gpu']} (NUMA {numa}): {gpu['nvme'] or 'no NVMe'}; {gpu['nic'] or 'no NIC'}")
     return texts
 
 

@@ -159,7 +159,9 @@ def from_tree(raw: dict[str, Any], lspci: dict[str, Any] | None) -> dict[str, An
     kind = lspci["kind"] if lspci else tree_kind(raw.get("name"))
     upstream = list(raw.get("upstream") or [])
     root = upstream[0] if upstream else raw["bdf"]
-    return device(raw["bdf"], kind, None, f"pci{root[:7]}", upstream, raw.get("src"))
+    found = device(raw["bdf"], kind, None, f"pci{root[:7]}", upstream, raw.get("src"))
+    found["lspci_name"] = raw.get("name")
+    return found
 
 
 def from_lspci(raw: dict[str, Any], root_complex: str | None, upstream: list[str]) -> dict[str, Any]:
