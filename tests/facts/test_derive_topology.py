@@ -159,6 +159,18 @@ def test_iommu_votes_prefer_runtime_evidence() -> None:
     assert derive_topology.iommu_state({})["mode"] is None
 
 
+def test_default_domain_line_alone_is_no_iommu() -> None:
+    """The kernel prints the default domain type even without an IOMMU (a VM without vIOMMU)."""
+    domain = {"kind": "iommu_info", "details": {"domain_type": "Translated"}, "src": None}
+    alone = {"dmesg": {"status": "ok", "kernel_release": "6.8.0", "events": [domain]}}
+    assert derive_topology.iommu_state(alone)["mode"] == "disabled"
+    excerpt = {"dmesg": {"status": "ok", "kernel_release": None, "events": [domain]}}
+    assert derive_topology.iommu_state(excerpt)["mode"] is None
+    group = {"kind": "iommu_info", "details": {"group": 14}, "src": None}
+    driven = {"dmesg": {"status": "ok", "kernel_release": "6.8.0", "events": [domain, group]}}
+    assert derive_topology.iommu_state(driven)["mode"] == "translated"
+
+
 def test_roce_qos_maps_the_rdma_dscp_to_its_priority() -> None:
     qos = derived_of(DATA / "rdma/mlnx_qos.cx-roce-dscp-pfc3.att-netarbiter.txt")["topology_roce_qos"]
     assert (qos["rdma_dscp"], qos["rdma_dscp_assumed"], qos["rdma_priority"]) == (26, True, 3)

@@ -546,14 +546,22 @@ def iommu_group_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def dmesg_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default domain type counts only where the log also shows an IOMMU driver at work: the kernel
+    prints "Default domain type: Translated" on machines with no IOMMU at all (VMs without a vIOMMU)."""
+    dmesg = ok(facts, "dmesg")
+    events = [
+        e for e in items(dmesg, "events") if e.get("kind") == "iommu_info" and e.get("current_boot", True)
+    ]
+    driver = [e for e in events if not set(e.get("details") or {}) & {"domain_type", "policy"}]
     found = []
-    for event in items(ok(facts, "dmesg"), "events"):
-        domain = (
-            (event.get("details") or {}).get("domain_type") if event.get("kind") == "iommu_info" else None
-        )
-        if domain and event.get("current_boot", True) is not False:
+    for event in events if driver else []:
+        domain = (event.get("details") or {}).get("domain_type")
+        if domain:
             mode = "passthrough" if str(domain).lower().startswith("pass") else "translated"
             found.append(vote("dmesg", mode, f"kernel: default domain type {domain}", event.get("src")))
+    if not driver and dmesg.get("kernel_release"):
+        src = events[0].get("src") if events else None
+        found.append(vote("dmesg", "disabled", "the kernel log from boot shows no IOMMU driver", src))
     return found
 
 
