@@ -151,7 +151,10 @@ def test_iommu_votes_prefer_runtime_evidence() -> None:
     assert derive_topology.iommu_state(facts)["mode"] == "passthrough"
     facts["dmesg"] = {
         "status": "ok",
-        "events": [{"kind": "iommu_info", "details": {"domain_type": "Translated"}}],
+        "events": [
+            {"kind": "iommu_info", "details": {"domain_type": "Translated"}},
+            {"kind": "iommu_info", "details": {"group": 3}},
+        ],
     }
     assert derive_topology.iommu_state(facts)["mode"] == "translated"
     facts["iommu_groups"] = {"status": "ok", "present": False, "groups": []}
