@@ -115,6 +115,21 @@ def degraded_links(tree: FakeSysfs) -> None:
     write(tree.root / "proc/mounts", "/dev/nvme0n1 /mnt/ckpt xfs rw,relatime 0 0")
 
 
+def nic_in_gen4_slot(tree: FakeSysfs) -> None:
+    """A 400 Gb/s ConnectX-7 port behind a Gen4 x16 link (a Gen4 server, or a Gen4 riser)."""
+    numa_nodes(tree, 1)
+    tree.add_pci("0000:40:01.1", cls=BRIDGE, vendor=INTEL, driver="pcieport", speed=GEN4, max_speed=GEN4)
+    tree.add_pci("0000:41:00.0", parent="0000:40:01.1", driver="nvidia", speed=GEN4, max_speed=GEN4)
+    tree.add_pci("0000:40:03.1", cls=BRIDGE, vendor=INTEL, driver="pcieport", speed=GEN4, max_speed=GEN4)
+    nic = "0000:42:00.0"
+    tree.add_pci(
+        nic, parent="0000:40:03.1", cls=NIC, vendor=MELLANOX, device=0x1021, driver="mlx5_core", speed=GEN4
+    )
+    tree.add_netdev("ens3np0", nic)
+    tree.add_ib("mlx5_0", nic, {1: ROCE_PORT})
+    (tree.sys / "kernel/iommu_groups").mkdir(parents=True, exist_ok=True)
+
+
 def numa_unknown(tree: FakeSysfs) -> None:
     """Two NUMA nodes, but the firmware gives the PCIe devices no node (numa_node -1)."""
     numa_nodes(tree, 2)
@@ -181,6 +196,7 @@ BUNDLES: dict[str, tuple[Callable[[FakeSysfs], None], dict[str, tuple[str, Path]
         {"bench/fio.json": ("fio", BENCH / "fio-3.33.local-write-read-2groups-libaio.json")},
     ),
     "topo-sysfs-numa-unknown": (numa_unknown, {}),
+    "pci-sysfs-nic-400g-in-gen4-slot": (nic_in_gen4_slot, {}),
     "tput-sysfs-fio-above-line-rate": (
         small_boot_drive,
         {"bench/fio.json": ("fio", BENCH / "fio-3.33.local-write-read-2groups-libaio.json")},

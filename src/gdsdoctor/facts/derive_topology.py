@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gdsdoctor.bench import BenchError, expected_throughput, verdict
+from gdsdoctor.bench import NETWORK_EFFICIENCY, BenchError, expected_throughput, verdict
 
 RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
 RANK = {name: rank for rank, name in enumerate(RELATIONS)}
@@ -82,6 +82,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "topology_roce_ports": roce_ports(facts),
         "topology_rdma_slow_ports": rdma_slow_ports(facts),
         "topology_roce_qos": roce_qos(facts),
+        "topology_nic_pcie_bottleneck": nic_pcie_bottleneck(facts, devices),
         **throughput(facts, derived, devices),
         "topology_gds_vs_cpu": gds_vs_cpu(facts),
     }
@@ -657,6 +658,29 @@ def rdma_slow_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
                          "rate_gbps": port["rate_gbps"],
                          "expected_gbps": best, "src": port.get("src")})  # fmt: skip
     return slow
+
+
+def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """NICs whose PCIe link carries less than their active network port (a 400 Gb/s port on Gen4 x16)."""
+    rates: dict[str, float] = {}
+    for port in items(ok(facts, "infiniband"), "ports"):
+        if port.get("active") and isinstance(port.get("rate_gbps"), int | float):
+            rates[str(port.get("device"))] = max(
+                rates.get(str(port.get("device")), 0.0), float(port["rate_gbps"])
+            )
+    found = []
+    for nic in (d for d in devices.values() if d["kind"] == "nic" and d["name"] in rates):
+        gen, width = GEN_BY_SPEED.get(nic["link"]["speed_gts"]), nic["link"]["width"]
+        if gen is None or not width:
+            continue
+        pcie_gbps = expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s * 8 / 1e9
+        port_gbps = rates[nic["name"]]
+        if pcie_gbps < port_gbps * NETWORK_EFFICIENCY:
+            found.append({"device": nic["name"], "bdf": nic["bdf"], "port_gbps": port_gbps,
+                          "pcie_gbps": round(pcie_gbps, 1),
+                          "link": f"{nic['link']['speed_gts']:g} GT/s x{width}",
+                          "src": nic.get("link_src") or nic["src"]})  # fmt: skip
+    return found
 
 
 def roce_qos(facts: dict[str, Any]) -> dict[str, Any] | None:
