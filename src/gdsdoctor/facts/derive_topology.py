@@ -496,7 +496,7 @@ def acs_state(facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: 
     return {
         "readable": lspci.get("caps_readable") if lspci else None,
         "redirect_bridges": redirect,
-        "on_path_bridges": list(on_path.values()),
+        "on_path_bridges": [on_path[bdf] for bdf in sorted(on_path)],
         "path_known": any(p["path_bridges"] for p in pairs),
         "unattributed_redirect": unattributed,
     }
