@@ -83,6 +83,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "topology_rdma_slow_ports": rdma_slow_ports(facts),
         "topology_roce_qos": roce_qos(facts),
         "topology_nic_pcie_bottleneck": nic_pcie_bottleneck(facts, devices),
+        **aer_latched(facts),
         **throughput(facts, derived, devices),
         "topology_gds_vs_cpu": gds_vs_cpu(facts),
     }
@@ -464,6 +465,36 @@ def gpu_link_capped(facts: dict[str, Any]) -> list[dict[str, Any]]:
                 {"bdf": gpu.get("bus_id"), "host_max_gen": host, "device_max_gen": dev, "src": gpu.get("src")}
             )
     return capped
+
+
+# --- AER ------------------------------------------------------------------------------------------
+
+# Latched by routine enumeration and config-space probing rather than by a failing link: an unsupported
+# request, and the advisory flag the kernel sets when it handles such a non-fatal error as correctable.
+ROUTINE_AER = {"UnsupReq", "AdvNonFatalErr"}
+
+
+def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """AER error bits latched in ``lspci -vvv``: uncorrectable ones not masked, correctable ones; both
+    without the routine bits."""
+    found: dict[str, list[dict[str, Any]]] = {
+        "topology_aer_uncorrectable": [],
+        "topology_aer_correctable": [],
+    }
+    for raw in items(ok(facts, "lspci"), "devices"):
+        srcs = raw.get("srcs") or {}
+        masked = set(raw.get("aer_ue_masked") or [])
+        ue = [b for b in raw.get("aer_ue_set") or [] if b not in masked and b not in ROUTINE_AER]
+        ce = [b for b in raw.get("aer_ce_set") or [] if b not in ROUTINE_AER]
+        if ue:
+            found["topology_aer_uncorrectable"].append(
+                {"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")}
+            )
+        if ce:
+            found["topology_aer_correctable"].append(
+                {"bdf": raw.get("bdf"), "bits": ce, "src": srcs.get("CESta")}
+            )
+    return found
 
 
 # --- ACS ------------------------------------------------------------------------------------------

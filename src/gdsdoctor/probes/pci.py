@@ -35,8 +35,9 @@ Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: 
 a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), kind (as in ``pci``), class_name,
 name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded,
 width_downgraded}|None, lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid,
-trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set:
-[flag]|None, bar1_bytes, secondary_bus ("0000:17" for a bridge's ``Bus: secondary=17``, else None), port_type
+trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None,
+aer_ue_set/aer_ce_set/aer_ue_masked: [flag]|None, bar1_bytes, secondary_bus ("0000:17" for a bridge's
+``Bus: secondary=17``, else None), port_type
 (``root_port``, ``upstream``, ``downstream``, ``endpoint``, ``rc_endpoint``, ``legacy_endpoint``,
 ``bridge`` or None), src,
 srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown)
@@ -267,7 +268,7 @@ ACS_FLAGS = {
     "EgressCtrl": "egress_ctrl",
     "DirectTrans": "direct_trans",
 }
-_CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set")
+_CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set", "aer_ue_masked")
 
 
 def full_bdf(bdf: str) -> str:
@@ -327,6 +328,7 @@ def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, A
         "acs_ctl": None,
         "aer_ue_set": None,
         "aer_ce_set": None,
+        "aer_ue_masked": None,
         "bar1_bytes": None,
         "secondary_bus": None,
         "port_type": None,
@@ -350,10 +352,9 @@ def apply_lspci_line(device: dict[str, Any], key: str, value: str, source: dict[
         device["lnk_cap" if key == "LnkCap" else "lnk_sta"] = link(value)
     elif key in ("ACSCap", "ACSCtl"):
         device["acs_cap" if key == "ACSCap" else "acs_ctl"] = acs_flags(value)
-    elif key in ("UESta", "CESta"):
-        device["aer_ue_set" if key == "UESta" else "aer_ce_set"] = sorted(
-            n for n, on in flags(value).items() if on
-        )
+    elif key in ("UESta", "CESta", "UEMsk"):
+        field = {"UESta": "aer_ue_set", "CESta": "aer_ce_set", "UEMsk": "aer_ue_masked"}[key]
+        device[field] = sorted(n for n, on in flags(value).items() if on)
     elif key == "NUMA node":
         device["numa_node"] = as_int(value)
     elif key == "Kernel driver in use":
