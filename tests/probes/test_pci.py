@@ -209,7 +209,10 @@ def test_lspci_bridge_bus_numbers_and_port_types() -> None:
     assert ports["0000:15:01.0"] == ("root_port", "0000:16")
     assert ports["0000:16:00.0"] == ("upstream", "0000:17")
     assert ports["0000:17:01.0"] == ("downstream", "0000:19")
-    assert devices["0000:19:00.0"]["port_type"] == "endpoint" and devices["0000:19:00.0"]["secondary_bus"] is None
+    assert (
+        devices["0000:19:00.0"]["port_type"] == "endpoint"
+        and devices["0000:19:00.0"]["secondary_bus"] is None
+    )
     assert devices["0000:15:00.0"]["port_type"] == "rc_endpoint"
     assert devices["0000:17:01.0"]["srcs"]["Bus"]["line"] == 376
 
