@@ -128,3 +128,63 @@ def test_check_with_path_names_the_target() -> None:
     report = json.loads(result.stdout)
     assert report["source"]["target_path"] == "/tmp"
     assert {p["name"]: p["status"] for p in report["probes"]}["target"] == "ok"
+
+
+def test_estimate_textbook_case_json() -> None:
+    result = gdsdoctor(
+        "estimate", "--params", "70B", "--throughput", "1.2GB/s", "--preset", "bf16-adamw-bf16grads",
+        "--gpus", "64", "--format", "json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    text = json.dumps(data)
+    assert "1120000000000" in text.replace(".0", "")  # 70e9 × 16 B
+    stall = next(v for k, v in _walk(data) if k == "stall_s")
+    assert 15 * 60 < stall < 16 * 60
+
+
+def _walk(value, key=None):  # type: ignore[no-untyped-def]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v, key)
+    else:
+        yield key, value
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--params", "0", "--throughput", "1GB/s"], "parameter count"),
+        (["--params", "70B", "--throughput", "-1GB/s"], "throughput"),
+        (["--params", "70B", "--throughput", "1.2 furlongs/s"], "unknown unit"),
+        (["--params", "70B", "--throughput", "1GB/s", "--budget", "150%"], "budget"),
+    ],
+)
+def test_estimate_bad_input_is_one_line_exit_3(args: list[str], message: str) -> None:
+    result = gdsdoctor("estimate", *args)
+    assert result.returncode == 3 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_analyze_with_params_turns_pasted_fio_into_a_stall_finding() -> None:
+    fio = Path(__file__).resolve().parents[1] / "fixtures/throughput-fio-stall-over-budget/files/fio.json"
+    result = gdsdoctor("analyze", str(fio), "--params", "70B", "--budget", "2%", "--format", "json")
+    report = json.loads(result.stdout)
+    finding = next(f for f in report["findings"] if f["id"] == "checkpoint-stall-over-budget")
+    assert "980 GB checkpoint" in finding["evidence"][0]["text"]
+    assert result.returncode == 1
+    bad = gdsdoctor("analyze", str(fio), "--params", "seventy")
+    assert bad.returncode == 3 and "parameter count" in bad.stderr
+
+
+def test_site_config_supplies_the_job(tmp_path: Path) -> None:
+    fio = Path(__file__).resolve().parents[1] / "fixtures/throughput-fio-stall-over-budget/files/fio.json"
+    (tmp_path / "site.yaml").write_text("checkpoint:\n  params: 70B\n  budget: 2%\n")
+    result = gdsdoctor("analyze", str(fio), "--site-config", str(tmp_path / "site.yaml"), "--format", "json")
+    assert "checkpoint-stall-over-budget" in [f["id"] for f in json.loads(result.stdout)["findings"]]
+    (tmp_path / "bad.yaml").write_text("- not a mapping\n")
+    bad = gdsdoctor("analyze", str(fio), "--site-config", str(tmp_path / "bad.yaml"))
+    assert bad.returncode == 3 and "checkpoint:" in bad.stderr

@@ -6,8 +6,10 @@ also covers bad input and usage errors: every error is one line on stderr, never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,12 +18,34 @@ import click
 import typer
 
 from gdsdoctor import __version__
-from gdsdoctor.capture.bundle import BundleError, write_bundle
-from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
-from gdsdoctor.engine.rules import RuleError
 from gdsdoctor.model import UserError
 
 UNKNOWN_EXIT = 3
+# The capture layer, the rules and the renderers are imported when a command needs them, so
+# that `--version`, `--help` and hooks that call gdsdoctor often start fast (see README
+# "Performance"). tests/test_api.py checks this default equals capture.live's.
+DEFAULT_DEADLINE_S = 60.0
+
+
+def capture_live(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.live import capture_live as capture
+
+    return capture(*args, **kwargs)
+
+
+def write_bundle(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.bundle import write_bundle as write
+
+    return write(*args, **kwargs)
+
+
+def _input_errors() -> tuple[type[Exception], ...]:
+    """Errors the user can fix (one line, exit 3). An ``except`` clause evaluates this only when
+    something was raised, so their modules are not imported at start-up."""
+    from gdsdoctor.capture.bundle import BundleError
+    from gdsdoctor.engine.rules import RuleError
+
+    return (UserError, BundleError, RuleError)
 
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
@@ -49,6 +73,8 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="List, show and lint the diagnostic rules.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
+fleet_app = typer.Typer(help="Fleet summaries: merge the shards of a fleet analysis.", no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
 
 
 class Format(StrEnum):
@@ -57,7 +83,51 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    junit = "junit"
+    prometheus = "prometheus"
+    oneline = "oneline"
+
+
+class FailOn(StrEnum):
+    critical = "critical"
+    warning = "warning"
+
+
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+ReportFormatOpt = Annotated[
+    ReportFormat | None,
+    typer.Option("--format", "-f", help="Format on stdout (default text; none when only --output is given)."),
+]
+OutputsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT=PATH",
+        help="Also write FORMAT to PATH, atomically (e.g. prometheus=/var/lib/node_exporter/gdsdoctor.prom); "
+        "repeatable; PATH - is stdout.",
+    ),
+]
+FailOnOpt = Annotated[
+    FailOn | None,
+    typer.Option(
+        "--fail-on",
+        help="Lowest severity that fails (non-zero exit): critical or warning. Default: monitoring-plugin "
+        "codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). UNKNOWN always fails.",
+    ),
+]
+NpdOpt = Annotated[
+    bool,
+    typer.Option(
+        "--npd",
+        help="Kubernetes node-problem-detector custom plugin: exit 0 OK, 1 problem, 2 unknown; "
+        "one short message on stdout.",
+    ),
+]
 RulesDirOpt = Annotated[
     list[Path] | None, typer.Option("--rules-dir", help="Extra (site) rule directory; repeatable.")
 ]
@@ -140,22 +210,61 @@ def _main(
     """gdsdoctor: what is wrong with this node's checkpoint path, how sure, and how to fix it."""
 
 
-def _render(report: dict[str, Any], fmt: Format, verbose: bool) -> str:
-    if fmt is Format.json:
-        from gdsdoctor.report.json_report import render_json
+def _targets(outputs: list[str] | None) -> list[tuple[str, str]]:
+    """``FORMAT=PATH`` options, checked before any work is done."""
+    from gdsdoctor.report.render import FORMATS
 
-        return render_json(report)
-    if fmt is Format.markdown:
-        from gdsdoctor.report.markdown import render_markdown
+    targets = []
+    for option in outputs or []:
+        fmt, sep, path = option.partition("=")
+        if not sep or not path or fmt not in FORMATS:
+            raise UserError(
+                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}"
+            )
+        targets.append((fmt, path))
+    return targets
 
-        return render_markdown(report, verbose)
-    from gdsdoctor.report.text import render_text
 
-    return render_text(report, color=sys.stdout.isatty(), verbose=verbose)
+def _write(text: str, path: str) -> None:
+    from gdsdoctor.report.files import write_atomic
+
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(path), text)
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def _finish(report: dict[str, Any], fmt: Format, verbose: bool) -> None:
-    sys.stdout.write(_render(report, fmt, verbose))
+def _finish(
+    report: dict[str, Any],
+    fmt: ReportFormat | None,
+    verbose: bool,
+    outputs: Sequence[tuple[str, str]] = (),
+    fail_on: FailOn | None = None,
+    npd: bool = False,
+) -> None:
+    """Write every requested output, then exit with the code the report (and --fail-on) says;
+    the last line printed says why (stdout's status line for text and markdown, else stderr)."""
+    from gdsdoctor.report.build import apply_fail_on, exit_line
+    from gdsdoctor.report.render import MACHINE_FORMATS, render
+
+    report = apply_fail_on(report, fail_on and str(fail_on))
+    for target_format, path in outputs:
+        _write(render(report, target_format, verbose), path)
+    if npd:
+        from gdsdoctor.report.oneline import npd_result
+
+        code, message = npd_result(report)
+        typer.echo(message)
+        raise typer.Exit(code)
+    shown = str(fmt) if fmt is not None else (None if outputs else "text")
+    if shown is not None:
+        color = shown == "text" and sys.stdout.isatty()
+        sys.stdout.write(render(report, shown, verbose, color=color))
+    if shown is None or shown in MACHINE_FORMATS:
+        typer.echo(exit_line(report), err=True)
     raise typer.Exit(int(report["summary"]["exit_code"]))
 
 
@@ -163,7 +272,10 @@ def _finish(report: dict[str, Any], fmt: Format, verbose: bool) -> None:
 def check(
     path: PathOpt = None,
     host_root: HostRootOpt = Path("/"),
-    fmt: FormatOpt = Format.text,
+    fmt: ReportFormatOpt = None,
+    output: OutputsOpt = None,
+    fail_on: FailOnOpt = None,
+    npd: NpdOpt = False,
     rules_dir: RulesDirOpt = None,
     deadline: Annotated[
         float, typer.Option(help="Global time limit for capture, seconds.")
@@ -179,8 +291,10 @@ def check(
     """Diagnose this host (read-only): capture every source, analyse, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
+    targets = _targets(output)
     job = _job(params, preset, interval, budget, gpus, site_config)
-    _finish(run_check(host_root, path, rules_dir or [], deadline, job).report, fmt, verbose)
+    report = run_check(host_root, path, rules_dir or [], deadline, job).report
+    _finish(report, fmt, verbose, targets, fail_on, npd)
 
 
 @app.command()
@@ -206,11 +320,23 @@ def collect(
 @app.command()
 def analyze(
     inputs: Annotated[
-        list[Path], typer.Argument(help="A bundle (.tar.gz or directory), or pasted text files.")
+        list[str],
+        typer.Argument(
+            help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
+            "of bundles, several bundles, a quoted glob) for a fleet summary."
+        ),
     ],
     path: PathOpt = None,
-    fmt: FormatOpt = Format.text,
+    fmt: ReportFormatOpt = None,
+    output: OutputsOpt = None,
+    fail_on: FailOnOpt = None,
+    npd: NpdOpt = False,
     rules_dir: RulesDirOpt = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Fleet: parallel processes (default: every core)."),
+    ] = None,
+    fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
     verbose: VerboseOpt = False,
     params: ParamsOpt = None,
     preset: PresetOpt = None,
@@ -219,11 +345,103 @@ def analyze(
     gpus: GpusOpt = None,
     site_config: SiteConfigOpt = None,
 ) -> None:
-    """Analyse a bundle or text files pasted into a ticket (recognised by content)."""
+    """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
+    from gdsdoctor.fleet import expand_inputs, is_fleet
     from gdsdoctor.pipeline import analyze_paths
 
+    paths = expand_inputs(inputs)
+    if not paths:
+        raise UserError(f"nothing matches {' '.join(inputs)}")
     job = _job(params, preset, interval, budget, gpus, site_config)
-    _finish(analyze_paths(inputs, path, rules_dir or [], job).report, fmt, verbose)
+    if fleet or is_fleet(paths):
+        if npd:
+            raise UserError("--npd reports on one node; a fleet summary has no NPD form")
+        _fleet(paths, path, rules_dir or [], jobs, fmt, _targets(output), fail_on, job)
+    targets = _targets(output)
+    _finish(analyze_paths(paths, path, rules_dir or [], job).report, fmt, verbose, targets, fail_on, npd)
+
+
+def _fleet(
+    paths: list[Path],
+    path: str | None,
+    rules_dirs: list[Path],
+    jobs: int | None,
+    fmt: ReportFormat | None,
+    targets: list[tuple[str, str]],
+    fail_on: FailOn | None,
+    job: dict[str, Any] | None = None,
+) -> None:
+    from gdsdoctor import fleet
+
+    _check_fleet_formats(fmt, targets)
+    with _progress(len(paths)) as advance:
+        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job)
+    _finish_fleet(fleet.apply_fail_on(summary, fail_on and str(fail_on)), fmt, targets)
+
+
+def _check_fleet_formats(fmt: ReportFormat | None, targets: list[tuple[str, str]]) -> None:
+    from gdsdoctor.fleet import FLEET_FORMATS
+
+    for name in [*([str(fmt)] if fmt else []), *(f for f, _ in targets)]:
+        if name not in FLEET_FORMATS:
+            raise UserError(f"a fleet summary is written as {', '.join(FLEET_FORMATS)}, not {name}")
+
+
+def _finish_fleet(summary: dict[str, Any], fmt: ReportFormat | None, targets: list[tuple[str, str]]) -> None:
+    from gdsdoctor import fleet
+
+    for target_format, target in targets:
+        _write(fleet.render(summary, target_format), target)
+    shown = str(fmt) if fmt is not None else (None if targets else "text")
+    if shown is not None:
+        sys.stdout.write(fleet.render(summary, shown, color=shown == "text" and sys.stdout.isatty()))
+    if shown != "text":
+        typer.echo(fleet.exit_line(summary), err=True)
+    raise typer.Exit(int(summary["summary"]["exit_code"]))
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise (logs stay clean)."""
+    if not sys.stderr.isatty() or total < 2:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("analysing", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("bundles", total=total)
+        yield lambda done: bar.advance(task, done)
+
+
+@fleet_app.command("merge")
+def fleet_merge(
+    summaries: Annotated[list[Path], typer.Argument(help="Fleet summaries (`analyze … --format json`).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown.")] = "text",
+    output: OutputsOpt = None,
+    fail_on: FailOnOpt = None,
+) -> None:
+    """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""
+    import json
+
+    from gdsdoctor import fleet
+
+    if fmt not in fleet.FLEET_FORMATS:
+        raise UserError(f"--format must be one of {', '.join(fleet.FLEET_FORMATS)}")
+    targets = _targets(output)
+    _check_fleet_formats(None, targets)
+    loaded = []
+    for file in summaries:
+        try:
+            loaded.append(json.loads(file.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            raise UserError(f"{file}: cannot read a fleet summary ({type(error).__name__})") from None
+    try:
+        merged = fleet.merge(loaded)
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(f"cannot merge: {error}") from None
+    _finish_fleet(fleet.apply_fail_on(merged, fail_on and str(fail_on)), ReportFormat(fmt), targets)
 
 
 @app.command()
@@ -271,11 +489,11 @@ def topo(
 
 
 @app.command()
-def probes() -> None:
+def probes(fmt: FormatOpt = Format.text) -> None:
     """List every probe: what it runs or reads, and whether it needs root."""
-    from gdsdoctor.explain import probes_table
+    from gdsdoctor.explain import probes_markdown, probes_table
 
-    typer.echo(probes_table(), nl=False)
+    typer.echo(probes_markdown() if fmt is Format.markdown else probes_table(), nl=False)
 
 
 @app.command()
@@ -442,7 +660,7 @@ def main() -> None:
     except _CLICK_ERROR as error:
         typer.echo(f"gdsdoctor: {error.format_message()}", err=True)
         code = UNKNOWN_EXIT
-    except (UserError, BundleError, RuleError) as error:
+    except _input_errors() as error:
         typer.echo(f"gdsdoctor: {error}", err=True)
         code = UNKNOWN_EXIT
     except KeyboardInterrupt:

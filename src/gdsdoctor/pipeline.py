@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
 from gdsdoctor.engine.evaluate import CauseResult, evaluate
 from gdsdoctor.engine.rank import RankedFinding, rank
-from gdsdoctor.engine.rules import Cause, load_rules
+from gdsdoctor.engine.rules import Cause, builtin_rules_dir, load_rules, rule_files
 from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
 from gdsdoctor.model import ArtifactStatus, UserError
 from gdsdoctor.probes import target
@@ -44,7 +45,29 @@ class Analysis:
 
 
 def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
-    return load_rules(rules_dirs, KNOWN_SECTIONS)
+    """The rules, loaded and checked once per process for as long as no rule file changes
+    (a fleet run analyses hundreds of bundles; validating YAML for each costs more than the
+    analysis itself)."""
+    return list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)))
+
+
+def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
+    state = []
+    for file in rule_files([builtin_rules_dir(), *rules_dirs]):
+        try:
+            info = file.stat()
+        except OSError:
+            state.append((str(file), -1, -1))  # load_rules reports it
+            continue
+        state.append((str(file), info.st_mtime_ns, info.st_size))
+    return tuple(state)
+
+
+@lru_cache(maxsize=8)
+def _loaded_rules(
+    rules_dirs: tuple[Path, ...], _state: tuple[tuple[str, int, int], ...]
+) -> tuple[Cause, ...]:
+    return tuple(load_rules(rules_dirs, KNOWN_SECTIONS))
 
 
 def analyze_capture(capture: Capture, rules_dirs: Sequence[Path] = ()) -> Analysis:

@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 from jmespath.exceptions import JMESPathError
 
@@ -99,27 +98,34 @@ def rule_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = ()) -> list[Cause]:
-    """The built-in matrix plus site rule directories; raises RuleError on any lint issue."""
-    causes, issues = lint_paths([builtin_rules_dir(), *extra_dirs], known_sections)
+    """The built-in matrix plus site rule directories; raises RuleError on any lint issue.
+
+    Site rules are validated against the JSON Schema; the built-in ones are not validated again
+    at every run (``rules lint`` checks them in the test suite), because jsonschema is the
+    slowest import of an analysis. Semantic checks run on all of them.
+    """
+    builtin = builtin_rules_dir()
+    causes, issues = lint_paths([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
     if issues:
         raise RuleError(issues)
     return causes
 
 
 def lint_paths(
-    paths: Sequence[Path], known_sections: Iterable[str] = ()
+    paths: Sequence[Path], known_sections: Iterable[str] = (), schema_exempt: Sequence[Path] = ()
 ) -> tuple[list[Cause], list[LintIssue]]:
     causes: list[Cause] = []
     issues: list[LintIssue] = []
     for file in rule_files(paths):
-        file_causes, file_issues = _load_file(file)
+        trusted = any(file.is_relative_to(directory) for directory in schema_exempt)
+        file_causes, file_issues = _load_file(file, validate=not trusted)
         causes.extend(file_causes)
         issues.extend(file_issues)
     issues.extend(_cross_checks(causes, set(known_sections)))
     return causes, issues
 
 
-def _load_file(file: Path) -> tuple[list[Cause], list[LintIssue]]:
+def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[LintIssue]]:
     name = str(file)
     try:
         text = file.read_text(encoding="utf-8")
@@ -133,11 +139,7 @@ def _load_file(file: Path) -> tuple[list[Cause], list[LintIssue]]:
             LintIssue(name, mark.line + 1 if mark else 0, f"YAML error: {getattr(error, 'problem', error)}")
         ]
     lines = _line_map(node)
-    validator = jsonschema.Draft202012Validator(schema())
-    schema_issues = [
-        LintIssue(name, _nearest_line(lines, tuple(e.absolute_path)), _schema_message(e))
-        for e in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
-    ]
+    schema_issues = _schema_issues(name, document, lines) if validate else []
     if schema_issues:
         return [], schema_issues
     causes = [_cause(raw, name, lines.get(("causes", i), 0)) for i, raw in enumerate(document["causes"])]
@@ -145,7 +147,17 @@ def _load_file(file: Path) -> tuple[list[Cause], list[LintIssue]]:
     return causes, issues
 
 
-def _schema_message(error: jsonschema.ValidationError) -> str:
+def _schema_issues(name: str, document: Any, lines: dict[Location, int]) -> list[LintIssue]:
+    import jsonschema  # only when validating: the slowest import of a run
+
+    validator = jsonschema.Draft202012Validator(schema())
+    return [
+        LintIssue(name, _nearest_line(lines, tuple(e.absolute_path)), _schema_message(e))
+        for e in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
+def _schema_message(error: Any) -> str:
     where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
     return f"{where}: {error.message}"
 

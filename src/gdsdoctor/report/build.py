@@ -39,7 +39,23 @@ def build_report(
         "probes": probes,
         "findings": findings,
         "inconclusive": inconclusive,
+        "causes": [_verdict(r) for r in results],
         "summary": summarise(results, findings, probes),
+    }
+
+
+def _verdict(result: CauseResult) -> dict[str, Any]:
+    """Every cause with its outcome (fired, clear, inconclusive, not applicable), in rule order:
+    what per-cause formats (JUnit, Prometheus) and fleet summaries need beside the findings."""
+    cause = result.cause
+    evaluated = result.outcome in (Outcome.FIRED, Outcome.CLEAR)
+    return {
+        "id": cause.id,
+        "title": cause.title,
+        "category": cause.category,
+        "severity": cause.severity,
+        "outcome": result.outcome.value,
+        "certainty": result.certainty if evaluated else None,  # < 0: evidence against
     }
 
 
@@ -120,6 +136,33 @@ def summarise(
         "reason": reason,
         "counts": {**severities, **counts},
     }
+
+
+FAIL_ON_LEVELS = ("critical", "warning")
+
+
+def apply_fail_on(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
+    """The report with the exit code that ``--fail-on`` asks for, and the reason saying why.
+
+    No ``fail_on``: the monitoring-plugin codes. ``warning``: the same codes (warnings and
+    criticals fail). ``critical``: a WARNING status exits 0. UNKNOWN always exits 3, because
+    missing data is never healthy.
+    """
+    if fail_on is None:
+        return report
+    if fail_on not in FAIL_ON_LEVELS:
+        raise ValueError(f"fail_on must be one of {FAIL_ON_LEVELS}, not {fail_on!r}")
+    summary = dict(report["summary"], fail_on=fail_on)
+    if fail_on == "critical" and summary["status"] == "WARNING":
+        summary["exit_code"] = 0
+        summary["reason"] += "; warnings do not fail with --fail-on critical"
+    return {**report, "summary": summary}
+
+
+def exit_line(report: dict[str, Any]) -> str:
+    """One line saying why the exit code is what it is (stderr, after machine formats)."""
+    summary = report["summary"]
+    return f"gdsdoctor: exit {summary['exit_code']} ({summary['status']}): {summary['reason']}"
 
 
 def _first(findings: Sequence[dict[str, Any]], severity: str) -> str:

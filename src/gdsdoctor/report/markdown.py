@@ -3,6 +3,7 @@ Markdown (inline text escaped, commands in fences longer than any backtick run).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
@@ -12,7 +13,12 @@ _EMPHASIS = {"critical": "**", "warning": "**", "ok": "**", "unknown": "**", "bo
 
 
 def render_markdown(report: dict[str, Any], verbose: bool = False) -> str:
-    return "\n".join(_markdown(block) for block in outline(report, verbose)) + "\n"
+    return render_markdown_blocks(outline(report, verbose))
+
+
+def render_markdown_blocks(blocks: Iterable[Block]) -> str:
+    """Draw outline blocks (a report's, or a fleet summary's) as Markdown."""
+    return "\n".join(_markdown(block) for block in blocks) + "\n"
 
 
 def _spans(spans: tuple[Span, ...]) -> str:

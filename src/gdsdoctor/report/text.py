@@ -4,6 +4,7 @@ control characters from the facts are made visible first."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -27,6 +28,11 @@ STYLES = {
 
 
 def render_text(report: dict[str, Any], color: bool = False, verbose: bool = False, width: int = 100) -> str:
+    return render_blocks(outline(report, verbose), color, width)
+
+
+def render_blocks(blocks: Iterable[Block], color: bool = False, width: int = 100) -> str:
+    """Draw outline blocks (a report's, or a fleet summary's) for the terminal."""
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -37,7 +43,7 @@ def render_text(report: dict[str, Any], color: bool = False, verbose: bool = Fal
         emoji=False,
         markup=False,
     )
-    for block in outline(report, verbose):
+    for block in blocks:
         console.print(_renderable(block))
     return buffer.getvalue()
 

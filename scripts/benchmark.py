@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""Benchmark gdsdoctor on this machine; every number is a ratio or rate measured in this run.
+
+    python3 scripts/benchmark.py                 # full: fleet of 1,000 bundles on 2 processes
+    python3 scripts/benchmark.py --quick         # smoke run (small sizes, one repetition)
+
+Measures (medians of --repeat runs, wall clock):
+
+1. ``check`` against its floor: the bare sources it captures (each probe's commands run and
+   files read directly, in parallel threads like check does), plus interpreter start-up
+   (``python -c pass``). Target: check <= 1.5 x (floor + start-up).
+   ``gdsdoctor --version`` against ``python -c pass``.
+2. ``analyze``: one typical bundle (this host's own capture) in-process after start-up
+   (target < 100 ms), and a fleet of generated bundles through the CLI on --jobs processes
+   (target: 1,000 bundles in < 60 s on 2 cores), with peak memory (largest process).
+3. Rule-engine scaling: the shipped rules x1, x10, x100 over a typical node and a node with
+   10,000 mounts, block devices and dmesg events: evaluation must grow linearly with the rules
+   and with the size of what the rules read, never as a product with facts they do not read,
+   and building facts must grow linearly with the node.
+4. ``collect`` against ``sos report`` restricted to comparable plugins (if sos is installed:
+   Debian ``sosreport``, PyPI ``sos``), both writing a compressed archive.
+
+Output: a Markdown table for the README's Performance section, and a verdict per target.
+This is not a test: numbers depend on the machine; tests stay free of timing assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if (REPO / "src" / "gdsdoctor").is_dir():
+    sys.path.insert(0, str(REPO / "src"))
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+}
+SOS_PLUGINS = "block,filesys,kernel,nvme,pci,networking,infiniband,nvidia"
+
+Row = tuple[str, str, str]  # what, measured, target / verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    wall: float  # seconds, median
+    cpu: float  # user + system seconds of this process and its children, median
+
+
+def _cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(action: Callable[[], Any], repeat: int) -> Timing:
+    """Median wall and CPU time of ``repeat`` runs (a run over 2 s is not repeated). CPU time
+    (this process and the children it waited for) hardly depends on other load on the machine,
+    wall time does: on a busy machine compare the CPU ratios."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    for _ in range(repeat):
+        started, cpu = time.perf_counter(), _cpu_now()
+        action()
+        walls.append(time.perf_counter() - started)
+        cpus.append(_cpu_now() - cpu)
+        if walls[-1] > 2.0:
+            break
+    return Timing(statistics.median(walls), statistics.median(cpus))
+
+
+def wall(action: Callable[[], Any], repeat: int) -> float:
+    return timed(action, repeat).wall
+
+
+def best(action: Callable[[], Any], samples: int = 5, sample_s: float = 0.05) -> float:
+    """Per-call time of a CPU-bound in-process action: the fastest of ``samples`` samples, each
+    looping long enough (>= ``sample_s``) that timer resolution and a busy neighbour matter
+    little (the timeit method). Actions over 2 s are timed once. Process CPU time, not wall
+    time: other jobs on the machine then barely change the result."""
+    clock = time.process_time
+    started = clock()
+    action()
+    first = clock() - started
+    if first > 2.0:
+        return first
+    number = max(1, int(sample_s / max(first, 1e-6)))
+    timings = []
+    for _ in range(samples):
+        started = clock()
+        for _ in range(number):
+            action()
+        timings.append((clock() - started) / number)
+    return min(timings)
+
+
+def run(*argv: str) -> Callable[[], None]:
+    return lambda: subprocess.run(
+        argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+
+
+def gdsdoctor(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gdsdoctor", *args]
+
+
+def fleet_run(argv: list[str]) -> tuple[float, float, float]:
+    """Wall time, CPU time (the command and its workers) and the largest resident set of any
+    of its processes, measured in a fresh wrapper so that earlier children do not count."""
+    probe = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *argv], env=ENV, capture_output=True, text=True, check=True
+    )
+    seconds, cpu, kib = out.stdout.split()
+    return float(seconds), float(cpu), int(kib) / 1024
+
+
+def verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+# ---- 1. check vs its floor ---------------------------------------------------------------------
+
+
+def floor_capture() -> None:
+    """What check captures, done bare: every probe's sources in parallel threads, in order
+    until one succeeds, commands without a shell, files read whole."""
+    from gdsdoctor.probes import PROBES
+
+    def capture(probe: Any) -> None:
+        for source in probe.sources:
+            try:
+                if source.argv:
+                    done = subprocess.run(
+                        source.argv, capture_output=True, timeout=source.timeout, check=False
+                    )
+                    ok = done.returncode == 0
+                elif source.reader is not None:
+                    ok = bool(source.reader(Path("/")))
+                elif source.path:
+                    ok = bool(Path(source.path).read_bytes())
+                else:
+                    ok = False
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+            if ok:
+                return
+
+    threads = [threading.Thread(target=capture, args=(p,)) for p in PROBES]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def bench_check(repeat: int) -> list[Row]:
+    startup = timed(run(sys.executable, "-c", "pass"), repeat)
+    version = timed(run(*gdsdoctor("--version")), repeat)
+    floor = timed(floor_capture, repeat)
+    check = timed(run(*gdsdoctor("check", "--format", "json")), repeat)
+    wall_ratio = check.wall / (floor.wall + startup.wall)
+    cpu_ratio = check.cpu / (floor.cpu + startup.cpu)
+    return [
+        ("interpreter start-up (`python -c pass`)", _both(startup), ""),
+        ("`gdsdoctor --version`", f"{_both(version)} = {version.wall / startup.wall:.1f}x start-up", ""),
+        ("floor: bare probe sources in parallel", _both(floor), ""),
+        (
+            "`gdsdoctor check --format json`",
+            f"{_both(check)} = {wall_ratio:.2f}x (floor + start-up) wall, {cpu_ratio:.2f}x CPU",
+            f"<= 1.5x: wall {verdict(wall_ratio <= 1.5)}, CPU {verdict(cpu_ratio <= 1.5)}",
+        ),
+    ]
+
+
+def _both(timing: Timing) -> str:
+    return f"{timing.wall * 1000:.0f} ms (CPU {timing.cpu * 1000:.0f} ms)"
+
+
+# ---- 2. analyze: one bundle, a fleet -------------------------------------------------------------
+
+
+def typical_capture() -> Any:
+    from gdsdoctor.capture.live import capture_live
+
+    return capture_live(Path("/"))
+
+
+def write_fleet(capture: Any, root: Path, size: int) -> Path:
+    """``size`` bundles: this host's capture under other names, one in 20 with a mount-option
+    outlier and one in 50 without the module list, so groups and outliers are not trivial."""
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    root.mkdir(parents=True, exist_ok=True)
+    mounts_name = (capture.assignments.get("mounts") or [None])[0]
+    for index in range(size):
+        node = dataclasses.replace(capture, host={**capture.host, "hostname": f"gpu{index:05d}"})
+        node.artifacts = dict(capture.artifacts)
+        node.assignments = {k: list(v) for k, v in capture.assignments.items()}
+        if mounts_name and index % 20 == 0:
+            extra = b"/dev/nvme9n1 /mnt/ckpt ext4 rw,relatime,data=journal 0 0\n"
+            node.artifacts[mounts_name] = Artifact(
+                mounts_name, ArtifactStatus.OK, capture.artifacts[mounts_name].data + extra
+            )
+        if index % 50 == 0:
+            node.assignments.pop("modules", None)
+        write_bundle(node, root / f"gpu{index:05d}.tar.gz")
+    return root
+
+
+def bench_analyze(repeat: int, fleet_size: int, jobs: int, work: Path) -> list[Row]:
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.pipeline import analyze_paths
+
+    capture = typical_capture()
+    bundle = write_bundle(capture, work / "typical.tar.gz")
+    analyze_paths([bundle])  # warm: rules loaded once per process, as in a fleet worker
+    one = best(lambda: analyze_paths([bundle]), samples=repeat)
+    cold = timed(run(*gdsdoctor("analyze", str(bundle), "--format", "json")), repeat)
+    fleet_dir = write_fleet(capture, work / "fleet", fleet_size)
+    seconds, cpu, peak = fleet_run(
+        gdsdoctor("analyze", str(fleet_dir), "-j", str(jobs), "-o", f"json={work / 'fleet.json'}")
+    )
+    per_1000 = seconds * 1000 / fleet_size  # what 1,000 bundles take at this rate
+    idle_estimate = cpu * 1000 / fleet_size / jobs  # the same on idle cores: CPU time over the workers
+    return [
+        (
+            "analyze one bundle, in-process after start-up (CPU time)",
+            f"{one * 1000:.1f} ms = {1 / one:.0f} bundles/s",
+            f"< 100 ms: {verdict(one < 0.1)}",
+        ),
+        ("`gdsdoctor analyze BUNDLE` (with start-up)", _both(cold), ""),
+        (
+            f"fleet of {fleet_size:,} bundles, `-j {jobs}`",
+            f"{seconds:.1f} s wall = {fleet_size / seconds:.0f} bundles/s; {cpu:.1f} s CPU;"
+            f" peak RSS {peak:.0f} MiB (largest process)",
+            f"1,000 in < 60 s: wall {verdict(per_1000 < 60)} ({per_1000:.1f} s),"
+            f" idle cores {verdict(idle_estimate < 60)} (CPU / {jobs} = {idle_estimate:.1f} s)",
+        ),
+    ]
+
+
+# ---- 3. rule-engine scaling -------------------------------------------------------------------------
+
+BIG = 10_000  # items of the large node (--big)
+
+
+def big_mounts(count: int) -> str:
+    return "".join(
+        f"/dev/nvme{i % 64}n1p{i % 7 + 1} /mnt/data{i} ext4 rw,noatime,data=ordered 0 0\n"
+        for i in range(count)
+    )
+
+
+def synthetic_sections(count: int) -> dict[str, Any]:
+    """Block devices and dmesg events: sections that probes from other modules fill; the shipped
+    rules do not read them, so their size must not change evaluation time."""
+    return {
+        "lsblk": {
+            "status": "ok",
+            "devices": [
+                {"name": f"nvme{i}n1", "size_bytes": 1 << 40, "rotational": False} for i in range(count)
+            ],
+        },
+        "dmesg": {
+            "status": "ok",
+            "events": [
+                {
+                    "kind": "nvme_timeout",
+                    "device": f"nvme{i % 64}",
+                    "text": f"nvme nvme{i % 64}: I/O {i} QID 1 timeout",
+                }
+                for i in range(count)
+            ],
+        },
+    }
+
+
+def replicated_rules(times: int) -> list[Any]:
+    from gdsdoctor.pipeline import rules
+
+    shipped = rules()
+    return [
+        dataclasses.replace(cause, id=f"{cause.id}-{n}", explains=())
+        for n in range(times)
+        for cause in shipped
+    ]
+
+
+def facts_for(mounts: str, with_sections: int) -> dict[str, Any]:
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.facts.document import build_facts
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    capture = Capture(origin="files")
+    capture.add("mounts", Artifact("proc/mounts", ArtifactStatus.OK, mounts.encode()))
+    capture.add(
+        "modules",
+        Artifact(
+            "proc/modules", ArtifactStatus.OK, b"nvidia_fs 1 0 - Live 0x0\nnvidia 1 1 nvidia_fs, Live 0x0\n"
+        ),
+    )
+    facts = build_facts(capture)
+    facts.update(synthetic_sections(with_sections))
+    return facts
+
+
+def bench_rules(repeat: int, big: int = BIG) -> list[Row]:
+    from gdsdoctor.engine.evaluate import evaluate
+    from gdsdoctor.pipeline import HOW_TO_COLLECT
+
+    typical_mounts = big_mounts(12)
+    rows: list[Row] = []
+    build_small = best(lambda: facts_for(big_mounts(big // 10), 0))
+    build_big = best(lambda: facts_for(big_mounts(big), 0))
+    small_us, big_us = build_small / (big // 10) * 1e6, build_big / big * 1e6
+    rows.append(
+        (
+            f"build facts (parse + derive): {big // 10:,} vs {big:,} mounts",
+            f"{build_small * 1000:.0f} ms vs {build_big * 1000:.0f} ms:"
+            f" {small_us:.1f} vs {big_us:.1f} us per mount",
+            f"linear (per-item cost < 2x): {verdict(big_us / small_us < 2)}",
+        )
+    )
+    nodes = {
+        "typical node": facts_for(typical_mounts, 0),
+        f"+{big:,} block devices and dmesg events": facts_for(typical_mounts, big),
+        f"{big:,} mounts (read by the rules)": facts_for(big_mounts(big), 0),
+    }
+    measured: dict[tuple[str, int], float] = {}
+    for label, facts in nodes.items():
+        for times in (1, 10, 100):
+            causes = replicated_rules(times)
+            seconds = best(lambda c=causes, f=facts: evaluate(c, f, HOW_TO_COLLECT), samples=repeat)
+            measured[label, times] = seconds
+            growth = seconds / measured[label, 1]
+            rows.append(
+                (
+                    f"evaluate {len(causes)} rules (x{times}), {label}",
+                    f"{seconds * 1000:.1f} ms = {growth:.0f}x the x1 time",
+                    "",
+                )
+            )
+    typical, unread = (measured[label, 100] for label in list(nodes)[:2])
+    # Per-rule cost at x100 against x1: 1.0 is perfectly linear; a product of rules and facts
+    # would show up as growth with the node's size, noise on a busy machine as up to ~2.
+    worst = max(measured[label, 100] / measured[label, 1] / 100 for label in nodes)
+    rows.append(
+        (
+            "x100 rules vs x1: per-rule cost, worst node",
+            f"{worst:.2f}x",
+            f"linear (< 2x, noise included): {verdict(worst < 2)}",
+        )
+    )
+    rows.append(
+        (
+            f"x100 rules: node with {big:,} unread items vs typical node",
+            f"{unread / typical:.2f}x",
+            f"no product with facts the rules do not read (< 1.5x): {verdict(unread / typical < 1.5)}",
+        )
+    )
+    return rows
+
+
+# ---- 4. collect vs sos report --------------------------------------------------------------------------
+
+
+def bench_collect(repeat: int, work: Path) -> list[Row]:
+    counter = iter(range(10_000))
+
+    def collect() -> None:
+        subprocess.run(
+            gdsdoctor("collect", "-o", str(work / f"collect-{next(counter)}.tar.gz")),
+            env=ENV,
+            capture_output=True,
+            check=False,
+        )
+
+    ours = wall(collect, repeat)
+    rows: list[Row] = [("`gdsdoctor collect -o X.tar.gz`", f"{ours * 1000:.0f} ms", "")]
+    sos = shutil.which("sos")
+    if sos is None:
+        rows.append(("`sos report`", "not run: sos is not installed (Debian sosreport, PyPI sos)", ""))
+        return rows
+    if os.geteuid() != 0:
+        rows.append(("`sos report`", "not run: sos report needs root", ""))
+        return rows
+    target = work / "sos"
+    target.mkdir(exist_ok=True)
+    argv = [
+        sos,
+        "report",
+        "--batch",
+        "--quiet",
+        "--only-plugins",
+        SOS_PLUGINS,
+        "--tmp-dir",
+        str(target),
+        "-z",
+        "gzip",
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    theirs = time.perf_counter() - started
+    if done.returncode != 0:
+        rows.append(
+            ("`sos report`", f"failed here (exit {done.returncode}): {done.stderr.strip()[:120]}", "")
+        )
+        return rows
+    rows.append(
+        (
+            f"`sos report --only-plugins {SOS_PLUGINS}`",
+            f"{theirs * 1000:.0f} ms = {theirs / ours:.1f}x collect",
+            "(one run)",
+        )
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes and one repetition (smoke run)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--fleet-size", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--big", type=int, default=BIG, help="items of the large node (mounts, devices, events)"
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=["check", "analyze", "rules", "collect"]
+    )
+    args = parser.parse_args()
+    repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
+    big = 1000 if args.quick else args.big
+    command = "python3 scripts/benchmark.py " + " ".join(sys.argv[1:])
+    machine = (
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+    print(f"`{command.strip()}` on {platform.node()}: {machine}\n")
+    print("| measure | result | target |\n| --- | --- | --- |")
+    with tempfile.TemporaryDirectory(prefix="gdsdoctor-bench-") as tmp:
+        work = Path(tmp)
+        sections: dict[str, Callable[[], list[Row]]] = {
+            "check": lambda: bench_check(repeat),
+            "analyze": lambda: bench_analyze(repeat, fleet_size, args.jobs, work),
+            "rules": lambda: bench_rules(repeat, big),
+            "collect": lambda: bench_collect(repeat, work),
+        }
+        for name, section in sections.items():
+            if name in args.skip:
+                continue
+            for what, measured, target in section():
+                print(f"| {what} | {measured} | {target} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

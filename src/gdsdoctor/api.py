@@ -1,0 +1,222 @@
+"""The Python API, for notebooks, runbooks and automation. Stable: tests/test_api.py pins it.
+
+    >>> import gdsdoctor.api as gd
+    >>> report = gd.analyze_texts({"mounts": "/dev/nvme1n1 /mnt/ckpt ext4 rw,data=journal 0 0\\n"},
+    ...                           path="/mnt/ckpt")
+    >>> report.status, report.exit_code, [f["id"] for f in report.findings]
+    ('WARNING', 1, ['ext4-data-journal'])
+    >>> print(report.render("markdown"))  # doctest: +SKIP
+
+Every function returns a :class:`Report`: ``.data`` is the JSON document of ``--format json``
+(schema ``schemas/report.schema.json``), and ``.render(fmt)`` draws it in any CLI format.
+Errors the user can fix (an unreadable bundle, an unknown format) raise :class:`GdsdoctorError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.capture.bundle import BundleError
+from gdsdoctor.model import UserError
+from gdsdoctor.report.render import FORMATS
+
+__all__ = [
+    "FORMATS",
+    "GdsdoctorError",
+    "Report",
+    "analyze",
+    "analyze_fleet",
+    "analyze_texts",
+    "check",
+]
+
+PathLike = str | Path
+
+
+class GdsdoctorError(ValueError):
+    """Bad input: an unreadable bundle, broken site rules, an unknown format (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """One node's diagnosis. ``data`` is the report document (the same as ``--format json``)."""
+
+    data: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def status(self) -> str:
+        """``OK``, ``WARNING``, ``CRITICAL`` or ``UNKNOWN``."""
+        return str(self.data["summary"]["status"])
+
+    @property
+    def exit_code(self) -> int:
+        """What ``gdsdoctor check`` would exit with: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
+        return int(self.data["summary"]["exit_code"])
+
+    @property
+    def reason(self) -> str:
+        return str(self.data["summary"]["reason"])
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """Fired causes in rank order (root causes first, each followed by what it explains)."""
+        return list(self.data["findings"])
+
+    @property
+    def inconclusive(self) -> list[dict[str, Any]]:
+        """Causes that could not be evaluated, with the facts they miss and how to collect them."""
+        return list(self.data["inconclusive"])
+
+    def render(self, fmt: str = "text", verbose: bool = False) -> str:
+        """The report as ``gdsdoctor --format FMT`` prints it (one of :data:`FORMATS`)."""
+        from gdsdoctor.report.render import render
+
+        if fmt not in FORMATS:
+            raise GdsdoctorError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+        return render(self.data, fmt, verbose)
+
+    @classmethod
+    def from_json(cls, document: str | Mapping[str, Any]) -> Report:
+        """A report saved with ``--format json`` (to render it in another format later)."""
+        import json
+
+        data = json.loads(document) if isinstance(document, str) else dict(document)
+        if not isinstance(data, dict) or "summary" not in data or "findings" not in data:
+            raise GdsdoctorError("not a gdsdoctor report document")
+        return cls(data)
+
+
+def check(
+    path: PathLike | None = None,
+    host_root: PathLike = "/",
+    rules_dirs: Sequence[PathLike] = (),
+    deadline_s: float = 60.0,
+    job: Mapping[str, Any] | None = None,
+) -> Report:
+    """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH]``.
+
+    ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
+    ``{"params": "70B", "interval": "30m"}``.
+    """
+    from gdsdoctor import pipeline
+
+    checked = _job(job)
+    return _run(lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked))
+
+
+def analyze(
+    paths: PathLike | Sequence[PathLike],
+    path: PathLike | None = None,
+    rules_dirs: Sequence[PathLike] = (),
+    job: Mapping[str, Any] | None = None,
+) -> Report:
+    """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``."""
+    from gdsdoctor import pipeline
+
+    inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
+    checked = _job(job)
+    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked))
+
+
+def analyze_texts(
+    texts: Mapping[str, str | bytes] | Sequence[str | bytes],
+    path: PathLike | None = None,
+    rules_dirs: Sequence[PathLike] = (),
+    job: Mapping[str, Any] | None = None,
+) -> Report:
+    """Analyse command outputs held in memory (pasted into a notebook or read from a ticket).
+
+    ``texts`` is ``{"name": text}`` or a list of texts; each is recognised by its content, never
+    by its name (the name labels it in evidence lines). Unrecognised texts become notes.
+    """
+    from gdsdoctor import pipeline
+
+    named = (
+        texts.items() if isinstance(texts, Mapping) else ((f"text-{i}", t) for i, t in enumerate(texts, 1))
+    )
+    capture = _capture_texts(named)
+    if path is not None:
+        capture.options["target_path"] = str(path)
+    checked = _job(job)
+    if checked:
+        capture.options["job"] = checked
+    return _run(lambda: pipeline.analyze_capture(capture, _paths(rules_dirs)))
+
+
+def analyze_fleet(
+    paths: Sequence[PathLike],
+    path: PathLike | None = None,
+    rules_dirs: Sequence[PathLike] = (),
+    jobs: int | None = None,
+    job: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Analyse many bundles in parallel; the fleet summary of ``analyze --format json``."""
+    from gdsdoctor import fleet
+
+    inputs = fleet.expand_inputs([str(p) for p in paths])
+    checked = _job(job)
+    try:
+        return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs, job=checked)
+    except (UserError, BundleError, ValueError) as error:
+        raise GdsdoctorError(str(error)) from None
+
+
+def _capture_texts(named: Iterable[tuple[str, str | bytes]]) -> Any:
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.capture.detect import expected_kinds, recognise
+    from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+
+    capture = Capture(origin="files")
+    names = []
+    for name, content in named:
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        probe = recognise(decode_text(data))
+        names.append(name)
+        if probe is None:
+            capture.notes.append(f"{name}: not recognised; expected one of: {expected_kinds()}")
+        elif probe.section in capture.assignments:
+            first = capture.assignments[probe.section][0]
+            capture.notes.append(
+                f"{name}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
+            )
+        else:
+            capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=name))
+    capture.label = ", ".join(names)
+    return capture
+
+
+def _run(analyse: Any) -> Report:
+    from gdsdoctor.engine.rules import RuleError
+
+    try:
+        analysis = analyse()
+    except (UserError, BundleError, RuleError) as error:
+        raise GdsdoctorError(str(error)) from None
+    return Report(analysis.report, analysis.facts)
+
+
+def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
+    if not job:
+        return None
+    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.facts.job import validate
+
+    checked = {str(k): v for k, v in job.items()}
+    try:
+        validate(checked)
+    except EstimateError as error:
+        raise GdsdoctorError(str(error)) from None
+    return checked
+
+
+def _paths(values: Iterable[PathLike]) -> list[Path]:
+    return [Path(v) for v in values]
+
+
+def _str(value: PathLike | None) -> str | None:
+    return None if value is None else str(value)

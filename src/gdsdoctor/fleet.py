@@ -1,0 +1,431 @@
+"""Fleet analysis: many bundles at once, in parallel, summarised across nodes.
+
+``gdsdoctor analyze bundles/`` (a directory of bundles, several bundles, or a glob) analyses
+every bundle in its own process (bundles are independent) and summarises the fleet:
+
+- each cause with the number and names of the nodes where it fired;
+- nodes grouped by identical diagnosis (the same set of fired causes);
+- outliers: nodes whose configuration differs from the majority's, for the keys in
+  :data:`CONFIG_KEYS` (JMESPath over the facts; a node without the section has no value and
+  is neither majority nor outlier).
+
+The JSON summary is *mergeable*: it keeps one small record per node and everything else is
+recomputed from those records, so ``gdsdoctor fleet merge a.json b.json`` over the shards of
+a Slurm array job gives the same summary as one run over all bundles.
+
+The fleet status is the worst node status, in the order CRITICAL > UNKNOWN > WARNING > OK
+(Icinga's "worst state"): one unreadable bundle must not hide a critical node, and must not
+look healthy either.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from jmespath.exceptions import JMESPathError
+
+from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
+from gdsdoctor.capture.bundle import MANIFEST, BundleError
+
+FLEET_KIND = "gdsdoctor.fleet"
+EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+WORST_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")  # later is worse
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+
+# Configuration that should be the same on every node of a fleet: name -> JMESPath over the
+# facts (only sections read ``ok`` are visible). Lists are compared as sorted, joined text.
+# Sections come from the probes (docs/facts/); add a line to compare one more setting.
+CONFIG_KEYS: dict[str, str] = {
+    "nvidia_fs_version": "nvidia_fs_version.version",
+    "nvidia_driver_version": "nvidia_driver.version",
+    "nvme_core_io_timeout_s": "nvme_sysfs.nvme_core.io_timeout_s",
+    "mtu": "netdev.interfaces[?virtual != `true`].join('=', [name, to_string(mtu)])",
+    "checkpoint_mount_options": "derived.checkpoint_mounts[].join(' ', [mountpoint, fstype, options])",
+}
+MIN_NODES_FOR_OUTLIERS = 3
+
+
+# ---- which inputs are a fleet ------------------------------------------------------------
+
+
+def looks_like_bundle(path: Path) -> bool:
+    if path.is_dir():
+        return (path / MANIFEST).is_file()
+    return path.name.endswith(BUNDLE_SUFFIXES)
+
+
+def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
+    """Arguments to paths: a glob pattern the shell did not expand is expanded here, and a
+    directory that is not itself a bundle but holds bundles stands for those bundles."""
+    paths: list[Path] = []
+    for raw in inputs:
+        text = str(raw)
+        if not Path(text).exists() and glob.has_magic(text):
+            paths.extend(Path(p) for p in sorted(glob.glob(text)))
+            continue
+        path = Path(text)
+        children = bundles_in(path) if path.is_dir() and not looks_like_bundle(path) else []
+        paths.extend(children or [path])
+    return paths
+
+
+def bundles_in(directory: Path) -> list[Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if looks_like_bundle(p))
+    except OSError:
+        return []
+
+
+def is_fleet(paths: Sequence[Path]) -> bool:
+    """More than one bundle: analyse each on its own and summarise."""
+    return sum(1 for p in paths if looks_like_bundle(p)) > 1
+
+
+# ---- one node ----------------------------------------------------------------------------
+
+
+def config_of(facts: dict[str, Any], keys: dict[str, str] = CONFIG_KEYS) -> dict[str, str | None]:
+    from gdsdoctor.engine.functions import search
+
+    visible = {
+        name: section
+        for name, section in facts.items()
+        if name == "derived" or (isinstance(section, dict) and section.get("status") == "ok")
+    }
+    config: dict[str, str | None] = {}
+    for key, expression in keys.items():
+        try:
+            config[key] = _comparable(search(expression, visible))
+        except (JMESPathError, TypeError, ValueError):
+            config[key] = None
+    return config
+
+
+def _comparable(value: Any) -> str | None:
+    if value is None or value == []:
+        return None
+    if isinstance(value, list):
+        return ", ".join(sorted(str(v) for v in value))
+    return str(value)
+
+
+def node_record(
+    path: Path,
+    target_path: str | None = None,
+    rules_dirs: Sequence[Path] = (),
+    job: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Analyse one bundle into the small record the fleet summary is computed from. Never raises
+    for a bad bundle: it becomes an UNKNOWN node with the error."""
+    from gdsdoctor.pipeline import analyze_paths
+
+    try:
+        analysis = analyze_paths([path], target_path, rules_dirs, job)
+    except BundleError as error:
+        return _failed_record(path, str(error))
+    except Exception as error:  # a bug on one node must not sink the fleet run
+        return _failed_record(path, f"internal error: {type(error).__name__}: {error}")
+    report = analysis.report
+    summary = report["summary"]
+    return {
+        "name": report["host"].get("hostname") or path.name,
+        "bundle": str(path),
+        "status": summary["status"],
+        "reason": summary["reason"],
+        "findings": [f["id"] for f in report["findings"]],
+        "inconclusive": [i["id"] for i in report["inconclusive"]],
+        "config": config_of(analysis.facts),
+        "error": None,
+        "causes": {
+            f["id"]: {"title": f["title"], "severity": f["severity"], "category": f["category"]}
+            for f in report["findings"]
+        },
+    }
+
+
+def _failed_record(path: Path, error: str) -> dict[str, Any]:
+    return {
+        "name": path.name,
+        "bundle": str(path),
+        "status": "UNKNOWN",
+        "reason": error,
+        "findings": [],
+        "inconclusive": [],
+        "config": {},
+        "error": error,
+        "causes": {},
+    }
+
+
+# ---- many nodes ---------------------------------------------------------------------------
+
+
+def _warm(rules_dirs: Sequence[Path]) -> None:
+    """Worker start: load and check the rules once per process, not once per bundle."""
+    from gdsdoctor.pipeline import rules
+
+    rules(rules_dirs)
+
+
+Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None]
+
+
+def _analyse_one(args: Task) -> dict[str, Any]:
+    return node_record(*args)
+
+
+def analyse_fleet(
+    paths: Sequence[Path],
+    target_path: str | None = None,
+    rules_dirs: Sequence[Path] = (),
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    job: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Analyse every bundle (in ``jobs`` processes; default: every core) into a fleet summary;
+    ``job`` (the checkpoint job, as for ``check``) applies to every node."""
+    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job) for p in paths]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    _warm(rules_dirs)  # a rule error stops here, once, instead of in every worker
+    records: list[dict[str, Any]] = []
+    for record in _run(tasks, workers, rules_dirs):
+        records.append(record)
+        if progress:
+            progress(1)
+    return summarise(records)
+
+
+def _run(tasks: list[Task], workers: int, rules_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
+    if workers == 1:
+        yield from map(_analyse_one, tasks)
+        return
+    chunk = max(1, min(16, len(tasks) // (workers * 4)))  # few round trips, still a smooth progress bar
+    with ProcessPoolExecutor(workers, initializer=_warm, initargs=(tuple(rules_dirs),)) as pool:
+        yield from pool.map(_analyse_one, tasks, chunksize=chunk)
+
+
+def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The fleet summary: node records (the mergeable part) and what is computed from them."""
+    nodes = _unique_names(list(records))
+    catalogue: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        catalogue.update(node.get("causes", {}))
+    statuses = Counter(node["status"] for node in nodes)
+    worst = max((node["status"] for node in nodes), key=WORST_ORDER.index, default="UNKNOWN")
+    return {
+        "kind": FLEET_KIND,
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tool": {"name": "gdsdoctor", "version": __version__},
+        "summary": {
+            "nodes": len(nodes),
+            "status": worst,
+            "exit_code": EXIT_CODES[worst],
+            "by_status": {status: statuses.get(status, 0) for status in EXIT_CODES},
+        },
+        "causes": _causes(nodes, catalogue),
+        "groups": _groups(nodes),
+        "outliers": _outliers(nodes),
+        "nodes": nodes,
+    }
+
+
+def _unique_names(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Node names are keys: a second bundle of the same host gets ``name#2``. The very same
+    record twice (a shard merged twice) counts once."""
+    seen: dict[str, dict[str, Any]] = {}
+    for node in sorted(nodes, key=lambda n: (n["name"], n["bundle"])):
+        name, counter = node["name"], 1
+        while name in seen and seen[name] != node:
+            counter += 1
+            name = f"{node['name']}#{counter}"
+        if name not in seen:
+            seen[name] = node if name == node["name"] else {**node, "name": name}
+    return list(seen.values())
+
+
+def _causes(nodes: list[dict[str, Any]], catalogue: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    where: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        for cause in node["findings"]:
+            where[cause].append(node["name"])
+    rows = [
+        {
+            "id": cause,
+            **catalogue.get(cause, {"title": cause, "severity": "info", "category": "environment"}),
+            "count": len(names),
+            "nodes": names,
+        }
+        for cause, names in where.items()
+    ]
+    return sorted(rows, key=lambda r: (SEVERITY_ORDER.get(r["severity"], 3), -r["count"], r["id"]))
+
+
+def _groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for node in nodes:
+        key = ("error",) if node.get("error") else tuple(sorted(node["findings"]))
+        groups[key].append(node)
+    rows = [
+        {
+            "diagnosis": [] if key == ("error",) else list(key),
+            "status": max((n["status"] for n in members), key=WORST_ORDER.index),
+            "unreadable": key == ("error",),
+            "count": len(members),
+            "nodes": [n["name"] for n in members],
+        }
+        for key, members in groups.items()
+    ]
+    return sorted(rows, key=lambda r: (-r["count"], r["diagnosis"]))
+
+
+def _outliers(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per config key with a strict majority value: the nodes that differ from it."""
+    rows = []
+    keys = sorted({key for node in nodes for key in node.get("config", {})})
+    for key in keys:
+        values = {n["name"]: n["config"][key] for n in nodes if n.get("config", {}).get(key) is not None}
+        if len(values) < MIN_NODES_FOR_OUTLIERS:
+            continue
+        majority, count = Counter(values.values()).most_common(1)[0]
+        if count * 2 <= len(values):
+            continue  # no majority: a split fleet, not outliers
+        odd = [{"node": name, "value": value} for name, value in sorted(values.items()) if value != majority]
+        if odd:
+            rows.append(
+                {
+                    "key": key,
+                    "majority": majority,
+                    "majority_count": count,
+                    "of": len(values),
+                    "outliers": odd,
+                }
+            )
+    return rows
+
+
+# ---- merging shards -----------------------------------------------------------------------
+
+
+def merge(summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """One summary from several (e.g. one per Slurm array task): node records are pooled and
+    everything else recomputed, so counts and node lists add up."""
+    records: list[dict[str, Any]] = []
+    for summary in summaries:
+        if not isinstance(summary, dict) or summary.get("kind") != FLEET_KIND:
+            raise ValueError(f"not a {FLEET_KIND} summary (make one with `analyze ... --format json`)")
+        records.extend(summary.get("nodes", []))
+    return summarise(records)
+
+
+def apply_fail_on(summary: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
+    """``--fail-on critical``: a fleet whose worst node is WARNING exits 0 (as for one node)."""
+    if fail_on == "critical" and summary["summary"]["status"] == "WARNING":
+        return {**summary, "summary": {**summary["summary"], "exit_code": 0, "fail_on": fail_on}}
+    if fail_on:
+        return {**summary, "summary": {**summary["summary"], "fail_on": fail_on}}
+    return summary
+
+
+def exit_line(summary: dict[str, Any]) -> str:
+    head = summary["summary"]
+    counts = ", ".join(f"{n} {s}" for s, n in head["by_status"].items() if n)
+    worst = f"worst of {head['nodes']} nodes: {counts or 'none'}"
+    return f"gdsdoctor: exit {head['exit_code']} ({head['status']}, {worst})"
+
+
+# ---- rendering ----------------------------------------------------------------------------
+
+FLEET_FORMATS = ("text", "json", "markdown")
+MAX_NAMES_SHOWN = 8
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:MAX_NAMES_SHOWN])
+    return shown + (f" … (+{len(names) - MAX_NAMES_SHOWN})" if len(names) > MAX_NAMES_SHOWN else "")
+
+
+def outline(summary: dict[str, Any]) -> Iterator[Any]:
+    """The fleet summary as outline blocks, drawn by the text and Markdown renderers."""
+    from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
+
+    head = summary["summary"]
+    counts = ", ".join(f"{n} {s}" for s, n in head["by_status"].items() if n)
+    yield Line(
+        (
+            (f"gdsdoctor {summary['tool']['version']}", "bold"),
+            (f" — fleet of {head['nodes']} nodes: {counts}", ""),
+        )
+    )
+    yield Heading(f"Causes ({len(summary['causes'])} fired somewhere)")
+    if not summary["causes"]:
+        yield Bullet((("none fired on any node", "dim"),))
+    for cause in summary["causes"]:
+        yield Bullet(
+            (
+                (cause["severity"].upper(), cause["severity"]),
+                ("  ", ""),
+                (cause["id"], "bold"),
+                (f"  {cause['count']}/{head['nodes']} nodes: ", ""),
+                (_names(cause["nodes"]), "dim"),
+            )
+        )
+    yield Heading(f"Nodes grouped by diagnosis ({len(summary['groups'])} groups)")
+    for group in summary["groups"]:
+        what = "unreadable bundle" if group["unreadable"] else (", ".join(group["diagnosis"]) or "no finding")
+        yield Bullet(
+            (
+                (f"{group['count']} × ", "bold"),
+                (group["status"], STATUS_STYLE[group["status"]]),
+                (f"  {what}: ", ""),
+                (_names(group["nodes"]), "dim"),
+            )
+        )
+    if summary["outliers"]:
+        yield Heading("Outliers (configuration differs from the majority)")
+        for row in summary["outliers"]:
+            yield Bullet(
+                (
+                    (row["key"], "bold"),
+                    (f"  majority {row['majority']!r} on {row['majority_count']}/{row['of']} nodes", "dim"),
+                )
+            )
+            for odd in row["outliers"][:MAX_NAMES_SHOWN]:
+                yield Bullet(((odd["node"], "warning"), (f"  {odd['value']!r}", "code")), indent=2)
+            if len(row["outliers"]) > MAX_NAMES_SHOWN:
+                more = len(row["outliers"]) - MAX_NAMES_SHOWN
+                yield Bullet(((f"… and {more} more (--format json lists all)", "dim"),), indent=2)
+    errors = [n for n in summary["nodes"] if n.get("error")]
+    if errors:
+        yield Heading(f"Unreadable bundles ({len(errors)})")
+        for node in errors[:MAX_NAMES_SHOWN]:
+            yield Bullet(((node["bundle"], "bold"), (f": {node['error']}", "dim")))
+    yield Line(
+        (
+            ("Fleet status: ", "bold"),
+            (head["status"], STATUS_STYLE[head["status"]]),
+            (f" (exit {head['exit_code']}) — worst of {head['nodes']} nodes", ""),
+        )
+    )
+
+
+def render(summary: dict[str, Any], fmt: str, color: bool = False) -> str:
+    if fmt == "json":
+        import json
+
+        return json.dumps(summary, indent=2, ensure_ascii=True) + "\n"
+    if fmt == "markdown":
+        from gdsdoctor.report.markdown import render_markdown_blocks
+
+        return render_markdown_blocks(outline(summary))
+    if fmt == "text":
+        from gdsdoctor.report.text import render_blocks
+
+        return render_blocks(outline(summary), color=color)
+    raise ValueError(f"a fleet summary renders as {', '.join(FLEET_FORMATS)}, not {fmt!r}")

@@ -1,0 +1,41 @@
+"""Pick a renderer by format name: the one dispatch the CLI and the Python API share.
+
+Renderers are imported on use, so that a run pays only for the format it prints (rich is
+the slowest import and only the text format needs it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMATS = ("text", "json", "markdown", "junit", "prometheus", "oneline")
+MACHINE_FORMATS = frozenset({"json", "junit", "prometheus", "oneline"})
+
+
+def render(report: dict[str, Any], fmt: str, verbose: bool = False, color: bool = False) -> str:
+    """The report in ``fmt`` (one of :data:`FORMATS`), as the text to print or write."""
+    if fmt == "json":
+        from gdsdoctor.report.json_report import render_json
+
+        return render_json(report)
+    if fmt == "markdown":
+        from gdsdoctor.report.markdown import render_markdown
+
+        return render_markdown(report, verbose)
+    if fmt == "junit":
+        from gdsdoctor.report.junit import render_junit
+
+        return render_junit(report)
+    if fmt == "prometheus":
+        from gdsdoctor.report.prometheus import render_prometheus
+
+        return render_prometheus(report)
+    if fmt == "oneline":
+        from gdsdoctor.report.oneline import render_oneline
+
+        return render_oneline(report)
+    if fmt == "text":
+        from gdsdoctor.report.text import render_text
+
+        return render_text(report, color=color, verbose=verbose)
+    raise ValueError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")

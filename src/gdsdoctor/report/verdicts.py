@@ -1,0 +1,81 @@
+"""Every cause of a report with its outcome, joined with its finding or its missing facts.
+
+Per-cause formats (JUnit: one testcase per cause; Prometheus: one gauge per cause) and the
+fleet summary all walk the same list, built here once from the report document alone, so
+that a report read back from JSON renders exactly like a fresh one. Reports without the
+``causes`` key (older 1.0 documents) still give their fired and inconclusive causes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FIRED, CLEAR, INCONCLUSIVE, NOT_APPLICABLE = "fired", "clear", "inconclusive", "not_applicable"
+OUTCOMES = (FIRED, CLEAR, INCONCLUSIVE, NOT_APPLICABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    id: str
+    title: str
+    category: str
+    severity: str
+    outcome: str
+    certainty: float | None  # None when the cause was not evaluated
+    finding: dict[str, Any] | None = None  # the report's finding, when fired
+    missing: tuple[dict[str, str], ...] = ()  # what to collect, when inconclusive
+
+    @property
+    def fails(self) -> bool:
+        """Fired at a severity that makes the node unhealthy (info findings do not)."""
+        return self.outcome == FIRED and self.severity in ("critical", "warning")
+
+
+def verdicts(report: dict[str, Any]) -> list[Verdict]:
+    findings = {f["id"]: f for f in report.get("findings", [])}
+    missing = {i["id"]: tuple(i["missing"]) for i in report.get("inconclusive", [])}
+    causes = report.get("causes")
+    if causes is None:  # an older document: what it lists is all we know
+        causes = [{**f, "outcome": FIRED} for f in report.get("findings", [])] + [
+            {**i, "outcome": INCONCLUSIVE, "certainty": None} for i in report.get("inconclusive", [])
+        ]
+    return [
+        Verdict(
+            id=c["id"],
+            title=c["title"],
+            category=c["category"],
+            severity=c["severity"],
+            outcome=c["outcome"],
+            certainty=c.get("certainty"),
+            finding=findings.get(c["id"]),
+            missing=missing.get(c["id"], ()),
+        )
+        for c in causes
+    ]
+
+
+def missing_text(verdict: Verdict) -> str:
+    """What an inconclusive cause lacks, in one line: ``mounts (missing): collect `cat …```."""
+    parts = []
+    for item in verdict.missing:
+        part = f"{item['section']} ({item['status']})"
+        if item.get("collect"):
+            part += f": collect {item['collect']}"
+        parts.append(part)
+    return "; ".join(parts)
+
+
+def evidence_lines(finding: dict[str, Any]) -> list[str]:
+    """A finding's evidence, fix and commands as plain lines (for JUnit bodies and the like)."""
+    lines = [finding["explanation"], "", "Evidence:"]
+    for evidence in finding["evidence"]:
+        where = f"{evidence['artifact']}:{evidence['line']}: " if evidence.get("artifact") else ""
+        lines.append(f"  {where}{evidence['text']}")
+    if finding["fix"]:
+        lines += ["", f"Fix: {finding['fix']}"]
+    if finding["remediation"]:
+        lines += ["", *(f"  $ {command}" for command in finding["remediation"])]
+    if finding["explains"]:
+        lines += ["", "Explains: " + ", ".join(finding["explains"])]
+    return lines
