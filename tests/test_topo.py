@@ -110,3 +110,18 @@ def test_cli_topo_on_pasted_files_as_markdown() -> None:
         "GPU 0000:01:00.0 — NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]" in result.stdout
     )  # tree names
     assert "NVMe 0000:02:00.0" in result.stdout and "through the root complex" in result.stdout
+
+
+def test_live_topo_reads_a_host_root(tmp_path: Path) -> None:
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "probes")]
+    import topology_trees
+    from fake_sysfs import FakeSysfs
+
+    topology_trees.two_socket_balanced(FakeSysfs(tmp_path))
+    found = topo.topology_of([], host_root=tmp_path)
+    assert found.source == "pci" and found.problems == []
+    assert [node.label for node in found.root.children] == ["NUMA node 0", "NUMA node 1"]
+    assert {g["nvme"] for g in found.gpus} == {
+        "nvme0 — same PCIe switch (PIX)",
+        "nvme1 — same PCIe switch (PIX)",
+    }
