@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "probes")]
@@ -232,3 +236,46 @@ def test_fake_tree_readers_see_the_symlinked_nvme(tmp_path: Path) -> None:
     tree = FakeSysfs(tmp_path)
     topology_trees.small_boot_drive(tree)
     assert (tmp_path / "sys/class/nvme/nvme0/device").resolve().name == "0000:03:00.0"
+
+
+# --- robustness: derived facts never raise, whatever a bundle from another version holds ----------------
+
+_SAMPLES = [
+    topology_trees.ROOT / "fixtures" / "topo-sysfs-two-socket-iommu" / "bundle",
+    topology_trees.ROOT / "fixtures" / "topo-sysfs-degraded-links" / "bundle",
+    DATA / "pci/lspci-vvv.hgx-h100-dell.pex890xx-gpu-nvme-cx7-excerpt.txt",
+    DATA / "rdma/rdma-qos-q.mlnx_qos-ecn-sysfs-cnp.spiderpool.txt",
+    DATA / "bench/gdsio-output.nvidia-forum-346097-gpud-cpuonly-cpugpu.txt",
+]
+_FACTS = [analyze_paths([path]).facts for path in _SAMPLES]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+@settings(max_examples=int(os.environ.get("GDSDOCTOR_FUZZ_EXAMPLES", "150")), deadline=None)
+@given(st.sampled_from(range(len(_FACTS))), st.lists(st.tuples(st.integers(0, 10**6), _JSON), max_size=4))
+def test_derive_never_raises_on_mutated_facts(which: int, mutations: list[tuple[int, Any]]) -> None:
+    facts = copy.deepcopy({k: v for k, v in _FACTS[which].items() if k != "derived"})
+    for index, value in mutations:
+        paths = [p for p in _paths(facts) if len(p) > 1]
+        *parent_path, key = paths[index % len(paths)]
+        parent: Any = facts
+        for step in parent_path:
+            parent = parent[step]
+        parent[key] = value
+    derived = derive_topology.derive(facts, {"checkpoint_mounts": [], "target_mount": None})
+    assert isinstance(derived["topology_gpus"], list)

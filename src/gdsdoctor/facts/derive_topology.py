@@ -99,6 +99,23 @@ def items(section: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
 
 
+# Facts come from bundles of any version: read every field through these, never trust its type.
+def txt(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def num(value: Any) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def strs(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 # --- placement ------------------------------------------------------------------------------------
 
 
@@ -132,17 +149,17 @@ def device(
     bdf: str, kind: str, numa: Any, root_complex: Any, upstream: list[str], src: Any
 ) -> dict[str, Any]:
     return {
-        "bdf": bdf, "kind": kind, "name": None, "numa_node": numa if isinstance(numa, int) else None,
-        "root_complex": root_complex, "upstream": upstream, "link": link_of(None, None, None, None),
+        "bdf": bdf, "kind": kind, "name": None, "numa_node": numa if isinstance(num(numa), int) else None,
+        "root_complex": txt(root_complex), "upstream": upstream, "link": link_of(None, None, None, None),
         "acs_redirect": None, "acs_ctl": None, "namespaces": [], "netdevs": [], "src": src,
     }  # fmt: skip
 
 
 def from_sysfs(raw: dict[str, Any]) -> dict[str, Any]:
     found = device(raw["bdf"], str(raw.get("kind")), raw.get("numa_node"), raw.get("root_complex"),
-                   list(raw.get("upstream") or []), raw.get("src"))  # fmt: skip
-    found["link"] = link_of(raw.get("current_link_speed_gts"), raw.get("max_link_speed_gts"),
-                            raw.get("current_link_width"), raw.get("max_link_width"))  # fmt: skip
+                   strs(raw.get("upstream")), raw.get("src"))  # fmt: skip
+    found["link"] = link_of(num(raw.get("current_link_speed_gts")), num(raw.get("max_link_speed_gts")),
+                            num(raw.get("current_link_width")), num(raw.get("max_link_width")))  # fmt: skip
     return found
 
 
@@ -158,11 +175,11 @@ def tree_kind(name: Any) -> str:
 
 
 def from_tree(raw: dict[str, Any], lspci: dict[str, Any] | None) -> dict[str, Any]:
-    kind = lspci["kind"] if lspci else tree_kind(raw.get("name"))
-    upstream = list(raw.get("upstream") or [])
+    kind = str(lspci.get("kind")) if lspci else tree_kind(txt(raw.get("name")))
+    upstream = strs(raw.get("upstream"))
     root = upstream[0] if upstream else raw["bdf"]
     found = device(raw["bdf"], kind, None, f"pci{root[:7]}", upstream, raw.get("src"))
-    found["lspci_name"] = raw.get("name")
+    found["lspci_name"] = txt(raw.get("name"))
     return found
 
 
@@ -175,7 +192,7 @@ def from_lspci(raw: dict[str, Any], root_complex: str | None, upstream: list[str
 def from_lspci_buses(lspci: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Upstream chains from the bridges' ``Bus: secondary=`` numbers (a device on bus B sits under the
     bridge whose secondary bus is B)."""
-    parent_of_bus = {d["secondary_bus"]: bdf for bdf, d in lspci.items() if d.get("secondary_bus")}
+    parent_of_bus = {d["secondary_bus"]: bdf for bdf, d in lspci.items() if txt(d.get("secondary_bus"))}
     devices = {}
     for bdf, raw in lspci.items():
         chain: list[str] = []
@@ -192,20 +209,21 @@ def enrich_from_lspci(found: dict[str, Any], raw: dict[str, Any] | None) -> None
     """ACS, NUMA node and (where sysfs did not give it) the link, from ``lspci -vvv``."""
     if raw is None:
         return
-    if found["numa_node"] is None and isinstance(raw.get("numa_node"), int):
-        found["numa_node"] = raw["numa_node"] if raw["numa_node"] >= 0 else None
-    sta, cap = raw.get("lnk_sta") or {}, raw.get("lnk_cap") or {}
+    numa = raw.get("numa_node")
+    if found["numa_node"] is None and isinstance(numa, int) and not isinstance(numa, bool):
+        found["numa_node"] = numa if numa >= 0 else None
+    sta, cap = obj(raw.get("lnk_sta")), obj(raw.get("lnk_cap"))
     if found["link"]["speed_gts"] is None and (sta or cap):
         found["link"] = link_of(
-            sta.get("speed_gts"), cap.get("speed_gts"), sta.get("width"), cap.get("width")
+            num(sta.get("speed_gts")), num(cap.get("speed_gts")), num(sta.get("width")), num(cap.get("width"))
         )
-        found["link_src"] = (raw.get("srcs") or {}).get("LnkSta")
+        found["link_src"] = obj(raw.get("srcs")).get("LnkSta")
     acs = raw.get("acs_ctl")
     if isinstance(acs, dict):
         found["acs_ctl"] = acs
         found["acs_redirect"] = bool(acs.get("req_redir") or acs.get("cmplt_redir") or acs.get("egress_ctrl"))
-        found["acs_src"] = (raw.get("srcs") or {}).get("ACSCtl")
-    found["lspci_name"] = raw.get("name")
+        found["acs_src"] = obj(raw.get("srcs")).get("ACSCtl")
+    found["lspci_name"] = txt(raw.get("name"))
 
 
 def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
@@ -213,16 +231,16 @@ def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
     for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
         found = devices.get(str(controller.get("pci_bdf")))
         if found is not None:
-            found["name"] = controller.get("name")
+            found["name"] = txt(controller.get("name"))
     for ib in items(ok(facts, "infiniband"), "devices"):
         found = devices.get(str(ib.get("bdf")))
         if found is not None:
-            found["name"] = ib.get("name")
+            found["name"] = txt(ib.get("name"))
     for netdev in items(ok(facts, "netdev"), "interfaces"):
         found = devices.get(str(netdev.get("bdf")))
-        if found is not None:
-            found["netdevs"].append(netdev.get("name"))
-            found["name"] = found["name"] or netdev.get("name")
+        if found is not None and txt(netdev.get("name")):
+            found["netdevs"].append(netdev["name"])
+            found["name"] = found["name"] or netdev["name"]
     namespaces = namespaces_by_controller(facts)
     for found in devices.values():
         found["namespaces"] = namespaces.get(found["name"], []) if found["kind"] == "nvme" else []
@@ -235,7 +253,7 @@ def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, 
     by_name = {str(d.get("name")): d for d in lsblk}
     names = [str(d.get("name")) for d in lsblk]
     for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
-        names += [str(n) for n in controller.get("namespaces") or []]
+        names += strs(controller.get("namespaces"))
     mounts = items(ok(facts, "mounts"), "mounts")
     found: dict[str, list[dict[str, Any]]] = {}
     for name in dict.fromkeys(names):
@@ -244,9 +262,11 @@ def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, 
             continue
         points = mountpoints_below(by_name[name], by_name, set()) if name in by_name else []
         points += [
-            m["mountpoint"] for m in mounts if on_namespace(m.get("device"), name) and m.get("mountpoint")
+            m["mountpoint"]
+            for m in mounts
+            if on_namespace(m.get("device"), name) and txt(m.get("mountpoint"))
         ]
-        size = by_name.get(name, {}).get("size_bytes")
+        size = num(by_name.get(name, {}).get("size_bytes"))
         found.setdefault(match[1], []).append(
             {"name": name, "size_bytes": size, "mountpoints": sorted(set(points))}
         )
@@ -263,9 +283,9 @@ def mountpoints_below(entry: dict[str, Any], by_name: dict[str, dict[str, Any]],
     if name in seen:
         return []
     seen.add(name)
-    points = [p for p in entry.get("mountpoints") or [] if isinstance(p, str) and p.startswith("/")]
-    for child in entry.get("children") or []:
-        if isinstance(child, str) and child in by_name:
+    points = [p for p in strs(entry.get("mountpoints")) if p.startswith("/")]
+    for child in strs(entry.get("children")):
+        if child in by_name:
             points += mountpoints_below(by_name[child], by_name, seen)
     return points
 
@@ -344,7 +364,7 @@ def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Relations from ``nvidia-smi topo -m`` when nothing places the devices on the bus."""
     topo = ok(facts, "nvidia_topo")
-    numa = {g.get("name"): g.get("numa_affinity") for g in items(topo, "gpus")}
+    numa = {txt(g.get("name")): num(g.get("numa_affinity")) for g in items(topo, "gpus")}
     pairs = []
     for key, kind in (("gpu_nvme", "nvme"), ("gpu_nic", "nic")):
         for pair in items(topo, key):
@@ -352,10 +372,12 @@ def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
             if found is None:
                 continue
             pairs.append(
-                {"gpu": pair.get("gpu"), "gpu_bdf": None, "other": pair.get("device") or pair.get(kind),
+                {"gpu": str(pair.get("gpu")), "gpu_bdf": None,
+                 "other": txt(pair.get("device")) or str(pair.get(kind)),
                  "other_bdf": None, "other_kind": kind, "relation": found, "rank": RANK[found],
-                 "label": pair.get("relation"), "numa_aligned": False if found == "cross_socket" else None,
-                 "gpu_numa_node": numa.get(pair.get("gpu")), "path_bridges": [], "src": pair.get("src")}
+                 "label": str(pair.get("relation")),
+                 "numa_aligned": False if found == "cross_socket" else None,
+                 "gpu_numa_node": numa.get(txt(pair.get("gpu"))), "path_bridges": [], "src": pair.get("src")}
             )  # fmt: skip
             pairs[-1]["says"] = pair_says(
                 str(pairs[-1]["gpu"]), str(pairs[-1]["other"]), found, pair.get("relation")
@@ -368,7 +390,7 @@ def gpu_summaries(
 ) -> list[dict[str, Any]]:
     names = sorted({p["gpu"] for p in pairs}, key=str)
     placed = {label(d["bdf"], None, "gpu"): d for d in devices.values() if d["kind"] == "gpu"}
-    topo = {g.get("name"): g for g in items(ok(facts, "nvidia_topo"), "gpus")}
+    topo = {txt(g.get("name")): g for g in items(ok(facts, "nvidia_topo"), "gpus")}
     for name in placed:
         if name not in names:
             names.append(name)
@@ -378,7 +400,7 @@ def gpu_summaries(
         mine = [p for p in pairs if p["gpu"] == name]
         summaries.append(
             {"gpu": name, "bdf": gpu.get("bdf"),
-             "numa_node": gpu.get("numa_node", (topo.get(name) or {}).get("numa_affinity")),
+             "numa_node": gpu.get("numa_node", num((topo.get(name) or {}).get("numa_affinity"))),
              "nearest_nvme": nearest(mine, "nvme"), "nearest_nic": nearest(mine, "nic"),
              "src": gpu.get("src") or (topo.get(name) or {}).get("src")}
         )  # fmt: skip
@@ -408,8 +430,8 @@ def link_states(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> li
     found = [state for d in devices.values() if d["kind"] in ENDPOINTS if (state := link_state(d, devices))]
     seen = {state["bdf"] for state in found}
     for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
-        width, widest = gpu.get("link_width_current"), gpu.get("link_width_max")
-        if gpu.get("bus_id") in seen or not isinstance(width, int) or not isinstance(widest, int):
+        width, widest = num(gpu.get("link_width_current")), num(gpu.get("link_width_max"))
+        if txt(gpu.get("bus_id")) in seen or width is None or widest is None:
             continue
         if 0 < width < widest:
             found.append(
@@ -459,8 +481,8 @@ def link_state(found: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dic
 def gpu_link_capped(facts: dict[str, Any]) -> list[dict[str, Any]]:
     capped = []
     for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
-        host, dev = gpu.get("link_gen_host_max"), gpu.get("link_gen_device_max")
-        if isinstance(host, int) and isinstance(dev, int) and host < dev:
+        host, dev = num(gpu.get("link_gen_host_max")), num(gpu.get("link_gen_device_max"))
+        if host is not None and dev is not None and host < dev:
             capped.append(
                 {"bdf": gpu.get("bus_id"), "host_max_gen": host, "device_max_gen": dev, "src": gpu.get("src")}
             )
@@ -482,10 +504,10 @@ def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         "topology_aer_correctable": [],
     }
     for raw in items(ok(facts, "lspci"), "devices"):
-        srcs = raw.get("srcs") or {}
-        masked = set(raw.get("aer_ue_masked") or [])
-        ue = [b for b in raw.get("aer_ue_set") or [] if b not in masked and b not in ROUTINE_AER]
-        ce = [b for b in raw.get("aer_ce_set") or [] if b not in ROUTINE_AER]
+        srcs = obj(raw.get("srcs"))
+        masked = set(strs(raw.get("aer_ue_masked")))
+        ue = [b for b in strs(raw.get("aer_ue_set")) if b not in masked and b not in ROUTINE_AER]
+        ce = [b for b in strs(raw.get("aer_ce_set")) if b not in ROUTINE_AER]
         if ue:
             found["topology_aer_uncorrectable"].append(
                 {"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")}
@@ -522,7 +544,7 @@ def acs_state(facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: 
                 entry["pairs"].append(f"{pair['gpu']} <-> {pair['other']}")
     unattributed = [
         o for o in items(lspci, "unattributed_acs_ctl")
-        if any((o.get("flags") or {}).get(k) for k in ("req_redir", "cmplt_redir", "egress_ctrl"))
+        if any(obj(o.get("flags")).get(k) for k in ("req_redir", "cmplt_redir", "egress_ctrl"))
     ]  # fmt: skip
     return {
         "readable": lspci.get("caps_readable") if lspci else None,
@@ -560,7 +582,7 @@ def iommu_group_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     if not groups.get("present"):
         return [vote("iommu_groups", "disabled", "no IOMMU groups in /sys/kernel/iommu_groups", None)]
-    types = [g for g in items(groups, "groups") if g.get("type")]
+    types = [g for g in items(groups, "groups") if txt(g.get("type"))]
     translated = [g for g in types if g["type"] in ("DMA", "DMA-FQ")]
     if translated:
         return [vote("iommu_groups", "translated", f"{len(translated)} IOMMU groups translate DMA "
@@ -584,10 +606,10 @@ def dmesg_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
     events = [
         e for e in items(dmesg, "events") if e.get("kind") == "iommu_info" and e.get("current_boot", True)
     ]
-    driver = [e for e in events if not set(e.get("details") or {}) & {"domain_type", "policy"}]
+    driver = [e for e in events if not set(obj(e.get("details"))) & {"domain_type", "policy"}]
     found = []
     for event in events if driver else []:
-        domain = (event.get("details") or {}).get("domain_type")
+        domain = txt(obj(event.get("details")).get("domain_type"))
         if domain:
             mode = "passthrough" if str(domain).lower().startswith("pass") else "translated"
             found.append(vote("dmesg", mode, f"kernel: default domain type {domain}", event.get("src")))
@@ -599,7 +621,7 @@ def dmesg_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 def gdscheck_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
     gdscheck = ok(facts, "gdscheck")
-    platform = gdscheck.get("platform") or {}
+    platform = obj(gdscheck.get("platform"))
     enabled = platform.get("iommu_enabled")
     if enabled is None:
         per_gpu = [
@@ -621,7 +643,7 @@ def gdscheck_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 def cmdline_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
     cmdline = ok(facts, "cmdline")
-    iommu = cmdline.get("iommu") or {}
+    iommu = obj(cmdline.get("iommu"))
     src = cmdline.get("src")
     said = {k: str(v).lower() for k, v in iommu.items() if isinstance(v, str | bool) and k in
             ("intel_iommu", "amd_iommu", "iommu", "iommu_passthrough")}  # fmt: skip
@@ -639,11 +661,11 @@ def cmdline_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def arch(facts: dict[str, Any]) -> str | None:
-    machine = ok(facts, "kernel").get("machine")
+    machine = txt(ok(facts, "kernel").get("machine"))
     if machine:
         return str(machine)
     gdscheck = ok(facts, "gdscheck")
-    found = (gdscheck.get("platform") or {}).get("arch") or (gdscheck.get("header") or {}).get("arch")
+    found = txt(obj(gdscheck.get("platform")).get("arch")) or txt(obj(gdscheck.get("header")).get("arch"))
     return str(found).split("(")[0] if found else None
 
 
@@ -651,14 +673,14 @@ def arch(facts: dict[str, Any]) -> str | None:
 
 
 def roce_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    netdevs = {n.get("name"): n for n in items(ok(facts, "netdev"), "interfaces")}
+    netdevs = {txt(n.get("name")): n for n in items(ok(facts, "netdev"), "interfaces")}
     found = []
     for port in items(ok(facts, "infiniband"), "ports"):
         if not port.get("active") or port.get("link_layer") != "Ethernet":
             continue
-        names = [n for n in port.get("netdevs") or [] if n in netdevs]
-        mtu = netdevs[names[0]].get("mtu") if names else None
-        active_mtu = port.get("active_mtu")
+        names = [n for n in strs(port.get("netdevs")) if n in netdevs]
+        mtu = num(netdevs[names[0]].get("mtu")) if names else None
+        active_mtu = num(port.get("active_mtu"))
         low = (isinstance(active_mtu, int) and active_mtu < 4096) or (isinstance(mtu, int) and mtu < 4200)
         found.append(
             {"device": port.get("device"), "port": port.get("port"), "active_mtu": active_mtu,
@@ -671,19 +693,22 @@ def roce_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
 def rdma_slow_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Active ports running slower than the fastest active port of the same adapter model."""
     infiniband = ok(facts, "infiniband")
-    model = {d.get("name"): d.get("hca_type") or d.get("board_id") for d in items(infiniband, "devices")}
+    model = {
+        txt(d.get("name")): txt(d.get("hca_type")) or txt(d.get("board_id"))
+        for d in items(infiniband, "devices")
+    }
     active = [
         p
         for p in items(infiniband, "ports")
-        if p.get("active") and isinstance(p.get("rate_gbps"), int | float)
+        if p.get("active") is True and num(p.get("rate_gbps")) is not None
     ]
     fastest: dict[Any, float] = {}
     for port in active:
-        key = (model.get(port.get("device")), port.get("link_layer"))
+        key = (model.get(txt(port.get("device"))), txt(port.get("link_layer")))
         fastest[key] = max(fastest.get(key, 0.0), float(port["rate_gbps"]))
     slow = []
     for port in active:
-        best = fastest[(model.get(port.get("device")), port.get("link_layer"))]
+        best = fastest[(model.get(txt(port.get("device"))), txt(port.get("link_layer")))]
         if port["rate_gbps"] < best:
             slow.append({"device": port.get("device"), "port": port.get("port"),
                          "rate_gbps": port["rate_gbps"],
@@ -695,7 +720,7 @@ def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]
     """NICs whose PCIe link carries less than their active network port (a 400 Gb/s port on Gen4 x16)."""
     rates: dict[str, float] = {}
     for port in items(ok(facts, "infiniband"), "ports"):
-        if port.get("active") and isinstance(port.get("rate_gbps"), int | float):
+        if port.get("active") is True and num(port.get("rate_gbps")) is not None:
             rates[str(port.get("device"))] = max(
                 rates.get(str(port.get("device")), 0.0), float(port["rate_gbps"])
             )
@@ -718,21 +743,23 @@ def roce_qos(facts: dict[str, Any]) -> dict[str, Any] | None:
     qos = ok(facts, "mlnx_qos")
     if not qos:
         return None
-    tclass = qos.get("rdma_tclass")
-    dscp = tclass >> 2 if isinstance(tclass, int) else DEFAULT_RDMA_DSCP
+    tclass = num(qos.get("rdma_tclass"))
+    dscp = int(tclass) >> 2 if tclass is not None and tclass >= 0 else DEFAULT_RDMA_DSCP
     priority = None
     if qos.get("trust") == "dscp":
-        mapping = qos.get("dscp2prio") or {}
+        mapping = obj(qos.get("dscp2prio"))
         priority = next(
             (int(p) for p, codes in mapping.items() if isinstance(codes, list) and dscp in codes), None
         )
         priority = dscp >> 3 if priority is None and not mapping else priority
     pfc = qos.get("pfc_enabled_priorities")
     ecn = qos.get("ecn_rp_enabled_priorities")
+    pfc = [p for p in pfc if num(p) is not None] if isinstance(pfc, list) else None
+    ecn = [p for p in ecn if num(p) is not None] if isinstance(ecn, list) else None
     return {
-        "trust": qos.get("trust"),
+        "trust": txt(qos.get("trust")),
         "rdma_dscp": dscp,
-        "rdma_dscp_assumed": not isinstance(tclass, int),
+        "rdma_dscp_assumed": tclass is None or tclass < 0,
         "rdma_priority": priority,
         "pfc_priorities": pfc,
         "pfc_on_rdma_priority": (priority in pfc) if isinstance(pfc, list) and priority is not None else None,
@@ -759,8 +786,12 @@ def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str
 
 def expected_rate(derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The line rate of the NVMe drives under the checkpoint mount: drives × PCIe link × efficiency."""
-    mounts = [m for m in [derived.get("target_mount"), *(derived.get("checkpoint_mounts") or [])] if m]
-    points = {m.get("mountpoint") for m in mounts}
+    mounts = [
+        m
+        for m in [derived.get("target_mount"), *(derived.get("checkpoint_mounts") or [])]
+        if isinstance(m, dict)
+    ]
+    points = {txt(m.get("mountpoint")) for m in mounts} - {None}
     drives = [d for d in devices.values() if d["kind"] == "nvme"
               and any(p in points for ns in d["namespaces"] for p in ns["mountpoints"])]  # fmt: skip
     links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
@@ -778,8 +809,8 @@ def best_gdsio_runs(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """The fastest run per I/O type × transfer type (runs without both are fragments, left out)."""
     best: dict[tuple[Any, Any], dict[str, Any]] = {}
     for run in items(ok(facts, "gdsio"), "runs"):
-        rate = run.get("throughput_bytes_per_s")
-        if run.get("io_type") is None or run.get("xfer_type") is None or not isinstance(rate, int | float):
+        rate = num(run.get("throughput_bytes_per_s"))
+        if txt(run.get("io_type")) is None or txt(run.get("xfer_type")) is None or rate is None:
             continue
         key = (run["io_type"], run["xfer_type"])
         if key not in best or rate > best[key]["throughput_bytes_per_s"]:
@@ -802,7 +833,7 @@ def measurements(facts: dict[str, Any]) -> list[dict[str, Any]]:
         if run["throughput_bytes_per_s"] > 0
     ]  # fmt: skip
     fio = ok(facts, "fio")
-    aggregate = fio.get("aggregate") or {}
+    aggregate = obj(fio.get("aggregate"))
     jobs = items(fio, "jobs")
     for direction in ("read", "write"):
         rate = aggregate.get(f"{direction}_bytes_per_s")
@@ -836,7 +867,7 @@ def gds_vs_cpu(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def rate_of(job: dict[str, Any], direction: str) -> float:
-    value = (job.get(direction) or {}).get("bytes_per_s")
+    value = obj(job.get(direction)).get("bytes_per_s")
     return float(value) if isinstance(value, int | float) else 0.0
 
 
