@@ -125,3 +125,8 @@ def test_live_topo_reads_a_host_root(tmp_path: Path) -> None:
         "nvme0 — same PCIe switch (PIX)",
         "nvme1 — same PCIe switch (PIX)",
     }
+
+
+def test_nic_behind_a_slower_pcie_link_is_flagged() -> None:
+    found = topology(FIXTURES / "pci-sysfs-nic-400g-in-gen4-slot" / "bundle")
+    assert "0000:42:00.0: PCIe 16 GT/s x16 carries ~214.3 Gb/s for a 400 Gb/s port" in found.problems

@@ -66,6 +66,7 @@ def build(facts: dict[str, Any]) -> Topology:
     devices = {d["bdf"]: d for d in derived.get("topology_devices") or []}
     links = {link["bdf"]: link for link in derived.get("topology_links") or []}
     on_path = {b["bdf"]: b for b in (derived.get("topology_acs") or {}).get("on_path_bridges") or []}
+    slow_nics = {n["bdf"]: n for n in derived.get("topology_nic_pcie_bottleneck") or []}
     iommu = (derived.get("topology_iommu") or {}).get("mode")
     source = derived.get("topology_source")
     root = Node(f"host ({source_words(source)})")
@@ -74,6 +75,13 @@ def build(facts: dict[str, Any]) -> Topology:
         root.flags.append("IOMMU translates DMA: GPUDirect P2P through a root complex fails or slows")
     if source in ("pci", "lspci_tree", "lspci"):
         root.children = socket_nodes(devices, links, on_path)
+        for node in walk(root):
+            bdf = next((word for word in node.label.split() if word in slow_nics), None)
+            if bdf:
+                nic = slow_nics[bdf]
+                node.flags.append(
+                    f"PCIe {nic['link']} carries ~{nic['pcie_gbps']:g} Gb/s for a {nic['port_gbps']:g} Gb/s port"
+                )
     gpus = [gpu_line(g) for g in derived.get("topology_gpus") or []]
     problems = [flag for node in walk(root) for flag in node.flags]
     problems += [p for g in gpus for p in g["problems"]]
