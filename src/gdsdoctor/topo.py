@@ -80,7 +80,8 @@ def build(facts: dict[str, Any]) -> Topology:
             if bdf:
                 nic = slow_nics[bdf]
                 node.flags.append(
-                    f"PCIe {nic['link']} carries ~{nic['pcie_gbps']:g} Gb/s for a {nic['port_gbps']:g} Gb/s port"
+                    f"{bdf}: PCIe {nic['link']} carries ~{nic['pcie_gbps']:g} Gb/s"
+                    f" for a {nic['port_gbps']:g} Gb/s port"
                 )
     gpus = [gpu_line(g) for g in derived.get("topology_gpus") or []]
     problems = [flag for node in walk(root) for flag in node.flags]
