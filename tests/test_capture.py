@@ -166,3 +166,28 @@ def test_check_with_hanging_probe_meets_deadline(
     assert time.monotonic() - started < 3 + 2
     statuses = {p["name"]: p["status"] for p in analysis.report["probes"]}
     assert statuses.get("gdscheck", "timeout") == "timeout"
+
+
+def test_host_file_that_is_a_fifo_does_not_block(tmp_path: Path, isolated_path: Path) -> None:
+    import os
+
+    host = _host(tmp_path)
+    (host / "proc" / "modules").unlink()
+    os.mkfifo(host / "proc" / "modules")  # nobody ever writes: a plain open() would block forever
+    started = time.monotonic()
+    analysis = check(host, deadline_s=20)
+    assert time.monotonic() - started < 10
+    assert analysis.facts["modules"]["status"] in ("error", "missing")
+
+
+def test_commands_abandoned_at_the_deadline_are_killed(
+    tmp_path: Path, isolated_path: Path, sh_available: str
+) -> None:
+    import os
+
+    marker = tmp_path / "still-running"
+    fake_binary(isolated_path, "gdscheck", f"/bin/sleep 2; /usr/bin/touch {marker}; /bin/sleep 30")
+    check(_host(tmp_path), deadline_s=1)
+    time.sleep(2.5)
+    assert not marker.exists(), "a probe command outlived the deadline"
+    assert os.environ["PATH"] == str(isolated_path)

@@ -188,3 +188,30 @@ def test_site_config_supplies_the_job(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("- not a mapping\n")
     bad = gdsdoctor("analyze", str(fio), "--site-config", str(tmp_path / "bad.yaml"))
     assert bad.returncode == 3 and "checkpoint:" in bad.stderr
+
+
+def test_pasted_gdsio_write_feeds_the_stall_model() -> None:
+    data = Path(__file__).resolve().parent / "data/bench"
+    gdsio = data / "gdsio-output.nvidia-getting-started-example1.txt"
+    result = gdsdoctor("analyze", str(gdsio), "--params", "70B", "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert "checkpoint-stall-over-budget" not in [i["id"] for i in report["inconclusive"]]
+
+
+def test_check_bench_measures_the_path_and_judges_the_stall(tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (Debian package fio)")
+    result = gdsdoctor(
+        "check", "--path", str(tmp_path), "--bench", "--bench-size", "32MiB", "--params", "70B",
+        "--budget", "1%", "--format", "json",
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+    assert {p["name"]: p["status"] for p in report["probes"]}["fio"] == "ok"
+    finding = next(f for f in report["findings"] if f["id"] == "checkpoint-stall-over-budget")
+    assert finding["evidence"][1]["artifact"] == "bench/fio.json"
+    assert list(tmp_path.iterdir()) == [], "bench left files behind"
+    no_path = gdsdoctor("check", "--bench")
+    assert no_path.returncode == 3 and "--bench needs --path" in no_path.stderr

@@ -287,13 +287,28 @@ def check(
     budget: BudgetOpt = None,
     gpus: GpusOpt = None,
     site_config: SiteConfigOpt = None,
+    bench: Annotated[
+        bool,
+        typer.Option(
+            "--bench",
+            help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
+        ),
+    ] = False,
+    bench_size: Annotated[
+        str | None, typer.Option("--bench-size", help="Data --bench writes: 4GiB (default 5% of free space).")
+    ] = None,
 ) -> None:
-    """Diagnose this host (read-only): capture every source, analyse, print ranked findings."""
+    """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
     targets = _targets(output)
     job = _job(params, preset, interval, budget, gpus, site_config)
-    report = run_check(host_root, path, rules_dir or [], deadline, job).report
+    if bench and not path:
+        raise UserError("--bench needs --path: the directory to measure")
+    bench_bytes = _size(bench_size) if bench_size else None
+    with _progress_bar() if bench else contextlib.nullcontext(None) as progress:
+        measure = None if progress is None else (progress, bench_bytes)
+        report = run_check(host_root, path, rules_dir or [], deadline, job, measure).report
     _finish(report, fmt, verbose, targets, fail_on, npd)
 
 
@@ -307,14 +322,48 @@ def collect(
     deadline: Annotated[
         float, typer.Option(help="Global time limit for capture, seconds.")
     ] = DEFAULT_DEADLINE_S,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
+            "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
+        ),
+    ] = False,
 ) -> None:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
+    from gdsdoctor.capture.redact import map_path_for, redact_capture, write_private_map
+
     if output.exists() and (output.is_file() or any(output.iterdir())):
         raise UserError(f"{output} already exists; choose a new name")
+    if redact and map_path_for(output).exists():
+        raise UserError(f"{map_path_for(output)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
-    write_bundle(capture, output)
+    try:
+        if redact:
+            capture, mapping = redact_capture(capture)
+            write_private_map(mapping, map_path_for(output))
+        write_bundle(capture, output, redacted=redact)
+    except OSError as error:  # a read-only or full filesystem: one line, not a traceback
+        raise UserError(f"cannot write {error.filename or output}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
     typer.echo(f"wrote {output}: {len(capture.artifacts)} artifacts, {ok} ok", err=True)
+    if redact:
+        typer.echo(f"private redaction map (keep it, never attach it): {map_path_for(output)}", err=True)
+
+
+@app.command("redact")
+def redact_command(
+    files: Annotated[list[Path], typer.Argument(help="Pasted text files to redact.")],
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Where to write the copies (default: next to each).")
+    ] = None,
+) -> None:
+    """Write redacted copies (NAME.redacted) of pasted files, and the private map beside them."""
+    from gdsdoctor.capture.redact import redact_files
+
+    for line in redact_files(files, output_dir):
+        typer.echo(line, err=True)
 
 
 @app.command()
@@ -562,12 +611,8 @@ def bench(
 ) -> None:
     """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
     from gdsdoctor import bench as runner
-    from gdsdoctor.estimate import EstimateError, parse_size
 
-    try:
-        size_bytes = parse_size(size) if size else None
-    except EstimateError as error:
-        raise UserError(str(error)) from None
+    size_bytes = _size(size) if size else None
     try:
         with _progress_bar() as progress:
             result = runner.run(path, size_bytes, time_limit, progress, engine)
@@ -583,10 +628,18 @@ def bench(
         typer.echo(runner.render_text(result), nl=False)
 
 
+def _size(text: str) -> int:
+    from gdsdoctor.estimate import EstimateError, parse_size
+
+    try:
+        return parse_size(text)
+    except EstimateError as error:
+        raise UserError(str(error)) from None
+
+
 def _progress_bar():  # type: ignore[no-untyped-def]
     """A progress callback drawing a bar on stderr when it is a terminal, silent otherwise."""
-    import contextlib
-
+    from rich.console import Console
     from rich.progress import Progress
 
     if not sys.stderr.isatty():
@@ -594,7 +647,7 @@ def _progress_bar():  # type: ignore[no-untyped-def]
 
     @contextlib.contextmanager
     def bar():  # type: ignore[no-untyped-def]
-        with Progress(transient=True) as progress:
+        with Progress(console=Console(stderr=True), transient=True) as progress:
             task = progress.add_task("bench", total=1.0)
 
             def update(fraction: float, message: str) -> None:

@@ -7,7 +7,7 @@ Both go capture → facts → evaluate → rank → report, so ``analyze(collect
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +21,7 @@ from gdsdoctor.engine.evaluate import CauseResult, evaluate
 from gdsdoctor.engine.rank import RankedFinding, rank
 from gdsdoctor.engine.rules import Cause, builtin_rules_dir, load_rules, rule_files
 from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
-from gdsdoctor.model import ArtifactStatus, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import target
 from gdsdoctor.report.build import build_report
 
@@ -83,14 +83,40 @@ def check(
     rules_dirs: Sequence[Path] = (),
     deadline_s: float = DEFAULT_DEADLINE_S,
     job: dict[str, Any] | None = None,
+    bench: tuple[BenchProgress, int | None] | None = None,
 ) -> Analysis:
-    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``)."""
+    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``).
+
+    With ``bench`` (a progress callback and a size in bytes or None for the default) and a
+    ``target_path``, the checkpoint path is also measured (see :func:`add_bench`)."""
     capture = capture_live(host_root, target_path, deadline_s=deadline_s)
     if job:
         capture.options["job"] = job
     if target_path:
         _require_target(capture, target_path)
+        if bench is not None:
+            add_bench(capture, target_path, *bench)
     return analyze_capture(capture, rules_dirs)
+
+
+BenchProgress = Callable[[float, str], None]
+
+
+def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, size_bytes: int | None) -> None:
+    """Measure the checkpoint path (fio/gdsio in a temporary directory under it, removed
+    afterwards: the one thing gdsdoctor writes on the host, and only when asked) and keep the
+    raw result as an artifact, so the analysis and a bundle both carry it."""
+    from gdsdoctor import bench
+
+    try:
+        result = bench.run(Path(target_path), size_bytes, on_progress=on_progress)
+    except bench.BenchError as error:
+        raise UserError(f"bench: {error}") from None
+    section = "fio" if result.artifact.endswith(".json") else "gdsio"
+    capture.add(
+        section,
+        Artifact(result.artifact, ArtifactStatus.OK, result.raw, source=f"gdsdoctor bench {target_path}"),
+    )
 
 
 def _require_target(capture: Capture, target_path: str) -> None:

@@ -1,19 +1,38 @@
 """Bundles: a directory or ``.tar.gz`` holding ``manifest.json`` plus the raw artifacts.
 
 Format ``gdsdoctor.bundle`` version 1 (documented in docs/bundle.md). Everything read from a
-bundle is untrusted: member names are checked before use, only regular files are read,
-nothing is extracted to disk, and sizes are bounded.
+bundle is untrusted, and nothing is ever extracted to disk:
+
+- member names are checked before use (no absolute names, no ``..``, no control characters);
+  only regular files are read: links, devices, fifos and sparse members are never used;
+- archives are read as a stream through a counter that stops decompression past a limit,
+  so a decompression bomb costs at most ``MAX_STREAM_BYTES`` of work and ``MAX_TOTAL_BYTES``
+  of memory, whatever the headers claim;
+- a directory is walked without following links, files are opened relative to their
+  directory with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` (a fifo never blocks);
+- the manifest is bounded and every value in it is type-checked and cut to size;
+  a member name present twice is ambiguous and not analysed.
 """
 
 from __future__ import annotations
 
+import bz2
+import contextlib
+import gzip
+import hashlib
 import io
 import json
+import lzma
+import os
 import posixpath
+import stat
 import tarfile
 import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
@@ -22,15 +41,25 @@ from gdsdoctor.model import Artifact, ArtifactStatus
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
-MAX_TOTAL_BYTES = 512 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+MAX_MANIFEST_BYTES = 8 * 1024 * 1024
+MAX_HEADER_BYTES = 64 * 1024  # a pax or GNU long-name header: metadata, never content
+MAX_DIR_ENTRIES = 4 * MAX_MEMBERS  # entries a directory walk looks at, files or not
+MAX_TEXT = 300  # characters kept of a free-text manifest value (detail, source…)
+_CONTROL = frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
+
+
+def max_stream_bytes() -> int:
+    """Decompressed bytes read from an archive at most: content plus a header per member."""
+    return MAX_TOTAL_BYTES + MAX_MEMBERS * 2 * 512 + 1024 * 1024
 
 
 class BundleError(ValueError):
     """The bundle cannot be read at all (one line, for the user)."""
 
 
-def manifest_for(capture: Capture) -> dict[str, Any]:
-    return {
+def manifest_for(capture: Capture, redacted: bool = False) -> dict[str, Any]:
+    manifest = {
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
         "tool_version": __version__,
@@ -40,6 +69,9 @@ def manifest_for(capture: Capture) -> dict[str, Any]:
         "sections": capture.assignments,
         "artifacts": [_entry(artifact) for artifact in capture.artifacts.values()],
     }
+    if redacted:
+        manifest["redacted"] = True
+    return manifest
 
 
 def _entry(artifact: Artifact) -> dict[str, Any]:
@@ -55,9 +87,9 @@ def _entry(artifact: Artifact) -> dict[str, Any]:
     }
 
 
-def write_bundle(capture: Capture, output: Path) -> Path:
+def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path:
     """Write ``capture`` as a ``.tar.gz`` (when the name says so) or as a directory."""
-    manifest = json.dumps(manifest_for(capture), indent=2, sort_keys=True).encode()
+    manifest = json.dumps(manifest_for(capture, redacted), indent=2, sort_keys=True).encode()
     files = {MANIFEST: manifest} | {a.name: a.data for a in capture.artifacts.values() if a.data}
     if output.name.endswith((".tar.gz", ".tgz")):
         _write_tar(files, output)
@@ -83,8 +115,10 @@ def _write_tar(files: dict[str, bytes], output: Path) -> None:
 
 def safe_member_name(name: str) -> str | None:
     """A normalised relative POSIX name, or None if it escapes the bundle or is odd."""
-    if not name or "\x00" in name or "\\" in name:
+    if not isinstance(name, str) or not name or len(name) > 1024 or "\\" in name:
         return None
+    if any(c in _CONTROL for c in name) or not _encodable(name):
+        return None  # NUL, newline, escape sequences, undecodable bytes: never a name we write
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts:
         return None
@@ -92,123 +126,326 @@ def safe_member_name(name: str) -> str | None:
     return None if normal in (".", "") else normal
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from undecodable bytes in a name
+        return False
+    return True
+
+
+@dataclass
+class _Members:
+    """What an archive or directory holds: regular files read, and what was set aside."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    duplicates: set[str] = field(default_factory=set)
+    ignored: list[str] = field(default_factory=list)  # "name (why)"
+    total: int = 0
+
+    def add(self, name: str, data: bytes) -> None:
+        if name in self.files:
+            self.duplicates.add(name)
+            return
+        self.files[name] = data
+
+    def budget(self, where: Path, name: str, size: int) -> None:
+        """Refuse the bundle when one more member would pass the size or count limits."""
+        if size > MAX_MEMBER_BYTES:
+            raise BundleError(f"{where}: member {name!r} is larger than {MAX_MEMBER_BYTES} bytes")
+        if self.total + size > MAX_TOTAL_BYTES:
+            raise BundleError(f"{where}: unpacks to more than {MAX_TOTAL_BYTES} bytes")
+        self.total += size
+
+
 def read_bundle(path: Path) -> Capture:
     """Read a bundle directory or archive into a Capture; raises BundleError if unusable."""
-    files = _read_tar(path) if path.is_file() else _read_dir(path)
-    files = _strip_common_top(files)
-    if MANIFEST not in files:
+    members = _read_tar(path) if path.is_file() else _read_dir(path)
+    _strip_common_top(members)
+    manifest = _load_manifest(path, members)
+    capture = _capture_from(path, manifest, members)
+    if members.ignored:
+        shown = ", ".join(members.ignored[:5]) + (" …" if len(members.ignored) > 5 else "")
+        count = len(members.ignored)
+        capture.notes.append(f"bundle: ignored {count} member(s) that are not safe to read: {shown}")
+    return capture
+
+
+def _load_manifest(path: Path, members: _Members) -> dict[str, Any]:
+    if MANIFEST in members.duplicates:
+        raise BundleError(f"{path}: more than one {MANIFEST} (ambiguous; refused)")
+    raw = members.files.get(MANIFEST)
+    if raw is None:
         raise BundleError(f"{path}: no {MANIFEST} (not a gdsdoctor bundle)")
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise BundleError(f"{path}: {MANIFEST} is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
-        manifest = json.loads(files[MANIFEST])
-    except (ValueError, UnicodeDecodeError):
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: [[[[…]]]] nested too deep
         raise BundleError(f"{path}: {MANIFEST} is not valid JSON") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise BundleError(f"{path}: {MANIFEST} does not describe a {BUNDLE_FORMAT}")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or version > BUNDLE_VERSION:
-        raise BundleError(f"{path}: bundle format version {version!r} is newer than this gdsdoctor reads")
-    return _capture_from(path, manifest, files)
+    if type(version) is not int or version < 1:
+        raise BundleError(f"{path}: unknown bundle format version {_text(version, 40)!r}")
+    if version > BUNDLE_VERSION:
+        raise BundleError(f"{path}: bundle format version {version} is newer than this gdsdoctor reads")
+    return manifest
 
 
-def _capture_from(path: Path, manifest: dict[str, Any], files: dict[str, bytes]) -> Capture:
-    host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
-    options = manifest.get("options") if isinstance(manifest.get("options"), dict) else {}
-    capture = Capture(origin="bundle", host=dict(host), options=dict(options), label=str(path))
+def _capture_from(path: Path, manifest: dict[str, Any], members: _Members) -> Capture:
+    capture = Capture(origin="bundle", host=_host(manifest), options=_options(manifest), label=str(path))
     entries = manifest.get("artifacts") if isinstance(manifest.get("artifacts"), list) else []
-    for entry in entries:
-        artifact = _artifact_from(entry, files, capture.notes)
-        if artifact is not None:
-            capture.artifacts[artifact.name] = artifact
+    if len(entries) > MAX_MEMBERS:
+        capture.notes.append(f"manifest: {len(entries)} artifacts; only the first {MAX_MEMBERS} are read")
+    for entry in entries[:MAX_MEMBERS]:
+        artifact = _artifact_from(entry, members, capture.notes)
+        if artifact is None:
+            continue
+        if artifact.name in capture.artifacts:
+            capture.notes.append(f"manifest: {artifact.name!r} listed twice; the first entry is used")
+            continue
+        capture.artifacts[artifact.name] = artifact
     sections = manifest.get("sections") if isinstance(manifest.get("sections"), dict) else {}
-    for section, names in sections.items():
+    for section, names in list(sections.items())[:MAX_MEMBERS]:
         if isinstance(section, str) and isinstance(names, list):
             capture.assignments[section] = [n for n in names if isinstance(n, str) and n in capture.artifacts]
     return capture
 
 
-def _artifact_from(entry: Any, files: dict[str, bytes], notes: list[str]) -> Artifact | None:
+def _host(manifest: dict[str, Any]) -> dict[str, str]:
+    host = manifest.get("host")
+    if not isinstance(host, dict):
+        return {}
+    return {_text(k, 40): _text(v, 200) for k, v in list(host.items())[:50] if _is_scalar(v)}
+
+
+def _options(manifest: dict[str, Any]) -> dict[str, Any]:
+    options = manifest.get("options")
+    options = options if isinstance(options, dict) else {}
+    cleaned: dict[str, Any] = {}
+    for key in ("host_root", "target_path"):
+        value = options.get(key)
+        cleaned[key] = _text(value, 4096) if isinstance(value, str) and value else None
+    return cleaned
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _text(value: Any, limit: int = MAX_TEXT) -> str:
+    """A manifest value as a bounded, printable-encodable string ("" for containers)."""
+    if value is None or not _is_scalar(value):
+        return ""
+    return str(value)[:limit].encode("utf-8", errors="replace").decode("utf-8")
+
+
+def _artifact_from(entry: Any, members: _Members, notes: list[str]) -> Artifact | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         notes.append("manifest: skipped a malformed artifact entry")
         return None
     name = safe_member_name(entry["name"])
     if name is None:
-        notes.append(f"manifest: refused unsafe artifact name {entry['name']!r}")
+        notes.append(f"manifest: refused unsafe artifact name {_text(entry['name'], 100)!r}")
         return None
     try:
         status = ArtifactStatus(entry.get("status", "ok"))
-    except ValueError:
+    except (ValueError, TypeError):
         status = ArtifactStatus.ERROR
-    data = files.get(name, b"")
-    detail = str(entry.get("detail") or "")
-    if status is ArtifactStatus.OK and name not in files:
+    data = members.files.get(name, b"")
+    detail = _text(entry.get("detail"))
+    if name in members.duplicates:
+        status, data = ArtifactStatus.ERROR, b""
+        detail = "the bundle holds this name more than once (edited?); not analysed"
+        notes.append(f"{name}: present more than once in the bundle; not analysed")
+    elif status is ArtifactStatus.OK and name not in members.files:
         status, detail = ArtifactStatus.MISSING, "listed in the manifest but absent from the bundle"
-    elif entry.get("sha256") and status is ArtifactStatus.OK and _sha(data) != entry["sha256"]:
-        notes.append(f"{name}: sha256 differs from the manifest (edited or corrupted); analysed as found")
+    elif status is ArtifactStatus.OK:
+        _check_integrity(name, entry, data, notes)
+    exit_code = entry.get("exit_code")
     return Artifact(
         name,
         status,
         data,
-        source=str(entry.get("source") or ""),
+        source=_text(entry.get("source"), 1000),
         detail=detail,
-        exit_code=entry.get("exit_code") if isinstance(entry.get("exit_code"), int) else None,
+        exit_code=exit_code if type(exit_code) is int and abs(exit_code) < 2**31 else None,
     )
 
 
-def _sha(data: bytes) -> str:
-    import hashlib
+def _check_integrity(name: str, entry: dict[str, Any], data: bytes, notes: list[str]) -> None:
+    size, sha = entry.get("size"), entry.get("sha256")
+    if type(size) is int and size != len(data):
+        notes.append(f"{name}: {len(data)} bytes, the manifest says {size} (edited?); analysed as found")
+    elif isinstance(sha, str) and sha and hashlib.sha256(data).hexdigest() != sha:
+        notes.append(f"{name}: sha256 differs from the manifest (edited or corrupted); analysed as found")
 
-    return hashlib.sha256(data).hexdigest()
+
+# --- directories -------------------------------------------------------------------------
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-def _read_dir(root: Path) -> dict[str, bytes]:
+def _read_dir(root: Path) -> _Members:
     if not root.is_dir():
         raise BundleError(f"{root}: no such file or directory")
-    files: dict[str, bytes] = {}
-    total = 0
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink() or not path.is_file():
-            continue  # links could point anywhere on the host: never follow them
-        name = path.relative_to(root).as_posix()
-        size = path.stat().st_size
-        total += size
-        if len(files) >= MAX_MEMBERS or size > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
-            raise BundleError(f"{root}: bundle exceeds the size limits (see docs/bundle.md)")
-        files[name] = path.read_bytes()
-    return files
+    top = root.resolve()  # the path the user named is trusted; nothing under it is followed
+    members, seen = _Members(), 0
+    for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False):
+        seen += len(dirnames) + len(filenames)
+        if seen > MAX_DIR_ENTRIES:
+            raise BundleError(f"{root}: more than {MAX_DIR_ENTRIES} entries (not a bundle?)")
+        relative = os.path.relpath(dirpath, top)
+        for filename in sorted(filenames):
+            raw_name = filename if relative == "." else f"{relative}/{filename}"
+            name = safe_member_name(raw_name)
+            if name is None:
+                members.ignored.append(f"{raw_name!r} (unsafe name)")
+                continue
+            _read_dir_file(root, members, name, filename, dirfd)
+            if len(members.files) > MAX_MEMBERS:
+                raise BundleError(f"{root}: more than {MAX_MEMBERS} files")
+    return members
 
 
-def _read_tar(path: Path) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
-    total = 0
+def _read_dir_file(root: Path, members: _Members, name: str, filename: str, dirfd: int) -> None:
     try:
-        with tarfile.open(path, "r:*") as tar:
+        fd = os.open(filename, _OPEN_FLAGS, dir_fd=dirfd)
+    except OSError as error:  # ELOOP: a symbolic link; ENXIO: a socket; EACCES…
+        members.ignored.append(f"{name} ({_why_unopenable(filename, dirfd, error)})")
+        return
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            members.ignored.append(f"{name} (not a regular file)")
+            return
+        if info.st_nlink > 1:  # a hard link may share an inode with a file outside the bundle
+            members.ignored.append(f"{name} (hard link)")
+            return
+        members.budget(root, name, info.st_size)
+        data = handle.read(MAX_MEMBER_BYTES + 1)
+    extra = len(data) - info.st_size
+    if extra > 0:  # grew while we read it: count what was really read
+        members.budget(root, name, extra)
+    members.add(name, data)
+
+
+def _why_unopenable(filename: str, dirfd: int, error: OSError) -> str:
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.stat(filename, dir_fd=dirfd, follow_symlinks=False).st_mode):
+            return "symbolic link"
+    return error.strerror or "unreadable"
+
+
+# --- archives ----------------------------------------------------------------------------
+
+
+class _CountingReader(io.RawIOBase):
+    """A decompressed stream that refuses to deliver more than ``cap`` bytes in all."""
+
+    def __init__(self, inner: IO[bytes], cap: int, where: Path) -> None:
+        super().__init__()
+        self._inner, self._cap, self._where, self.count = inner, cap, where, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        room = self._cap - self.count
+        size = room + 1 if size is None or size < 0 else min(size, room + 1)
+        data = self._inner.read(size)
+        self.count += len(data)
+        if self.count > self._cap:
+            raise BundleError(f"{self._where}: decompresses to more than {self._cap} bytes (a bomb?)")
+        return data
+
+
+class _GuardedTarInfo(tarfile.TarInfo):
+    """Refuses, before tarfile reads them, metadata headers that could be huge, and sparse files
+    (whose holes expand to more than the archive holds)."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise BundleError(f"sparse member {self.name!r} (not written by gdsdoctor)")
+        if self.type in _METADATA_TYPES and self.size > MAX_HEADER_BYTES:
+            raise BundleError(f"a {self.size}-byte extended header (more than {MAX_HEADER_BYTES})")
+        return super()._proc_member(tar)  # type: ignore[misc]
+
+    def _refuse_sparse(self, *args: Any) -> None:
+        raise BundleError(f"sparse member {self.name!r} (not written by gdsdoctor)")
+
+    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
+
+
+_METADATA_TYPES = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
+_MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
+    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
+_DECOMPRESS_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
+
+
+@contextlib.contextmanager
+def _decompressed(path: Path) -> Iterator[_CountingReader]:
+    with open(path, "rb") as raw:
+        magic = raw.read(6)
+        raw.seek(0)
+        opener = next((opener for prefix, opener in _MAGIC if magic.startswith(prefix)), None)
+        inner = opener(raw) if opener is not None else raw
+        with contextlib.closing(inner):
+            yield _CountingReader(inner, max_stream_bytes(), path)
+
+
+def _read_tar(path: Path) -> _Members:
+    members = _Members()
+    try:
+        with (
+            _decompressed(path) as stream,
+            tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo) as tar,
+        ):
             for count, member in enumerate(tar):
                 if count >= MAX_MEMBERS:
                     raise BundleError(f"{path}: more than {MAX_MEMBERS} members")
-                name = safe_member_name(member.name)
-                if name is None or not member.isreg():
-                    continue  # links, devices, absolute or ../ names: never used
-                if member.size > MAX_MEMBER_BYTES:
-                    raise BundleError(f"{path}: member {name!r} is larger than {MAX_MEMBER_BYTES} bytes")
-                handle = tar.extractfile(member)
-                data = handle.read(MAX_MEMBER_BYTES + 1) if handle else b""
-                total += len(data)
-                if total > MAX_TOTAL_BYTES:
-                    raise BundleError(f"{path}: unpacks to more than {MAX_TOTAL_BYTES} bytes")
-                files.setdefault(name, data)  # duplicate names: the first one wins
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        if isinstance(error, BundleError):
-            raise
+                _read_member(path, tar, member, members)
+    except BundleError as error:
+        message = str(error)
+        raise BundleError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+    except _DECOMPRESS_ERRORS as error:
         raise BundleError(f"{path}: not a readable tar.gz bundle ({type(error).__name__})") from None
-    return files
+    return members
 
 
-def _strip_common_top(files: dict[str, bytes]) -> dict[str, bytes]:
+def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, members: _Members) -> None:
+    if member.size > MAX_MEMBER_BYTES:  # any type: even skipping it would cost the decompression
+        raise BundleError(f"{path}: member {member.name[:100]!r} is larger than {MAX_MEMBER_BYTES} bytes")
+    name = safe_member_name(member.name)
+    if member.isdir():
+        return
+    if not member.isreg():
+        members.ignored.append(f"{member.name[:100]!r} (link, device or fifo)")
+        return
+    if name is None:
+        members.ignored.append(f"{member.name[:100]!r} (unsafe name)")
+        return
+    members.budget(path, name, member.size)
+    handle = tar.extractfile(member)
+    members.add(name, handle.read(member.size) if handle else b"")
+
+
+def _strip_common_top(members: _Members) -> None:
     """Accept archives made with a top-level folder (tar czf x.tgz bundle-dir/)."""
-    if MANIFEST in files:
-        return files
-    tops = {name.split("/", 1)[0] for name in files}
+    if MANIFEST in members.files:
+        return
+    tops = {name.split("/", 1)[0] for name in members.files}
     if len(tops) == 1:
         top = tops.pop() + "/"
-        return {name[len(top) :]: data for name, data in files.items() if name.startswith(top)}
-    return files
+        members.files = {n[len(top) :]: d for n, d in members.files.items() if n.startswith(top)}
+        members.duplicates = {n[len(top) :] for n in members.duplicates if n.startswith(top)}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import selectors
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,6 +14,8 @@ from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
+FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
+FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -35,7 +40,7 @@ def capture_files(paths: Sequence[Path]) -> Capture:
     """Recognise each file and assign it to its section; unrecognised files become notes."""
     capture = Capture(origin="files", label=", ".join(p.name for p in paths))
     for path in paths:
-        data, problem = _read(path)
+        data, problem = read_pasted(path)
         if problem:
             capture.notes.append(f"{path}: {problem}")
             continue
@@ -55,25 +60,100 @@ def capture_files(paths: Sequence[Path]) -> Capture:
     return capture
 
 
-def _read(path: Path) -> tuple[bytes, str]:
+def read_pasted(path: Path) -> tuple[bytes, str]:
+    """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
+    while a writer feeds it (``<(command)`` works), and only up to ``FIFO_WAIT_S`` of silence."""
     try:
-        if path.is_dir():
-            return b"", "is a directory (a bundle directory needs a manifest.json)"
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_PASTE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return b"", "no such file"
     except PermissionError:
         return b"", "permission denied"
     except OSError as error:
         return b"", f"cannot read ({error.strerror or error})"
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return b"", "is a directory (a bundle directory needs a manifest.json)"
+        if stat.S_ISFIFO(info.st_mode):
+            data = _read_pipe(fd)
+        elif not stat.S_ISREG(info.st_mode):
+            return b"", "not a regular file (a device or socket); not read"
+        elif info.st_size > MAX_PASTE_BYTES:
+            return b"", _too_large()
+        else:
+            data = _read_at_most(fd, MAX_PASTE_BYTES + 1)
+    except OSError as error:  # EIO, EISDIR on odd filesystems, /proc/self/mem…
+        return b"", f"cannot read ({error.strerror or error})"
+    finally:
+        os.close(fd)
+    data = _utf16_without_bom(data)
+    return data, _problem(data)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1024 * 1024, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_pipe(fd: int) -> bytes:
+    """A fifo's data while a writer feeds it. No writer at all reads as EOF at once: we then give
+    one a moment to connect (``mkfifo p; cmd > p &``); a silent writer is given up after
+    ``FIFO_WAIT_S``."""
+    chunks: list[bytes] = []
+    size, waited_for_writer = 0, False
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while size <= MAX_PASTE_BYTES:
+            try:
+                chunk: bytes | None = os.read(fd, 1024 * 1024)
+            except BlockingIOError:  # a writer, but nothing written yet
+                chunk = None
+            if chunk:
+                chunks.append(chunk)
+                size += len(chunk)
+                continue
+            if chunk == b"" and (chunks or waited_for_writer):
+                break  # EOF
+            waited_for_writer = waited_for_writer or chunk == b""
+            if not selector.select(timeout=FIFO_WRITER_GRACE_S if chunk == b"" else FIFO_WAIT_S):
+                break
+    return b"".join(chunks)
+
+
+def _too_large() -> str:
+    return f"larger than {MAX_PASTE_BYTES // (1024 * 1024)} MiB; not read"
+
+
+def _problem(data: bytes) -> str:
     if len(data) > MAX_PASTE_BYTES:
-        return b"", f"larger than {MAX_PASTE_BYTES // (1024 * 1024)} MiB; not read"
+        return _too_large()
     if not data.strip():
-        return b"", "empty"
+        return "empty"
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return b"", "binary data, not a text output"
-    return data, ""
+        return "binary data, not a text output"
+    return ""
+
+
+def _utf16_without_bom(data: bytes) -> bytes:
+    """UTF-16 text saved without a byte-order mark (some Windows tools), re-encoded as UTF-8;
+    other data unchanged. Recognised by ASCII text with a NUL in every other byte."""
+    sample = data[:4096]
+    if len(sample) < 4 or b"\x00" not in sample or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data
+    for zeros, text, codec in (
+        (sample[1::2], sample[0::2], "utf-16-le"),
+        (sample[0::2], sample[1::2], "utf-16-be"),
+    ):
+        if zeros.count(0) >= 0.95 * len(zeros) and text.count(0) <= 0.05 * len(text):
+            return data.decode(codec, errors="replace").encode("utf-8")
+    return data
 
 
 def _unique_name(name: str, capture: Capture) -> str:

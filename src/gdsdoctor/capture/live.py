@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import stat
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, run_command
+from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source
@@ -46,6 +47,8 @@ def capture_live(
     end = time.monotonic() + deadline_s
     for thread in threads:
         thread.join(max(0.0, end - time.monotonic()))
+    if any(thread.is_alive() for thread in threads):
+        kill_running()  # the deadline passed: what still runs is abandoned, and killed
     for probe in selected:
         attempted = results.get(probe.section) or [_deadline_artifact(probe.sources[0], deadline_s)]
         for artifact in attempted:
@@ -81,8 +84,7 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     full = host_root / path.lstrip("/")
     started = time.monotonic()
     try:
-        with open(full, "rb") as handle:
-            data = handle.read(MAX_OUTPUT_BYTES)
+        data = _read_regular_file(full)
     except FileNotFoundError:
         return Artifact(name, ArtifactStatus.MISSING, source=path, detail=f"{path} does not exist")
     except PermissionError:
@@ -90,6 +92,20 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     except OSError as error:
         return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: {error.strerror or error}")
     return Artifact(name, ArtifactStatus.OK, data, path, duration_s=time.monotonic() - started)
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """Read at most MAX_OUTPUT_BYTES; a fifo, socket or device under --host-root is refused
+    instead of blocking the probe (O_NONBLOCK open, then a type check)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(descriptor, True)
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(MAX_OUTPUT_BYTES)
+    finally:
+        os.close(descriptor)
 
 
 def _run_reader(source: Source, host_root: Path) -> Artifact:

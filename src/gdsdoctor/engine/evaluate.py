@@ -27,7 +27,12 @@ from gdsdoctor.engine.rules import Cause, Signal
 
 MAX_EVIDENCE_PER_SIGNAL = 12
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+# Characters that must never reach a terminal or a pasted command as they are: C0/C1 controls
+# (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
+# characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that
+# make a line look different from what a shell would run. Also used by report/escape.py.
+UNSAFE_CHARACTERS = "\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
 
 
 class Outcome(StrEnum):
@@ -204,6 +209,19 @@ def _provenance(value: Any) -> list[dict[str, Any]]:
     return found
 
 
+def _safe_to_paste(value: Any, options_ended: bool) -> bool:
+    if value is None or isinstance(value, list | dict):
+        return False
+    text = str(value)
+    return not _UNSAFE.search(text) and (options_ended or not text.startswith("-"))
+
+
+def _after_end_of_options(template: str, name: str) -> bool:
+    """True when ``--`` comes before ``{name}``: the command reads it as an operand, never an option."""
+    end = template.find(" -- ")
+    return end >= 0 and end < template.find("{" + name + "}")
+
+
 def fill_text(template: str, values: dict[str, Any]) -> str:
     """Fill ``{name}`` in prose; values are shown, not executed (renderers escape them)."""
     return _PLACEHOLDER.sub(lambda m: _display(values.get(m[1])), template)
@@ -218,8 +236,11 @@ def _display(value: Any) -> str:
 def render_command(template: str, values: dict[str, Any]) -> list[str]:
     """Fill a command template with shell-quoted values; one command per element of a list value.
 
-    A value that cannot be made safe to paste into a root shell (control characters) is
-    withheld: the command is replaced by a comment saying so.
+    Quoting makes ``$(…)``, backticks, ``;`` and globs inert. A value that quoting cannot make
+    safe to paste into a root shell is withheld (the command becomes a comment saying so):
+    unknown values, control or invisible characters (see ``UNSAFE_CHARACTERS``), and values
+    starting with ``-``, which the command would read as an option (a mountpoint ``-a``),
+    unless the template ends the options with ``--`` before it.
     """
     names = _PLACEHOLDER.findall(template)
     list_names = [n for n in names if isinstance(values.get(n), list)]
@@ -229,11 +250,7 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
         rows = [{**values, expand: item} for item in values[expand]]
     commands = []
     for row in rows:
-        bad = [
-            n
-            for n in names
-            if row.get(n) is None or isinstance(row.get(n), list | dict) or _UNSAFE.search(str(row.get(n)))
-        ]
+        bad = [n for n in names if not _safe_to_paste(row.get(n), _after_end_of_options(template, n))]
         if bad:
             names_text = ", ".join(sorted(set(bad)))
             commands.append(f"# withheld: {template.split()[0]} … ({names_text} unknown or unsafe to paste)")

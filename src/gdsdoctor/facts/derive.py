@@ -114,12 +114,10 @@ def measured_write(facts: dict[str, Any]) -> dict[str, Any] | None:
     if rate:
         jobs = [j for j in fio.get("jobs", []) if (j.get("write") or {}).get("bytes_per_s")]
         return {"bytes_per_s": rate, "tool": "fio", "src": jobs[0]["src"] if jobs else None}
-    writes = [b for b in ok_section(facts, "gdsio").get("best", []) if b.get("io_type") == "WRITE"]
-    if writes:
-        best = max(writes, key=lambda b: b["throughput_bytes_per_s"])
-        runs = best.get("runs") or []
-        src = runs[0].get("src") if runs and isinstance(runs[0], dict) else None
-        return {"bytes_per_s": best["throughput_bytes_per_s"], "tool": "gdsio", "src": src}
+    runs = [r for r in ok_section(facts, "gdsio").get("runs", []) if r.get("io_type") == "WRITE"]
+    if runs:
+        best = max(runs, key=lambda r: r.get("throughput_bytes_per_s") or 0)
+        return {"bytes_per_s": best["throughput_bytes_per_s"], "tool": "gdsio", "src": best.get("src")}
     return None
 
 

@@ -1,30 +1,43 @@
 """Escaping shared by the renderers: nothing from the facts reaches a screen or document raw.
 
 Facts come from the host and from strangers' bundles. Control characters (ANSI escape
-sequences, carriage returns, NULs) are made visible instead of being interpreted.
+sequences, carriage returns, NULs, C1 controls) and invisible format characters (bidi
+overrides such as U+202E, zero-width characters) are shown as ``\\xNN`` / ``\\uNNNN`` instead of
+being interpreted. The terminal renderer never parses Rich markup; Markdown escapes every
+character that could start markup, so ``[text](url)``, ``<html>`` and ``|`` stay inert.
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from gdsdoctor.engine.evaluate import UNSAFE_CHARACTERS
+
+_SHOWN = re.compile(f"[{UNSAFE_CHARACTERS}]")
+
+
+def _code(match: re.Match[str]) -> str:
+    char = match[0]
+    if char in "\n\t":
+        return char
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
 def visible(text: object) -> str:
-    """The text with control characters shown as ``\\xNN`` (newlines and tabs kept)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
+    """The text with control and invisible characters shown as escapes (newlines and tabs kept)."""
+    return _SHOWN.sub(_code, str(text))
 
 
 def one_line(text: object) -> str:
     return visible(str(text).replace("\n", " ").replace("\t", " "))
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~&])")
 
 
 def markdown_inline(text: object) -> str:
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
+    return re.sub(r"^(\s*)=", r"\1\\=", escaped)  # a line of "=" would underline a heading
 
 
 def markdown_code_block(lines: list[str], language: str = "") -> str:
