@@ -279,3 +279,13 @@ def test_derive_never_raises_on_mutated_facts(which: int, mutations: list[tuple[
         parent[key] = value
     derived = derive_topology.derive(facts, {"checkpoint_mounts": [], "target_mount": None})
     assert isinstance(derived["topology_gpus"], list)
+
+
+def test_topo_matrix_is_used_when_lspci_cannot_place_the_devices() -> None:
+    derived = derived_of(
+        DATA / "pci/lspci-vvv.gpu-idle-link-downgraded-2.5GT.rtx6000ada.stelline.txt",
+        DATA / "gpu/nvidia-smi-topo-m.asus-esc8000a-e12.4gpu-4nic.txt",
+    )
+    assert derived["topology_source"] == "nvidia_topo"
+    assert [g["nearest_nic"]["label"] for g in derived["topology_gpus"]] == ["NODE"] * 4
+    assert derived["topology_links"][0]["idle_downclock"]  # the lspci link facts are still there

@@ -61,12 +61,10 @@ _NAMESPACE = re.compile(r"^(nvme\d+)n\d+$")
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     source, devices = placed_devices(facts)
     add_names(facts, devices)
-    if source == "nvidia_topo" or not devices:
-        pairs = topo_pairs(facts)
-        source = "nvidia_topo" if pairs else source
-    else:
-        pairs = placement_pairs(devices)
-    gpus = gpu_summaries(facts, devices, pairs)
+    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci") else []
+    if not pairs and (from_topo := topo_pairs(facts)):  # nvidia-smi topo -m: the second source
+        source, pairs = "nvidia_topo", from_topo
+    gpus = gpu_summaries(facts, {} if source == "nvidia_topo" else devices, pairs)
     links = link_states(facts, devices)
     return {
         "topology_source": source,
