@@ -289,3 +289,20 @@ def test_topo_matrix_is_used_when_lspci_cannot_place_the_devices() -> None:
     assert derived["topology_source"] == "nvidia_topo"
     assert [g["nearest_nic"]["label"] for g in derived["topology_gpus"]] == ["NODE"] * 4
     assert derived["topology_links"][0]["idle_downclock"]  # the lspci link facts are still there
+
+
+def test_nics_without_rdma_carry_no_gpudirect_traffic(tmp_path: Path) -> None:
+    """A real H200 VM bundle: its only NIC is virtio Ethernet, not a GPU↔NIC path worth judging."""
+    real = topology_trees.ROOT / "fixtures" / "h200-node-without-nvidia-fs" / "bundle"
+    if not real.is_dir():
+        pytest.skip("fixture from main not merged")
+    derived = derived_of(real)
+    assert [(d["bdf"], d["rdma"]) for d in derived["topology_devices"] if d["kind"] == "nic"] == [
+        ("0000:00:03.0", False)
+    ]
+    assert [g["nearest_nic"] for g in derived["topology_gpus"]] == [None]
+    assert (
+        derived["topology_iommu"]["mode"] == "disabled"
+    )  # "Default domain type: Translated" without an IOMMU
+    sysfs = tree_derived(tmp_path, topology_trees.two_socket_iommu)
+    assert [d["rdma"] for d in sysfs["topology_devices"] if d["kind"] == "nic"] == [True]

@@ -61,6 +61,7 @@ _NAMESPACE = re.compile(r"^(nvme\d+)n\d+$")
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     source, devices = placed_devices(facts)
     add_names(facts, devices)
+    mark_rdma(facts, devices)
     pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci") else []
     if not pairs and (from_topo := topo_pairs(facts)):  # nvidia-smi topo -m: the second source
         source, pairs = "nvidia_topo", from_topo
@@ -244,6 +245,21 @@ def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
         found["namespaces"] = namespaces.get(found["name"], []) if found["kind"] == "nvme" else []
 
 
+def mark_rdma(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
+    """Which NICs can carry GPUDirect RDMA: those with an RDMA device. Unknown (None) when the RDMA
+    devices were not read or do not say their PCI address (a pasted ``ibstat``)."""
+    section = facts.get("infiniband") if isinstance(facts.get("infiniband"), dict) else {}
+    ib = items(ok(facts, "infiniband"), "devices")
+    bdfs = {txt(d.get("bdf")) for d in ib} - {None}
+    if section.get("status") == "missing" or (section.get("status") == "ok" and not ib):
+        known: bool | None = True  # no RDMA stack, or no RDMA device on this host
+    else:
+        known = True if bdfs else None
+    for found in devices.values():
+        if found["kind"] == "nic":
+            found["rdma"] = (found["bdf"] in bdfs) if known else None
+
+
 def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """``nvme0`` → [{name: nvme0n1, size_bytes, mountpoints}], from lsblk and the NVMe sysfs tree; a
     namespace's mountpoints include those of its partitions and of md/dm devices built on it."""
@@ -336,7 +352,12 @@ def label(bdf: str | None, name: Any, kind: str) -> str:
 
 def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     gpus = [d for d in devices.values() if d["kind"] == "gpu"]
-    others = [d for d in devices.values() if d["kind"] in ("nvme", "nic")]
+    # a NIC without RDMA (virtio, management Ethernet) carries no GPUDirect traffic
+    others = [
+        d
+        for d in devices.values()
+        if d["kind"] == "nvme" or (d["kind"] == "nic" and d.get("rdma") is not False)
+    ]
     pairs = []
     for gpu in gpus:
         for other in others:
