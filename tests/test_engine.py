@@ -179,3 +179,13 @@ def test_site_rules_dir_loads_beside_builtin(tmp_path: Path) -> None:
     (site / "dup.yaml").write_text(RULES.split("  - id: symptom")[0].replace("explains: [symptom]", ""))
     with pytest.raises(RuleError, match="duplicate cause id"):
         load_rules([site], KNOWN_SECTIONS)
+
+
+def test_boost_signals_never_fire_a_cause_alone() -> None:
+    from gdsdoctor.engine.evaluate import SignalResult, combined_certainty
+    from gdsdoctor.engine.rules import Signal
+
+    main = Signal("main", "x", 0.4, "main")
+    boost = Signal("ctx", "y", 0.5, "context", boost=True)
+    assert combined_certainty([SignalResult(main, False), SignalResult(boost, True)]) == 0.0
+    assert combined_certainty([SignalResult(main, True), SignalResult(boost, True)]) == pytest.approx(0.7)

@@ -4,9 +4,9 @@ A fixture is ``fixtures/NAME/`` with ``files/`` (pasted outputs) or ``bundle/`` 
 directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids that must be
 among the first three root causes), ``not_fires`` (ids that must not be found), optional
 ``status``, ``path`` (the --path to analyse with), ``job`` (the --params/--budget/... options,
-e.g. ``{params: 70B, budget: 2%}``) and ``unrecognised`` (file names that gdsdoctor is expected
-not to recognise, such as free prose copied from a ticket: notes about them are tolerated, notes
-about any other file fail the test).
+e.g. ``{params: 70B, budget: 2%}``) and ``unrecognised`` (file names that gdsdoctor is expected not
+to recognise, such as free prose copied from a ticket: notes about them are tolerated, notes about
+any other file fail the test).
 """
 
 from __future__ import annotations

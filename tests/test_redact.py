@@ -219,6 +219,12 @@ def _findings(capture: Capture) -> tuple:
 
 def _no_original_left(capture: Capture, mapping: dict) -> None:
     everything = _all_bytes(capture).decode("utf-8", errors="replace").lower()
+    # A random replacement can by chance contain a short original (a 4-digit serial inside a
+    # replaced address): blank the replacements out first, so only what was left over counts.
+    replacements = sorted({r.lower() for table in mapping["maps"].values() for r in table.values()}, key=len)
+    for replacement in reversed(replacements):
+        if len(replacement) >= 4:
+            everything = everything.replace(replacement, " ")
     for kind, table in mapping["maps"].items():
         for original, replacement in table.items():
             if original.lower() != replacement.lower() and len(original) >= 4:

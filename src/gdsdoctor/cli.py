@@ -507,6 +507,36 @@ def explain(
     typer.echo(explain_cause(cause_id, inputs or [], rules_dir or []), nl=False)
 
 
+class TopoFormat(StrEnum):
+    auto = "auto"
+    rich = "rich"
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def topo(
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host."),
+    ] = None,
+    host_root: HostRootOpt = Path("/"),
+    fmt: Annotated[
+        TopoFormat,
+        typer.Option(
+            "--format", "-f", help="rich tree (terminal), plain text or markdown for tickets, json."
+        ),
+    ] = TopoFormat.auto,
+) -> None:
+    """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements."""
+    from gdsdoctor.topo import render, topology_of
+
+    tty = sys.stdout.isatty()
+    chosen = ("rich" if tty else "text") if fmt is TopoFormat.auto else str(fmt)
+    sys.stdout.write(render(topology_of(inputs or [], host_root), chosen, color=tty))
+
+
 @app.command()
 def probes(fmt: FormatOpt = Format.text) -> None:
     """List every probe: what it runs or reads, and whether it needs root."""

@@ -110,6 +110,22 @@ class FakeSysfs:
         relative_link(self.sys / "class/net" / name, path)
         return path
 
+    def add_nvme(
+        self, name: str, bdf: str, namespaces: dict[str, int], *, model: str = "Micron_7450"
+    ) -> Path:
+        """``/sys/class/nvme/<name>`` (a PCIe controller under ``bdf``) with namespaces of the given sizes
+        (bytes); each namespace also appears as ``/sys/block/<ns>``."""
+        path = self.paths[bdf] / "nvme" / name
+        for attr, value in (("transport", "pcie"), ("state", "live"), ("model", model), ("address", bdf)):
+            write(path / attr, value)
+        relative_link(path / "device", self.paths[bdf])
+        relative_link(self.sys / "class/nvme" / name, path)
+        for namespace, size in namespaces.items():
+            write(path / namespace / "size", str(size // 512))
+            write(path / namespace / "queue/scheduler", "[none] mq-deadline")
+            relative_link(self.sys / "block" / namespace, path / namespace)
+        return path
+
     def add_ib(self, name: str, bdf: str, ports: dict[int, dict[str, str]]) -> Path:
         """``/sys/class/infiniband/<name>`` with ``ports/<n>/<attr>`` files and a ``device`` link."""
         path = self.paths[bdf] / "infiniband" / name

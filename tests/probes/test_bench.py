@@ -229,10 +229,22 @@ def test_gdsio_verify_lines_and_stelline_prompts() -> None:
 def test_gdsio_fragments_keep_throughput_only() -> None:
     facts = bench.parse_gdsio(read("gdsio.gdsnvfs-030-vast-gds-throughput-drop-topology-sys.txt"), "x")
     assert [run["throughput_gib_per_s"] for run in facts["runs"]] == [2.308903, 6.885191, 20.600775]
-    assert all(run["xfer_type"] is None and run["threads"] is None for run in facts["runs"])
+    assert all(run["threads"] is None and run["inferred"] for run in facts["runs"])
+    # types from the text before each fragment: `-I 1 -x 0`, `-I 0 -x 0`, then "… 2 (CPU_GPU)" prose
+    assert [(r["io_type"], r["xfer_type"]) for r in facts["runs"]] == [
+        ("WRITE", "GPUD"),
+        ("READ", "GPUD"),
+        ("READ", "CPU_GPU"),
+    ]
     assert facts["runs"][0]["avg_latency_us"] == pytest.approx(81215.056568)
     assert facts["runs"][0]["command"].startswith("**Write Test:** `gdsio -T 60")
     assert facts["best"] == []
+
+
+def test_gdsio_fragment_without_context_stays_unknown() -> None:
+    facts = bench.parse_gdsio("Throughput: 2.308903 GiB/sec, Avg_Latency: 81215.056568 usecs\n", "x")
+    (run,) = facts["runs"]
+    assert (run["io_type"], run["xfer_type"], run["inferred"]) == (None, None, False)
 
 
 def test_gdsio_error_only_output() -> None:

@@ -203,6 +203,20 @@ def test_lspci_hgx_switch_excerpt() -> None:
     assert gpu["src"]["line"] == 776
 
 
+def test_lspci_bridge_bus_numbers_and_port_types() -> None:
+    devices = by_bdf(pci.parse_lspci(read(HGX), HGX))
+    ports = {bdf: (d["port_type"], d["secondary_bus"]) for bdf, d in devices.items() if d["kind"] == "bridge"}
+    assert ports["0000:15:01.0"] == ("root_port", "0000:16")
+    assert ports["0000:16:00.0"] == ("upstream", "0000:17")
+    assert ports["0000:17:01.0"] == ("downstream", "0000:19")
+    assert (
+        devices["0000:19:00.0"]["port_type"] == "endpoint"
+        and devices["0000:19:00.0"]["secondary_bus"] is None
+    )
+    assert devices["0000:15:00.0"]["port_type"] == "rc_endpoint"
+    assert devices["0000:17:01.0"]["srcs"]["Bus"]["line"] == 376
+
+
 def test_lspci_gpu_idle_downgraded_with_prompt_and_spaces() -> None:
     (gpu,) = pci.parse_lspci(read(RTX), RTX)["devices"]
     assert gpu["bdf"] == "0000:01:00.0" and gpu["class_name"] == "VGA compatible controller"

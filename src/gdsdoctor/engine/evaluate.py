@@ -80,6 +80,18 @@ def combine(a: float, b: float) -> float:
     return (a + b) / (1 - min(abs(a), abs(b)))
 
 
+def combined_certainty(results: Sequence[SignalResult]) -> float:
+    """MYCIN combination of the held signals; boost signals count only beside a held
+    non-boost positive signal (context never fires a cause on its own)."""
+    held = [r.signal for r in results if r.held]
+    if not any(s.certainty > 0 and not s.boost for s in held):
+        held = [s for s in held if not s.boost]
+    certainty = 0.0
+    for signal in held:
+        certainty = combine(certainty, signal.certainty)
+    return certainty
+
+
 def evaluate(
     causes: Sequence[Cause], facts: dict[str, Any], how_to_collect: dict[str, str]
 ) -> list[CauseResult]:
@@ -93,10 +105,7 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
     if missing:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
     results = [_signal(signal, facts) for signal in cause.signals]
-    certainty = 0.0
-    for result in results:
-        if result.held:
-            certainty = combine(certainty, result.signal.certainty)
+    certainty = combined_certainty(results)
     fired = certainty >= cause.min_certainty
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:

@@ -32,6 +32,7 @@ class Signal:
     certainty: float
     says: str
     evidence: str | None = None
+    boost: bool = False  # context: adds certainty only when a non-boost signal holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ def _schema_message(error: Any) -> str:
 def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
     requires = tuple(r if isinstance(r, str) else tuple(r["any_of"]) for r in raw["requires"])
     signals = tuple(
-        Signal(s["id"], s["when"], float(s["certainty"]), s["says"], s.get("evidence"))
+        Signal(s["id"], s["when"], float(s["certainty"]), s["says"], s.get("evidence"), bool(s.get("boost")))
         for s in raw["signals"]
     )
     return Cause(
@@ -206,7 +207,7 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
             compile_expression(expression)
         except JMESPathError as error:
             issue(where, f"invalid JMESPath {expression!r}: {str(error).splitlines()[0]}")
-    if not any(s.certainty > 0 for s in cause.signals):
+    if not any(s.certainty > 0 and not s.boost for s in cause.signals):
         issue(("signals",), "no signal with a positive certainty: the cause could never fire")
     seen: set[str] = set()
     for i, signal in enumerate(cause.signals):

@@ -1,13 +1,898 @@
-"""Derived facts for the topology domain (filled in by the topology rules work).
+"""Derived facts for the topology domain: where GPUs, NVMe drives and NICs sit relative to each other,
+their PCIe links, ACS on the paths between them, the IOMMU mode, RoCE settings and measured throughput
+against the path's line rate.
 
-``derive(facts, derived)`` returns new keys for ``facts["derived"]``; it sees the facts and
-what is derived so far (nvidia_present, target_mount, checkpoint_mounts).
+Placement comes from the first source that has it: sysfs (``pci``: resolved device paths), then
+``lspci -tv`` (``lspci_tree``), then ``lspci -vvv`` bridge bus numbers (``lspci``), then
+``nvidia-smi topo -m`` (``nvidia_topo``: relations only, no bridges). Keys (all ``topology_*``):
+
+- ``topology_source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvidia_topo`` placed the devices (None).
+- ``topology_devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
+  root_complex, upstream, link: {speed_gts, max_speed_gts, width, max_width}, acs_redirect, namespaces,
+  src}``.
+- ``topology_pairs``: every GPU × NVMe/NIC ``{gpu, gpu_bdf, other, other_bdf, other_kind, relation, rank,
+  label, numa_aligned, path_bridges, src}``; ``relation`` is ``switch`` (PIX/PXB), ``root_port``,
+  ``root_complex`` (PHB), ``cross_root_complex`` (NODE: another host bridge of the same socket) or
+  ``cross_socket`` (SYS), ``rank`` 0..4 in that order.
+- ``topology_gpus``: per GPU ``{gpu, bdf, numa_node, nearest_nvme, nearest_nic, src}``, each nearest being the
+  best pair (or None when there is no such device).
+- ``topology_counts``: ``{gpus, nvme, nics}`` placed.
+- ``topology_links``: endpoints whose link runs below what both ends support ``{bdf, kind, name, speed_gts,
+  expected_speed_gts, width, expected_width, width_reduced, speed_reduced, degraded, idle_downclock,
+  link_down, says, src}``. A GPU that only runs slower (not narrower) is downclocked at idle, not degraded.
+- ``topology_gpu_link_capped``: GPUs whose host slot caps the link (nvidia-smi ``Host Max`` < ``Device Max``).
+- ``topology_acs``: ``{readable, redirect_bridges: [...], on_path_bridges: [{bdf, pairs, src}],
+  path_known, unattributed_redirect: [...]}``; redirect = ReqRedir+, CmpltRedir+ or EgressCtrl+.
+- ``topology_iommu``: ``{mode: translated|passthrough|disabled|None, votes: [{source, mode, says, src}]}``.
+- ``topology_arch``: ``x86_64``/``aarch64``/None.
+- ``topology_roce_ports``: active Ethernet RDMA ports ``{device, port, active_mtu, netdev, netdev_mtu,
+  mtu_low, src}``; ``topology_rdma_slow_ports``: active ports slower than the fastest active port of the same
+  HCA type.
+- ``topology_roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority,
+  ecn_on_rdma_priority, src}`` from ``mlnx_qos`` (DSCP 26 assumed when the RDMA traffic class is not shown).
+- ``topology_expected_throughput``: the line rate of the checkpoint drives ``{bytes_per_s, limited_by, drives,
+  components}`` (None when the drives or their links are unknown); ``topology_throughput``: each measured
+  rate against it ``{tool, what, measured_bytes_per_s, expected_bytes_per_s, ratio, level, src}``.
+- ``topology_gds_vs_cpu``: GDS runs slower than the CPU path on the same benchmark ``{tool, io_type,
+  gds_bytes_per_s, cpu_bytes_per_s, ratio, src}`` (ratio < 0.9 only).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from gdsdoctor.bench import NETWORK_EFFICIENCY, BenchError, expected_throughput, verdict
+
+RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
+RANK = {name: rank for rank, name in enumerate(RELATIONS)}
+LABEL = {"switch": "PXB", "root_port": "PXB", "root_complex": "PHB", "cross_root_complex": "NODE",
+         "cross_socket": "SYS"}  # fmt: skip
+FROM_TOPO = {"PIX": "switch", "PXB": "switch", "PHB": "root_complex", "NODE": "cross_root_complex",
+             "SYS": "cross_socket", "SOC": "cross_socket"}  # fmt: skip
+ENDPOINTS = ("gpu", "nvme", "nic")
+KIND_LABEL = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
+GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+GDS_SLOWER_RATIO = 0.9
+DEFAULT_RDMA_DSCP = 26  # NVIDIA's RoCE default (priority 3)
+_NAMESPACE = re.compile(r"^(nvme\d+)n\d+$")
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
-    return {}
+    source, devices = placed_devices(facts)
+    add_names(facts, devices)
+    mark_rdma(facts, devices)
+    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci") else []
+    if not pairs and (from_topo := topo_pairs(facts)):  # nvidia-smi topo -m: the second source
+        source, pairs = "nvidia_topo", from_topo
+    gpus = gpu_summaries(facts, {} if source == "nvidia_topo" else devices, pairs)
+    links = link_states(facts, devices)
+    return {
+        "topology_source": source,
+        "topology_devices": list(devices.values()),
+        "topology_pairs": pairs,
+        "topology_gpus": gpus,
+        "topology_counts": counts(devices, facts),
+        "topology_links": links,
+        "topology_gpu_link_capped": gpu_link_capped(facts),
+        "topology_acs": acs_state(facts, devices, pairs),
+        "topology_iommu": iommu_state(facts),
+        "topology_arch": arch(facts),
+        "topology_roce_ports": roce_ports(facts),
+        "topology_rdma_slow_ports": rdma_slow_ports(facts),
+        "topology_roce_qos": roce_qos(facts),
+        "topology_nic_pcie_bottleneck": nic_pcie_bottleneck(facts, devices),
+        **aer_latched(facts),
+        **throughput(facts, derived, devices),
+        "topology_gds_vs_cpu": gds_vs_cpu(facts),
+    }
+
+
+def ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
+    value = facts.get(section)
+    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
+
+
+def items(section: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    found = section.get(key)
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+# Facts come from bundles of any version: read every field through these, never trust its type.
+def txt(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def num(value: Any) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def strs(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+# --- placement ------------------------------------------------------------------------------------
+
+
+def placed_devices(facts: dict[str, Any]) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """GPUs, NVMe, NICs and bridges by BDF, from the best source that places them."""
+    lspci = {d["bdf"]: d for d in items(ok(facts, "lspci"), "devices") if isinstance(d.get("bdf"), str)}
+    sysfs = [d for d in items(ok(facts, "pci"), "devices") if isinstance(d.get("bdf"), str)]
+    tree = [d for d in items(ok(facts, "lspci_tree"), "devices") if isinstance(d.get("bdf"), str)]
+    if sysfs:
+        source, devices = "pci", {d["bdf"]: from_sysfs(d) for d in sysfs}
+    elif tree:
+        source, devices = "lspci_tree", {d["bdf"]: from_tree(d, lspci.get(d["bdf"])) for d in tree}
+    elif any(d.get("secondary_bus") for d in lspci.values()):
+        source, devices = "lspci", from_lspci_buses(lspci)
+    elif lspci:
+        source = None
+        devices = {bdf: from_lspci(d, None, []) for bdf, d in lspci.items()}
+    else:
+        return ("nvidia_topo" if ok(facts, "nvidia_topo") else None), {}
+    for bdf, device in devices.items():
+        enrich_from_lspci(device, lspci.get(bdf))
+    kept = {bdf: d for bdf, d in devices.items() if d["kind"] in (*ENDPOINTS, "bridge")}
+    return source, kept
+
+
+def link_of(speed: Any, max_speed: Any, width: Any, max_width: Any) -> dict[str, Any]:
+    return {"speed_gts": speed, "max_speed_gts": max_speed, "width": width, "max_width": max_width}
+
+
+def device(
+    bdf: str, kind: str, numa: Any, root_complex: Any, upstream: list[str], src: Any
+) -> dict[str, Any]:
+    return {
+        "bdf": bdf, "kind": kind, "name": None, "numa_node": numa if isinstance(num(numa), int) else None,
+        "root_complex": txt(root_complex), "upstream": upstream, "link": link_of(None, None, None, None),
+        "acs_redirect": None, "acs_ctl": None, "namespaces": [], "netdevs": [], "src": src,
+    }  # fmt: skip
+
+
+def from_sysfs(raw: dict[str, Any]) -> dict[str, Any]:
+    found = device(raw["bdf"], str(raw.get("kind")), raw.get("numa_node"), raw.get("root_complex"),
+                   strs(raw.get("upstream")), raw.get("src"))  # fmt: skip
+    found["link"] = link_of(num(raw.get("current_link_speed_gts")), num(raw.get("max_link_speed_gts")),
+                            num(raw.get("current_link_width")), num(raw.get("max_link_width")))  # fmt: skip
+    return found
+
+
+def tree_kind(name: Any) -> str:
+    text = str(name or "")
+    if "NVMe" in text or "Non-Volatile memory" in text:
+        return "nvme"
+    if any(word in text for word in ("Mellanox", "ConnectX", "Ethernet", "Infiniband", "InfiniBand")):
+        return "nic"
+    if text.startswith("NVIDIA") and not any(w in text for w in ("Audio", "USB", "Bridge", "Switch")):
+        return "gpu"
+    return "other" if name else "bridge"
+
+
+def from_tree(raw: dict[str, Any], lspci: dict[str, Any] | None) -> dict[str, Any]:
+    kind = str(lspci.get("kind")) if lspci else tree_kind(txt(raw.get("name")))
+    upstream = strs(raw.get("upstream"))
+    root = upstream[0] if upstream else raw["bdf"]
+    found = device(raw["bdf"], kind, None, f"pci{root[:7]}", upstream, raw.get("src"))
+    found["lspci_name"] = txt(raw.get("name"))
+    return found
+
+
+def from_lspci(raw: dict[str, Any], root_complex: str | None, upstream: list[str]) -> dict[str, Any]:
+    return device(
+        raw["bdf"], str(raw.get("kind")), raw.get("numa_node"), root_complex, upstream, raw.get("src")
+    )
+
+
+def from_lspci_buses(lspci: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Upstream chains from the bridges' ``Bus: secondary=`` numbers (a device on bus B sits under the
+    bridge whose secondary bus is B)."""
+    parent_of_bus = {d["secondary_bus"]: bdf for bdf, d in lspci.items() if txt(d.get("secondary_bus"))}
+    devices = {}
+    for bdf, raw in lspci.items():
+        chain: list[str] = []
+        parent = parent_of_bus.get(bdf[:7])
+        while parent is not None and parent not in chain and parent != bdf:
+            chain.insert(0, parent)
+            parent = parent_of_bus.get(parent[:7])
+        root = chain[0] if chain else bdf
+        devices[bdf] = from_lspci(raw, f"pci{root[:7]}", chain)
+    return devices
+
+
+def enrich_from_lspci(found: dict[str, Any], raw: dict[str, Any] | None) -> None:
+    """ACS, NUMA node and (where sysfs did not give it) the link, from ``lspci -vvv``."""
+    if raw is None:
+        return
+    numa = raw.get("numa_node")
+    if found["numa_node"] is None and isinstance(numa, int) and not isinstance(numa, bool):
+        found["numa_node"] = numa if numa >= 0 else None
+    sta, cap = obj(raw.get("lnk_sta")), obj(raw.get("lnk_cap"))
+    if found["link"]["speed_gts"] is None and (sta or cap):
+        found["link"] = link_of(
+            num(sta.get("speed_gts")), num(cap.get("speed_gts")), num(sta.get("width")), num(cap.get("width"))
+        )
+        found["link_src"] = obj(raw.get("srcs")).get("LnkSta")
+    acs = raw.get("acs_ctl")
+    if isinstance(acs, dict):
+        found["acs_ctl"] = acs
+        found["acs_redirect"] = bool(acs.get("req_redir") or acs.get("cmplt_redir") or acs.get("egress_ctrl"))
+        found["acs_src"] = obj(raw.get("srcs")).get("ACSCtl")
+    found["lspci_name"] = txt(raw.get("name"))
+
+
+def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
+    """OS names: NVMe controller (``nvme0``) with its namespaces and mounts, RDMA device and netdevs."""
+    for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
+        found = devices.get(str(controller.get("pci_bdf")))
+        if found is not None:
+            found["name"] = txt(controller.get("name"))
+    for ib in items(ok(facts, "infiniband"), "devices"):
+        found = devices.get(str(ib.get("bdf")))
+        if found is not None:
+            found["name"] = txt(ib.get("name"))
+    for netdev in items(ok(facts, "netdev"), "interfaces"):
+        found = devices.get(str(netdev.get("bdf")))
+        if found is not None and txt(netdev.get("name")):
+            found["netdevs"].append(netdev["name"])
+            found["name"] = found["name"] or netdev["name"]
+    namespaces = namespaces_by_controller(facts)
+    for found in devices.values():
+        found["namespaces"] = namespaces.get(found["name"], []) if found["kind"] == "nvme" else []
+
+
+def mark_rdma(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
+    """Which NICs can carry GPUDirect RDMA: those with an RDMA device. Unknown (None) when the RDMA
+    devices were not read or do not say their PCI address (a pasted ``ibstat``)."""
+    section = facts.get("infiniband") if isinstance(facts.get("infiniband"), dict) else {}
+    ib = items(ok(facts, "infiniband"), "devices")
+    bdfs = {txt(d.get("bdf")) for d in ib} - {None}
+    if section.get("status") == "missing" or (section.get("status") == "ok" and not ib):
+        known: bool | None = True  # no RDMA stack, or no RDMA device on this host
+    else:
+        known = True if bdfs else None
+    for found in devices.values():
+        if found["kind"] == "nic":
+            found["rdma"] = (found["bdf"] in bdfs) if known else None
+
+
+def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``nvme0`` → [{name: nvme0n1, size_bytes, mountpoints}], from lsblk and the NVMe sysfs tree; a
+    namespace's mountpoints include those of its partitions and of md/dm devices built on it."""
+    lsblk = items(ok(facts, "lsblk"), "devices")
+    by_name = {str(d.get("name")): d for d in lsblk}
+    names = [str(d.get("name")) for d in lsblk]
+    for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
+        names += strs(controller.get("namespaces"))
+    mounts = items(ok(facts, "mounts"), "mounts")
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name in dict.fromkeys(names):
+        match = _NAMESPACE.match(name)
+        if not match:
+            continue
+        points = mountpoints_below(by_name[name], by_name, set()) if name in by_name else []
+        points += [
+            m["mountpoint"]
+            for m in mounts
+            if on_namespace(m.get("device"), name) and txt(m.get("mountpoint"))
+        ]
+        size = num(by_name.get(name, {}).get("size_bytes"))
+        found.setdefault(match[1], []).append(
+            {"name": name, "size_bytes": size, "mountpoints": sorted(set(points))}
+        )
+    return found
+
+
+def on_namespace(device: Any, namespace: str) -> bool:
+    """``/dev/nvme0n1`` or a partition of it (``/dev/nvme0n1p2``)."""
+    return isinstance(device, str) and re.fullmatch(rf"/dev/{namespace}(p\d+)?", device) is not None
+
+
+def mountpoints_below(entry: dict[str, Any], by_name: dict[str, dict[str, Any]], seen: set[str]) -> list[str]:
+    name = str(entry.get("name"))
+    if name in seen:
+        return []
+    seen.add(name)
+    points = [p for p in strs(entry.get("mountpoints")) if p.startswith("/")]
+    for child in strs(entry.get("children")):
+        if child in by_name:
+            points += mountpoints_below(by_name[child], by_name, seen)
+    return points
+
+
+# --- relations ------------------------------------------------------------------------------------
+
+
+def relation(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """How traffic between two placed devices travels, best (switch) to worst (cross socket)."""
+    common = [bridge for bridge in a["upstream"] if bridge in b["upstream"]]
+    if any(bridge != a["upstream"][0] for bridge in common):
+        return "switch"
+    if common:
+        return "root_port"
+    if a["root_complex"] is None or b["root_complex"] is None:
+        return None
+    if a["root_complex"] == b["root_complex"]:
+        return "root_complex"
+    if a["numa_node"] is not None and b["numa_node"] is not None and a["numa_node"] != b["numa_node"]:
+        return "cross_socket"
+    return "cross_root_complex"
+
+
+WORDS = {"switch": "under the same PCIe switch", "root_port": "under the same root port",
+         "root_complex": "through the root complex", "cross_root_complex": "across host bridges",
+         "cross_socket": "across CPU sockets"}  # fmt: skip
+
+
+def pair_says(gpu: str, other: str, found: str, label_text: Any) -> str:
+    return f"{gpu} ↔ {other}: {WORDS[found]} ({label_text})"
+
+
+def relation_label(found: str, a: dict[str, Any], b: dict[str, Any]) -> str:
+    """nvidia-smi's name for the relation; across host bridges: NODE or SYS, unknown without NUMA nodes;
+    under one switch: PIX when each hangs off one of its downstream ports, PXB through more bridges."""
+    if found == "switch":
+        common = set(a["upstream"]) & set(b["upstream"])
+        below = [x for x in a["upstream"] + b["upstream"] if x not in common]
+        return "PIX" if len(below) <= 2 else "PXB"
+    if found == "cross_root_complex" and (a["numa_node"] is None or b["numa_node"] is None):
+        return "NODE or SYS"
+    return LABEL[found]
+
+
+def label(bdf: str | None, name: Any, kind: str) -> str:
+    if name:
+        return str(name)
+    return f"{KIND_LABEL.get(kind, kind)} {bdf}"
+
+
+def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    gpus = [d for d in devices.values() if d["kind"] == "gpu"]
+    # a NIC without RDMA (virtio, management Ethernet) carries no GPUDirect traffic
+    others = [
+        d
+        for d in devices.values()
+        if d["kind"] == "nvme" or (d["kind"] == "nic" and d.get("rdma") is not False)
+    ]
+    pairs = []
+    for gpu in gpus:
+        for other in others:
+            found = relation(gpu, other)
+            if found is None:
+                continue
+            common = set(gpu["upstream"]) & set(other["upstream"])
+            path = [b for b in gpu["upstream"] + other["upstream"] if b not in common]
+            aligned = None
+            if gpu["numa_node"] is not None and other["numa_node"] is not None:
+                aligned = gpu["numa_node"] == other["numa_node"]
+            pairs.append(
+                {"gpu": label(gpu["bdf"], None, "gpu"), "gpu_bdf": gpu["bdf"],
+                 "other": label(other["bdf"], other["name"], other["kind"]), "other_bdf": other["bdf"],
+                 "other_kind": other["kind"], "relation": found, "rank": RANK[found],
+                 "label": relation_label(found, gpu, other), "numa_aligned": aligned,
+                 "path_bridges": path, "src": other["src"]}
+            )  # fmt: skip
+            pairs[-1]["says"] = pair_says(pairs[-1]["gpu"], pairs[-1]["other"], found, pairs[-1]["label"])
+    return pairs
+
+
+def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Relations from ``nvidia-smi topo -m`` when nothing places the devices on the bus."""
+    topo = ok(facts, "nvidia_topo")
+    numa = {txt(g.get("name")): num(g.get("numa_affinity")) for g in items(topo, "gpus")}
+    pairs = []
+    for key, kind in (("gpu_nvme", "nvme"), ("gpu_nic", "nic")):
+        for pair in items(topo, key):
+            found = FROM_TOPO.get(str(pair.get("relation")))
+            if found is None:
+                continue
+            pairs.append(
+                {"gpu": str(pair.get("gpu")), "gpu_bdf": None,
+                 "other": txt(pair.get("device")) or str(pair.get(kind)),
+                 "other_bdf": None, "other_kind": kind, "relation": found, "rank": RANK[found],
+                 "label": str(pair.get("relation")),
+                 "numa_aligned": False if found == "cross_socket" else None,
+                 "gpu_numa_node": numa.get(txt(pair.get("gpu"))), "path_bridges": [], "src": pair.get("src")}
+            )  # fmt: skip
+            pairs[-1]["says"] = pair_says(
+                str(pairs[-1]["gpu"]), str(pairs[-1]["other"]), found, pair.get("relation")
+            )
+    return pairs
+
+
+def gpu_summaries(
+    facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    names = sorted({p["gpu"] for p in pairs}, key=str)
+    placed = {label(d["bdf"], None, "gpu"): d for d in devices.values() if d["kind"] == "gpu"}
+    topo = {txt(g.get("name")): g for g in items(ok(facts, "nvidia_topo"), "gpus")}
+    for name in placed:
+        if name not in names:
+            names.append(name)
+    summaries = []
+    for name in names:
+        gpu = placed.get(name) or {}
+        mine = [p for p in pairs if p["gpu"] == name]
+        summaries.append(
+            {"gpu": name, "bdf": gpu.get("bdf"),
+             "numa_node": gpu.get("numa_node", num((topo.get(name) or {}).get("numa_affinity"))),
+             "nearest_nvme": nearest(mine, "nvme"), "nearest_nic": nearest(mine, "nic"),
+             "src": gpu.get("src") or (topo.get(name) or {}).get("src")}
+        )  # fmt: skip
+    return summaries
+
+
+def nearest(pairs: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    return min((p for p in pairs if p["other_kind"] == kind), key=lambda p: p["rank"], default=None)
+
+
+def counts(devices: dict[str, dict[str, Any]], facts: dict[str, Any]) -> dict[str, int]:
+    found = {kind: sum(1 for d in devices.values() if d["kind"] == kind) for kind in ENDPOINTS}
+    topo = ok(facts, "nvidia_topo")
+    if not found["gpu"] and topo:
+        found = {
+            "gpu": len(items(topo, "gpus")),
+            "nvme": len(items(topo, "nvmes")),
+            "nic": len(items(topo, "nics")),
+        }
+    return {"gpus": found["gpu"], "nvme": found["nvme"], "nics": found["nic"]}
+
+
+# --- links ----------------------------------------------------------------------------------------
+
+
+def link_states(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    found = [state for d in devices.values() if d["kind"] in ENDPOINTS if (state := link_state(d, devices))]
+    seen = {state["bdf"] for state in found}
+    for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
+        width, widest = num(gpu.get("link_width_current")), num(gpu.get("link_width_max"))
+        if txt(gpu.get("bus_id")) in seen or width is None or widest is None:
+            continue
+        if 0 < width < widest:
+            found.append(
+                {"bdf": gpu.get("bus_id"), "kind": "gpu", "name": gpu.get("product_name"), "speed_gts": None,
+                 "expected_speed_gts": None, "width": width, "expected_width": widest, "width_reduced": True,
+                 "speed_reduced": False, "degraded": True, "idle_downclock": False, "link_down": False,
+                 "says": f"GPU {gpu.get('bus_id')} runs x{width} of x{widest} (nvidia-smi -q)",
+                 "src": gpu.get("src")}
+            )  # fmt: skip
+    return found
+
+
+def smaller(a: Any, b: Any) -> Any:
+    known = [v for v in (a, b) if isinstance(v, int | float) and v > 0]
+    return min(known) if known else None
+
+
+def link_state(found: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Current vs what both ends of the link support (the endpoint's and its parent port's maximum)."""
+    link = found["link"]
+    parent = devices.get(found["upstream"][-1]) if found["upstream"] else None
+    parent_link = parent["link"] if parent else {}
+    expected_speed = smaller(link["max_speed_gts"], parent_link.get("max_speed_gts"))
+    expected_width = smaller(link["max_width"], parent_link.get("max_width"))
+    speed, width = link["speed_gts"], link["width"]
+    link_down = width == 0
+    width_reduced = isinstance(width, int) and expected_width is not None and 0 < width < expected_width
+    speed_reduced = isinstance(speed, int | float) and expected_speed is not None and speed < expected_speed
+    if not (width_reduced or speed_reduced or link_down):
+        return None
+    idle = found["kind"] == "gpu" and speed_reduced and not width_reduced
+    degraded = width_reduced or link_down or (speed_reduced and found["kind"] != "gpu")
+    name = label(found["bdf"], found["name"], found["kind"])
+    says = (f"{name} ({found['bdf']}): link down" if link_down else
+            f"{name} ({found['bdf']}): {speed} GT/s x{width}, "
+            f"both ends support {expected_speed} GT/s x{expected_width}"
+            + (" (GPU idle power saving)" if idle else ""))  # fmt: skip
+    return {
+        "bdf": found["bdf"], "kind": found["kind"], "name": found["name"], "speed_gts": speed,
+        "expected_speed_gts": expected_speed, "width": width, "expected_width": expected_width,
+        "width_reduced": width_reduced, "speed_reduced": speed_reduced, "degraded": degraded,
+        "idle_downclock": idle, "link_down": link_down, "says": says,
+        "src": found.get("link_src") or found["src"],
+    }  # fmt: skip
+
+
+def gpu_link_capped(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    capped = []
+    for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
+        host, dev = num(gpu.get("link_gen_host_max")), num(gpu.get("link_gen_device_max"))
+        if host is not None and dev is not None and host < dev:
+            capped.append(
+                {"bdf": gpu.get("bus_id"), "host_max_gen": host, "device_max_gen": dev, "src": gpu.get("src")}
+            )
+    return capped
+
+
+# --- AER ------------------------------------------------------------------------------------------
+
+# Latched by routine enumeration and config-space probing rather than by a failing link: an unsupported
+# request, and the advisory flag the kernel sets when it handles such a non-fatal error as correctable.
+ROUTINE_AER = {"UnsupReq", "AdvNonFatalErr"}
+
+
+def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """AER error bits latched in ``lspci -vvv``: uncorrectable ones not masked, correctable ones; both
+    without the routine bits."""
+    found: dict[str, list[dict[str, Any]]] = {
+        "topology_aer_uncorrectable": [],
+        "topology_aer_correctable": [],
+    }
+    for raw in items(ok(facts, "lspci"), "devices"):
+        srcs = obj(raw.get("srcs"))
+        masked = set(strs(raw.get("aer_ue_masked")))
+        ue = [b for b in strs(raw.get("aer_ue_set")) if b not in masked and b not in ROUTINE_AER]
+        ce = [b for b in strs(raw.get("aer_ce_set")) if b not in ROUTINE_AER]
+        if ue:
+            found["topology_aer_uncorrectable"].append(
+                {"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")}
+            )
+        if ce:
+            found["topology_aer_correctable"].append(
+                {"bdf": raw.get("bdf"), "bits": ce, "src": srcs.get("CESta")}
+            )
+    return found
+
+
+# --- ACS ------------------------------------------------------------------------------------------
+
+
+def acs_state(facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: list[dict[str, Any]]) -> dict:
+    lspci = ok(facts, "lspci")
+    redirect = [
+        {
+            "bdf": d["bdf"],
+            "name": d.get("lspci_name"),
+            "flags": d["acs_ctl"],
+            "src": d.get("acs_src") or d["src"],
+        }
+        for d in devices.values()
+        if d["acs_redirect"]
+    ]
+    on_path: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        for bridge in pair["path_bridges"]:
+            if devices.get(bridge, {}).get("acs_redirect"):
+                entry = on_path.setdefault(
+                    bridge, {"bdf": bridge, "pairs": [], "src": devices[bridge].get("acs_src")}
+                )
+                entry["pairs"].append(f"{pair['gpu']} <-> {pair['other']}")
+    unattributed = [
+        o for o in items(lspci, "unattributed_acs_ctl")
+        if any(obj(o.get("flags")).get(k) for k in ("req_redir", "cmplt_redir", "egress_ctrl"))
+    ]  # fmt: skip
+    return {
+        "readable": lspci.get("caps_readable") if lspci else None,
+        "redirect_bridges": redirect,
+        "on_path_bridges": [on_path[bdf] for bdf in sorted(on_path)],
+        "path_known": any(p["path_bridges"] for p in pairs),
+        "unattributed_redirect": unattributed,
+    }
+
+
+# --- IOMMU ----------------------------------------------------------------------------------------
+
+
+def iommu_state(facts: dict[str, Any]) -> dict[str, Any]:
+    """The IOMMU mode from runtime evidence first (groups, kernel log), then gdscheck, then the cmdline."""
+    votes = iommu_group_votes(facts) + dmesg_votes(facts) + gdscheck_votes(facts) + cmdline_votes(facts)
+    mode = None
+    for source in ("iommu_groups", "dmesg", "gdscheck", "cmdline"):
+        modes = [v["mode"] for v in votes if v["source"] == source]
+        if modes:
+            mode = modes[-1]
+            break
+    if mode == "enabled":  # gdscheck only says on/off; passthrough comes from the cmdline
+        mode = "passthrough" if any(v["mode"] == "passthrough" for v in votes) else "translated"
+    return {"mode": mode, "votes": votes}
+
+
+def vote(source: str, mode: str, says: str, src: Any) -> dict[str, Any]:
+    return {"source": source, "mode": mode, "says": says, "src": src}
+
+
+def iommu_group_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = ok(facts, "iommu_groups")
+    if not groups:
+        return []
+    if not groups.get("present"):
+        return [vote("iommu_groups", "disabled", "no IOMMU groups in /sys/kernel/iommu_groups", None)]
+    types = [g for g in items(groups, "groups") if txt(g.get("type"))]
+    translated = [g for g in types if g["type"] in ("DMA", "DMA-FQ")]
+    if translated:
+        return [vote("iommu_groups", "translated", f"{len(translated)} IOMMU groups translate DMA "
+                     f"(type {translated[0]['type']})", translated[0].get("src"))]  # fmt: skip
+    if types and all(g["type"] == "identity" for g in types):
+        return [
+            vote(
+                "iommu_groups",
+                "passthrough",
+                "every IOMMU group is identity (passthrough)",
+                types[0].get("src"),
+            )
+        ]
+    return [vote("iommu_groups", "enabled", f"{groups.get('count')} IOMMU groups exist", None)]
+
+
+def dmesg_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default domain type counts only where the log also shows an IOMMU driver at work: the kernel
+    prints "Default domain type: Translated" on machines with no IOMMU at all (VMs without a vIOMMU)."""
+    dmesg = ok(facts, "dmesg")
+    events = [
+        e for e in items(dmesg, "events") if e.get("kind") == "iommu_info" and e.get("current_boot", True)
+    ]
+    driver = [e for e in events if not set(obj(e.get("details"))) & {"domain_type", "policy"}]
+    found = []
+    for event in events if driver else []:
+        domain = txt(obj(event.get("details")).get("domain_type"))
+        if domain:
+            mode = "passthrough" if str(domain).lower().startswith("pass") else "translated"
+            found.append(vote("dmesg", mode, f"kernel: default domain type {domain}", event.get("src")))
+    if not driver and dmesg.get("kernel_release"):
+        src = events[0].get("src") if events else None
+        found.append(vote("dmesg", "disabled", "the kernel log from boot shows no IOMMU driver", src))
+    return found
+
+
+def gdscheck_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    gdscheck = ok(facts, "gdscheck")
+    platform = obj(gdscheck.get("platform"))
+    enabled = platform.get("iommu_enabled")
+    if enabled is None:
+        per_gpu = [
+            g.get("iommu_enabled") for g in items(gdscheck, "gpus") if g.get("iommu_enabled") is not None
+        ]
+        enabled = any(per_gpu) if per_gpu else None
+    if enabled is None:
+        return []
+    src = (platform.get("src") or {}).get("iommu_enabled") if isinstance(platform.get("src"), dict) else None
+    return [
+        vote(
+            "gdscheck",
+            "enabled" if enabled else "disabled",
+            f"gdscheck: IOMMU {'enabled' if enabled else 'disabled'}",
+            src,
+        )
+    ]
+
+
+def cmdline_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    cmdline = ok(facts, "cmdline")
+    iommu = obj(cmdline.get("iommu"))
+    src = cmdline.get("src")
+    said = {k: str(v).lower() for k, v in iommu.items() if isinstance(v, str | bool) and k in
+            ("intel_iommu", "amd_iommu", "iommu", "iommu_passthrough")}  # fmt: skip
+    if "off" in (said.get("intel_iommu"), said.get("amd_iommu"), said.get("iommu")):
+        return [vote("cmdline", "disabled", "kernel command line turns the IOMMU off", src)]
+    if said.get("iommu") == "pt" or said.get("iommu_passthrough") in ("1", "on", "y"):
+        return [
+            vote("cmdline", "passthrough", "kernel command line asks for IOMMU passthrough (iommu=pt)", src)
+        ]
+    if said.get("intel_iommu", "").startswith("on") or said.get("iommu") in ("nopt", "force"):
+        return [
+            vote("cmdline", "translated", "kernel command line turns the IOMMU on without passthrough", src)
+        ]
+    return []
+
+
+def arch(facts: dict[str, Any]) -> str | None:
+    machine = txt(ok(facts, "kernel").get("machine"))
+    if machine:
+        return str(machine)
+    gdscheck = ok(facts, "gdscheck")
+    found = txt(obj(gdscheck.get("platform")).get("arch")) or txt(obj(gdscheck.get("header")).get("arch"))
+    return str(found).split("(")[0] if found else None
+
+
+# --- RDMA / RoCE ----------------------------------------------------------------------------------
+
+
+def roce_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    netdevs = {txt(n.get("name")): n for n in items(ok(facts, "netdev"), "interfaces")}
+    found = []
+    for port in items(ok(facts, "infiniband"), "ports"):
+        if not port.get("active") or port.get("link_layer") != "Ethernet":
+            continue
+        names = [n for n in strs(port.get("netdevs")) if n in netdevs]
+        mtu = num(netdevs[names[0]].get("mtu")) if names else None
+        active_mtu = num(port.get("active_mtu"))
+        low = (isinstance(active_mtu, int) and active_mtu < 4096) or (isinstance(mtu, int) and mtu < 4200)
+        found.append(
+            {"device": port.get("device"), "port": port.get("port"), "active_mtu": active_mtu,
+             "netdev": names[0] if names else None, "netdev_mtu": mtu, "mtu_low": bool(low),
+             "src": port.get("src")}
+        )  # fmt: skip
+    return found
+
+
+def rdma_slow_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Active ports running slower than the fastest active port of the same adapter model."""
+    infiniband = ok(facts, "infiniband")
+    model = {
+        txt(d.get("name")): txt(d.get("hca_type")) or txt(d.get("board_id"))
+        for d in items(infiniband, "devices")
+    }
+    active = [
+        p
+        for p in items(infiniband, "ports")
+        if p.get("active") is True and num(p.get("rate_gbps")) is not None
+    ]
+    fastest: dict[Any, float] = {}
+    for port in active:
+        key = (model.get(txt(port.get("device"))), txt(port.get("link_layer")))
+        fastest[key] = max(fastest.get(key, 0.0), float(port["rate_gbps"]))
+    slow = []
+    for port in active:
+        best = fastest[(model.get(txt(port.get("device"))), txt(port.get("link_layer")))]
+        if port["rate_gbps"] < best:
+            slow.append({"device": port.get("device"), "port": port.get("port"),
+                         "rate_gbps": port["rate_gbps"],
+                         "expected_gbps": best, "src": port.get("src")})  # fmt: skip
+    return slow
+
+
+def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """NICs whose PCIe link carries less than their active network port (a 400 Gb/s port on Gen4 x16)."""
+    rates: dict[str, float] = {}
+    for port in items(ok(facts, "infiniband"), "ports"):
+        if port.get("active") is True and num(port.get("rate_gbps")) is not None:
+            rates[str(port.get("device"))] = max(
+                rates.get(str(port.get("device")), 0.0), float(port["rate_gbps"])
+            )
+    found = []
+    for nic in (d for d in devices.values() if d["kind"] == "nic" and d["name"] in rates):
+        gen, width = GEN_BY_SPEED.get(nic["link"]["speed_gts"]), nic["link"]["width"]
+        if gen is None or not width:
+            continue
+        pcie_gbps = expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s * 8 / 1e9
+        port_gbps = rates[nic["name"]]
+        if pcie_gbps < port_gbps * NETWORK_EFFICIENCY:
+            found.append({"device": nic["name"], "bdf": nic["bdf"], "port_gbps": port_gbps,
+                          "pcie_gbps": round(pcie_gbps, 1),
+                          "link": f"{nic['link']['speed_gts']:g} GT/s x{width}",
+                          "src": nic.get("link_src") or nic["src"]})  # fmt: skip
+    return found
+
+
+def roce_qos(facts: dict[str, Any]) -> dict[str, Any] | None:
+    qos = ok(facts, "mlnx_qos")
+    if not qos:
+        return None
+    tclass = num(qos.get("rdma_tclass"))
+    dscp = int(tclass) >> 2 if tclass is not None and tclass >= 0 else DEFAULT_RDMA_DSCP
+    priority = None
+    if qos.get("trust") == "dscp":
+        mapping = obj(qos.get("dscp2prio"))
+        priority = next(
+            (int(p) for p, codes in mapping.items() if isinstance(codes, list) and dscp in codes), None
+        )
+        priority = dscp >> 3 if priority is None and not mapping else priority
+    pfc = qos.get("pfc_enabled_priorities")
+    ecn = qos.get("ecn_rp_enabled_priorities")
+    pfc = [p for p in pfc if num(p) is not None] if isinstance(pfc, list) else None
+    ecn = [p for p in ecn if num(p) is not None] if isinstance(ecn, list) else None
+    return {
+        "trust": txt(qos.get("trust")),
+        "rdma_dscp": dscp,
+        "rdma_dscp_assumed": tclass is None or tclass < 0,
+        "rdma_priority": priority,
+        "pfc_priorities": pfc,
+        "pfc_on_rdma_priority": (priority in pfc) if isinstance(pfc, list) and priority is not None else None,
+        "ecn_on_rdma_priority": (priority in ecn) if isinstance(ecn, list) and priority is not None else None,
+        "src": qos.get("src"),
+    }
+
+
+# --- throughput -----------------------------------------------------------------------------------
+
+
+def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict:
+    expected = expected_rate(derived, devices)
+    measured = measurements(facts)
+    judged = []
+    if expected:
+        for item in measured:
+            found = verdict(item["measured_bytes_per_s"], expected["bytes_per_s"])
+            judged.append({**item, "expected_bytes_per_s": expected["bytes_per_s"],
+                           "ratio": round(found.ratio, 3),
+                           "level": found.level})  # fmt: skip
+    return {"topology_expected_throughput": expected, "topology_throughput": judged}
+
+
+def expected_rate(derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The line rate of the NVMe drives under the checkpoint mount: drives × PCIe link × efficiency."""
+    mounts = [
+        m
+        for m in [derived.get("target_mount"), *(derived.get("checkpoint_mounts") or [])]
+        if isinstance(m, dict)
+    ]
+    points = {txt(m.get("mountpoint")) for m in mounts} - {None}
+    drives = [d for d in devices.values() if d["kind"] == "nvme"
+              and any(p in points for ns in d["namespaces"] for p in ns["mountpoints"])]  # fmt: skip
+    links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
+    if not drives or any(gen is None or not width for gen, width in links):
+        return None
+    try:
+        per_drive = [expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s for gen, width in links]
+    except BenchError:
+        return None
+    return {"bytes_per_s": sum(per_drive), "limited_by": "drives", "drives": [d["name"] for d in drives],
+            "components": {"drives": sum(per_drive)}}  # fmt: skip
+
+
+def best_gdsio_runs(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fastest run per I/O type × transfer type (runs without both are fragments, left out)."""
+    best: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for run in items(ok(facts, "gdsio"), "runs"):
+        rate = num(run.get("throughput_bytes_per_s"))
+        if txt(run.get("io_type")) is None or txt(run.get("xfer_type")) is None or rate is None:
+            continue
+        key = (run["io_type"], run["xfer_type"])
+        if key not in best or rate > best[key]["throughput_bytes_per_s"]:
+            best[key] = run
+    return list(best.values())
+
+
+def rated(found: dict[str, Any], devices: dict[str, dict[str, Any]], key: str) -> Any:
+    """What the drive's link should run at (the most both ends support), else what it runs at."""
+    parent = devices.get(found["upstream"][-1]) if found["upstream"] else None
+    best = smaller(found["link"][f"max_{key}"], parent["link"][f"max_{key}"] if parent else None)
+    return best or found["link"][key]
+
+
+def measurements(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [
+        {"tool": "gdsio", "what": f"{run['io_type']} {run['xfer_type']}",
+         "measured_bytes_per_s": run["throughput_bytes_per_s"], "src": run.get("src")}
+        for run in best_gdsio_runs(facts)
+        if run["throughput_bytes_per_s"] > 0
+    ]  # fmt: skip
+    fio = ok(facts, "fio")
+    aggregate = obj(fio.get("aggregate"))
+    jobs = items(fio, "jobs")
+    for direction in ("read", "write"):
+        rate = aggregate.get(f"{direction}_bytes_per_s")
+        if isinstance(rate, int | float) and rate > 0:
+            found.append({"tool": "fio", "what": direction, "measured_bytes_per_s": rate,
+                          "src": jobs[0].get("src") if jobs else None})  # fmt: skip
+    return found
+
+
+GDS_XFER = ("GPUD", "GPUD_ASYNC", "GPU_BATCH")
+
+
+def gds_vs_cpu(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """GDS (gdsio GPUD, fio libcufile) slower than the CPU path of the same benchmark."""
+    slower = []
+    best = best_gdsio_runs(facts)
+    for gds in (run for run in best if run["xfer_type"] in GDS_XFER):
+        for cpu in (
+            run for run in best if run["xfer_type"] == "CPU_GPU" and run["io_type"] == gds["io_type"]
+        ):
+            slower += compare("gdsio", gds["io_type"], gds["throughput_bytes_per_s"],
+                              cpu["throughput_bytes_per_s"], gds.get("src"))  # fmt: skip
+    jobs = items(ok(facts, "fio"), "jobs")
+    for direction in ("read", "write"):
+        gds = [rate_of(j, direction) for j in jobs if j.get("gds")]
+        cpu = [rate_of(j, direction) for j in jobs if not j.get("gds")]
+        src = next((j.get("src") for j in jobs if j.get("gds")), None)
+        if max(gds, default=0) > 0 and max(cpu, default=0) > 0:
+            slower += compare("fio", direction, max(gds), max(cpu), src)
+    return slower
+
+
+def rate_of(job: dict[str, Any], direction: str) -> float:
+    value = obj(job.get(direction)).get("bytes_per_s")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def compare(tool: str, io_type: Any, gds_rate: float, cpu_rate: float, src: Any) -> list[dict[str, Any]]:
+    ratio = gds_rate / cpu_rate if cpu_rate > 0 else 1.0
+    if ratio >= GDS_SLOWER_RATIO:
+        return []
+    return [{"tool": tool, "io_type": io_type, "gds_bytes_per_s": gds_rate, "cpu_bytes_per_s": cpu_rate,
+             "ratio": round(ratio, 3), "src": src}]  # fmt: skip

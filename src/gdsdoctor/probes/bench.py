@@ -293,6 +293,7 @@ def _gdsio_run(line: str, command: str | None, where: dict) -> dict[str, Any] | 
         "ops": int(result["ops"]) if result["ops"] else None,
         "total_time_s": float(result["time"]) if result["time"] else None,
         "command": command,
+        "inferred": False,
         "src": where,
     }
 
@@ -300,7 +301,7 @@ def _gdsio_run(line: str, command: str | None, where: dict) -> dict[str, Any] | 
 def _best(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        if run["io_type"] is None or run["xfer_type"] is None:
+        if run["io_type"] is None or run["xfer_type"] is None or run["inferred"]:
             continue
         key = (run["io_type"], run["xfer_type"])
         entry = best.setdefault(key, {"io_type": key[0], "xfer_type": key[1], "throughput_bytes_per_s": 0.0,
@@ -310,14 +311,45 @@ def _best(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(best.values())
 
 
+# A pasted fragment (`Throughput: … GiB/sec` alone) says neither I/O nor transfer type: take them from the
+# text before it — an XferType name in the lines since the previous result, else the gdsio command's -x/-I.
+_XFER_BY_FLAG = {"0": "GPUD", "1": "CPUONLY", "2": "CPU_GPU", "5": "GPUD_ASYNC", "6": "GPU_BATCH"}
+_IO_BY_FLAG = {"0": "READ", "1": "WRITE", "2": "RANDREAD", "3": "RANDWRITE"}
+_XFER_NAME = re.compile(r"\b(GPUD_ASYNC|GPU_BATCH|GPUD|CPU_GPU|CPUONLY)\b")
+_X_FLAG = re.compile(r"\s-x\s*([0-9])(?![\w.])")
+_I_FLAG = re.compile(r"\s-I\s*([0-3])(?![\w.])")
+_IO_WORD = re.compile(r"\b(rand(?:om)?\s*)?(read|write)\b", re.IGNORECASE)
+
+
+def _infer_fragment(run: dict[str, Any], context: list[str], command: str | None) -> None:
+    """Fill a fragment's io_type/xfer_type from what was pasted before it (``inferred`` says so)."""
+    if run["io_type"] is not None or run["xfer_type"] is not None:
+        return
+    text = " ".join(context)
+    names = _XFER_NAME.findall(text)
+    flag = _X_FLAG.search(" " + (command or ""))
+    xfer = names[-1] if names else _XFER_BY_FLAG.get(flag[1]) if flag else None
+    io_flag = _I_FLAG.search(" " + (command or ""))
+    io_type = _IO_BY_FLAG.get(io_flag[1]) if io_flag else None
+    if io_type is None and (word := _IO_WORD.search(text)):
+        io_type = ("RAND" if word[1] else "") + word[2].upper()
+    if xfer and io_type:
+        run.update(io_type=io_type, xfer_type=xfer, inferred=True)
+
+
 def parse_gdsio(text: str, artifact: str) -> Section:
     runs, errors, command = [], [], None
+    context: list[str] = []  # the lines since the previous result
     for number, line in numbered_lines(text):
         where = src(artifact, number, line)
         run = _gdsio_run(line, command, where)
         if run:
+            _infer_fragment(run, context, command)
             runs.append(run)
-        elif _GDSIO_COMMAND.search(line):
+            context = []
+            continue
+        context.append(line)
+        if _GDSIO_COMMAND.search(line):
             command = line.strip()[:500]
         elif _GDSIO_ERROR.search(line):
             errors.append({"text": line.strip()[:500], "src": where})

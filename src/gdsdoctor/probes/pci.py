@@ -35,8 +35,12 @@ Section ``lspci`` (``lspci -vvv``; capabilities need root, else ``Capabilities: 
 a pasted ``lspci -vvv | grep ACSCtl``). A device: ``{bdf (with domain), kind (as in ``pci``), class_name,
 name, numa_node, driver, caps_readable, lnk_cap/lnk_sta: {speed_gts, width, speed_downgraded,
 width_downgraded}|None, lnk_downgraded, acs_capable (None if unreadable), acs_cap/acs_ctl: {src_valid,
-trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None, aer_ue_set/aer_ce_set:
-[flag]|None, bar1_bytes, src, srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown)
+trans_blk, req_redir, cmplt_redir, upstream_fwd, egress_ctrl, direct_trans}|None,
+aer_ue_set/aer_ce_set/aer_ue_masked: [flag]|None, bar1_bytes, secondary_bus ("0000:17" for a bridge's
+``Bus: secondary=17``, else None), port_type
+(``root_port``, ``upstream``, ``downstream``, ``endpoint``, ``rc_endpoint``, ``legacy_endpoint``,
+``bridge`` or None), src,
+srcs: {LnkSta: src, ACSCtl: src, ...}}``. Capability values are None (unknown)
 when the capabilities were not readable, never False.
 """
 
@@ -244,6 +248,16 @@ _LNK = re.compile(
 )
 _FLAG = re.compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
 _SIZE = re.compile(r"\[size=(\d+)([KMGT]?)\]")
+_SECONDARY = re.compile(r"secondary=([0-9a-fA-F]{2})")
+_PORT_TYPES = {
+    "Root Port": "root_port",
+    "Upstream Port": "upstream",
+    "Downstream Port": "downstream",
+    "Root Complex Integrated Endpoint": "rc_endpoint",
+    "Legacy Endpoint": "legacy_endpoint",
+    "Endpoint": "endpoint",
+    "PCI-Express to PCI/PCI-X Bridge": "bridge",
+}
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 ACS_FLAGS = {
     "SrcValid": "src_valid",
@@ -254,7 +268,7 @@ ACS_FLAGS = {
     "EgressCtrl": "egress_ctrl",
     "DirectTrans": "direct_trans",
 }
-_CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set")
+_CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set", "aer_ue_masked")
 
 
 def full_bdf(bdf: str) -> str:
@@ -314,7 +328,10 @@ def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, A
         "acs_ctl": None,
         "aer_ue_set": None,
         "aer_ce_set": None,
+        "aer_ue_masked": None,
         "bar1_bytes": None,
+        "secondary_bus": None,
+        "port_type": None,
         "src": source,
         "srcs": {},
     }
@@ -329,23 +346,31 @@ def apply_lspci_line(device: dict[str, Any], key: str, value: str, source: dict[
         )
         if "Access Control Services" in value:
             device["acs_capable"] = True
+        if "] Express" in value:
+            device["port_type"] = express_port_type(value)
     elif key in ("LnkCap", "LnkSta"):
         device["lnk_cap" if key == "LnkCap" else "lnk_sta"] = link(value)
     elif key in ("ACSCap", "ACSCtl"):
         device["acs_cap" if key == "ACSCap" else "acs_ctl"] = acs_flags(value)
-    elif key in ("UESta", "CESta"):
-        device["aer_ue_set" if key == "UESta" else "aer_ce_set"] = sorted(
-            n for n, on in flags(value).items() if on
-        )
+    elif key in ("UESta", "CESta", "UEMsk"):
+        field = {"UESta": "aer_ue_set", "CESta": "aer_ce_set", "UEMsk": "aer_ue_masked"}[key]
+        device[field] = sorted(n for n, on in flags(value).items() if on)
     elif key == "NUMA node":
         device["numa_node"] = as_int(value)
     elif key == "Kernel driver in use":
         device["driver"] = value.strip() or None
     elif key == "Region 1" and (size := _SIZE.search(value)):
         device["bar1_bytes"] = int(size[1]) * _UNITS[size[2]]
+    elif key == "Bus" and (secondary := _SECONDARY.search(value)):
+        device["secondary_bus"] = f"{device['bdf'][:4]}:{secondary[1].lower()}"
     else:
         return
     device["srcs"][key] = source
+
+
+def express_port_type(value: str) -> str | None:
+    """``[40] Express (v2) Root Port (Slot-), MSI 00`` → ``root_port``."""
+    return next((kind for name, kind in _PORT_TYPES.items() if name in value), None)
 
 
 def finish_lspci_device(device: dict[str, Any]) -> dict[str, Any]:
