@@ -32,12 +32,22 @@ def one_line(text: object) -> str:
     return visible(str(text).replace("\n", " ").replace("\t", " "))
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~&])")
+# Characters that change meaning anywhere inline (emphasis, code, links, HTML, tables, entities).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~!&])")
+# What only matters at the start of a line: list markers, headings, setext underlines, "1." lists.
+_MARKDOWN_LINE_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")
 
 
 def markdown_inline(text: object) -> str:
+    """Text that Markdown shows literally: inline specials escaped everywhere, block markers
+    escaped at the start (so readable prose such as ``0.1.0 (x)`` stays unescaped)."""
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
-    return re.sub(r"^(\s*)=", r"\1\\=", escaped)  # a line of "=" would underline a heading
+    return _MARKDOWN_LINE_START.sub(lambda m: m[1] + _escape_marker(m[2]), escaped, count=1)
+
+
+def _escape_marker(marker: str) -> str:
+    """``-`` → ``\\-``; ``1.`` → ``1\\.`` (the escape goes before the punctuation)."""
+    return marker[:-1] + "\\" + marker[-1]
 
 
 def markdown_code_block(lines: list[str], language: str = "") -> str:
