@@ -7,6 +7,8 @@ Both go capture → facts → evaluate → rank → report, so ``analyze(collect
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,6 +72,11 @@ def _loaded_rules(
     return tuple(load_rules(rules_dirs, KNOWN_SECTIONS))
 
 
+def _preload_rules(rules_dirs: Sequence[Path]) -> None:
+    with contextlib.suppress(Exception):
+        rules(rules_dirs)
+
+
 def analyze_capture(capture: Capture, rules_dirs: Sequence[Path] = ()) -> Analysis:
     facts = build_facts(capture)
     results = evaluate(rules(rules_dirs), facts, HOW_TO_COLLECT)
@@ -89,7 +96,12 @@ def check(
 
     With ``bench`` (a progress callback and a size in bytes or None for the default) and a
     ``target_path``, the checkpoint path is also measured (see :func:`add_bench`)."""
+    # Capture waits on subprocesses and files; load the rules meanwhile (an error in them
+    # surfaces below, when analyze_capture asks for the rules again).
+    preload = threading.Thread(target=_preload_rules, args=(rules_dirs,), daemon=True)
+    preload.start()
     capture = capture_live(host_root, target_path, deadline_s=deadline_s)
+    preload.join()
     if job:
         capture.options["job"] = job
     if target_path:
