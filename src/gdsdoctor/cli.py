@@ -14,7 +14,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
 from gdsdoctor import __version__
@@ -50,11 +49,12 @@ def _input_errors() -> tuple[type[Exception], ...]:
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     """The click exception class ``name`` from click and from typer's vendored copy (typer ≥ 0.16
-    ships its own click), so usage errors stay one line whichever typer is installed."""
+    ships its own click and no longer installs click), so usage errors stay one line whichever
+    typer is installed."""
     import importlib
 
-    found = [getattr(click.exceptions, name)]
-    for module in ("typer._click.exceptions", "typer.exceptions"):
+    found: list[type[BaseException]] = []
+    for module in ("click.exceptions", "typer._click.exceptions", "typer.exceptions"):
         try:
             found.append(getattr(importlib.import_module(module), name))
         except (ImportError, AttributeError):
