@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.blockutil import line_finder, load_json, split_address, text_or_none, to_bool, to_int
+from gdsdoctor.probes.common import (
+    line_finder,
+    load_pasted_json,
+    split_address,
+    text_or_none,
+    to_bool,
+    to_int,
+)
 
 CONTROLLER_ATTRS = (
     "transport", "address", "state", "subsysnqn", "model", "serial", "firmware_rev", "numa_node",
@@ -263,7 +270,7 @@ def _nvme_core(modules: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse(text: str, artifact: str) -> Section:
-    document, _ = load_json(text, "the nvme sysfs reader's JSON")
+    document, _ = load_pasted_json(text, "the nvme sysfs reader's JSON")
     if not isinstance(document, dict) or not {"controllers", "subsystems", "block"} <= set(document):
         raise ParseError(
             "JSON without controllers/subsystems/block (expected the nvme_sysfs reader's artifact)"

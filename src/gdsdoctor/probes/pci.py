@@ -50,7 +50,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.probes._sysfs import (
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.common import (
     BDF,
     MISSING,
     as_int,
@@ -58,13 +59,12 @@ from gdsdoctor.probes._sysfs import (
     json_bytes,
     link_name,
     list_dir,
-    load_json,
+    load_reader_json,
     provenance_finder,
     read_attr,
     relative_to_root,
     resolve_inside,
 )
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 PCI_DEVICES = "sys/bus/pci/devices"
 IOMMU_GROUPS = "sys/kernel/iommu_groups"
@@ -205,7 +205,7 @@ def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def parse_pci(text: str, artifact: str) -> Section:
-    data = load_json(text, "pci")
+    data = load_reader_json(text, "pci")
     if data.get("reader") != "pci":
         raise ParseError('not the pci reader\'s JSON (no "reader": "pci")')
     find = provenance_finder(text, artifact, "bdf")
@@ -214,7 +214,7 @@ def parse_pci(text: str, artifact: str) -> Section:
 
 
 def parse_iommu_groups(text: str, artifact: str) -> Section:
-    data = load_json(text, "iommu_groups")
+    data = load_reader_json(text, "iommu_groups")
     if data.get("reader") != "iommu_groups":
         raise ParseError('not the iommu_groups reader\'s JSON (no "reader": "iommu_groups")')
     find = provenance_finder(text, artifact, "group")
@@ -538,7 +538,7 @@ def numa_node(node: int, cpus: list[int] | None, size: int | None, distances: li
 
 
 def parse_numa_reader(text: str, artifact: str) -> Section:
-    data = load_json(text, "numa")
+    data = load_reader_json(text, "numa")
     if data.get("reader") != "numa":
         raise ParseError("not the numa reader's JSON")
     find = provenance_finder(text, artifact, "node")

@@ -39,19 +39,19 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.probes._sysfs import (
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.common import (
     MISSING,
     as_int,
     bdfs_in,
     json_bytes,
     link_name,
     list_dir,
-    load_json,
+    load_reader_json,
     provenance_finder,
     read_attr,
     resolve_inside,
 )
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 IB_CLASS = "sys/class/infiniband"
 NET_CLASS = "sys/class/net"
@@ -421,7 +421,7 @@ _IB_PARSERS = {
 
 def parse_infiniband(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
-        data = load_json(text, "infiniband")
+        data = load_reader_json(text, "infiniband")
         if data.get("reader") != "infiniband":
             raise ParseError("not the infiniband reader's JSON")
         return parse_ib_reader(data, text, artifact)
@@ -439,7 +439,7 @@ def recognise_infiniband(text: str) -> bool:
 
 
 def parse_netdev(text: str, artifact: str) -> Section:
-    data = load_json(text, "netdev")
+    data = load_reader_json(text, "netdev")
     if data.get("reader") != "netdev":
         raise ParseError("not the netdev reader's JSON")
     find = provenance_finder(text, artifact, "name")
@@ -568,7 +568,7 @@ def memlock_section(soft: Any, hard: Any, unit: int, source: dict[str, Any]) -> 
 
 def parse_memlock(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
-        data = load_json(text, "memlock")
+        data = load_reader_json(text, "memlock")
         if data.get("reader") != "memlock":
             raise ParseError("not the memlock reader's JSON")
         return memlock_section(
