@@ -275,15 +275,23 @@ def json_bytes(obj: Any) -> bytes:
     return json.dumps(obj, indent=1).encode()
 
 
-def load_reader_json(text: str, what: str) -> Any:
-    """Reader JSON back from an artifact; any other text is a ParseError."""
+def load_reader_json(text: str, reader: str) -> dict[str, Any]:
+    """The JSON object the ``reader`` reader wrote (tagged ``"reader": reader``); else a ParseError."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise ParseError(f"not the JSON the {what} reader writes ({error.__class__.__name__})") from None
+        raise ParseError(f"not the JSON the {reader} reader writes ({error.__class__.__name__})") from None
     if not isinstance(data, dict):
-        raise ParseError(f"not the JSON object the {what} reader writes")
+        raise ParseError(f"not the JSON object the {reader} reader writes")
+    if data.get("reader") != reader:
+        raise ParseError(f'not the {reader} reader\'s JSON (no "reader": "{reader}")')
     return data
+
+
+def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The objects of the list ``data[key]`` (anything else in it, or no list, is skipped)."""
+    items = data.get(key)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def provenance_finder(text: str, artifact: str, key: str) -> Callable[[str], dict[str, Any]]:

@@ -62,6 +62,7 @@ from gdsdoctor.probes.common import (
     load_reader_json,
     provenance_finder,
     read_attr,
+    reader_items,
     relative_to_root,
     resolve_inside,
 )
@@ -199,15 +200,8 @@ def pci_device(raw: dict[str, Any], find: Any) -> dict[str, Any] | None:
     }
 
 
-def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    items = data.get(key)
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
-
-
 def parse_pci(text: str, artifact: str) -> Section:
     data = load_reader_json(text, "pci")
-    if data.get("reader") != "pci":
-        raise ParseError('not the pci reader\'s JSON (no "reader": "pci")')
     find = provenance_finder(text, artifact, "bdf")
     devices = [item for raw in reader_items(data, "devices") if (item := pci_device(raw, find))]
     return {"count": len(devices), "devices": devices}
@@ -215,8 +209,6 @@ def parse_pci(text: str, artifact: str) -> Section:
 
 def parse_iommu_groups(text: str, artifact: str) -> Section:
     data = load_reader_json(text, "iommu_groups")
-    if data.get("reader") != "iommu_groups":
-        raise ParseError('not the iommu_groups reader\'s JSON (no "reader": "iommu_groups")')
     find = provenance_finder(text, artifact, "group")
     groups = []
     for raw in reader_items(data, "groups"):
@@ -539,8 +531,6 @@ def numa_node(node: int, cpus: list[int] | None, size: int | None, distances: li
 
 def parse_numa_reader(text: str, artifact: str) -> Section:
     data = load_reader_json(text, "numa")
-    if data.get("reader") != "numa":
-        raise ParseError("not the numa reader's JSON")
     find = provenance_finder(text, artifact, "node")
     nodes = []
     for raw in reader_items(data, "nodes"):

@@ -50,6 +50,7 @@ from gdsdoctor.probes.common import (
     load_reader_json,
     provenance_finder,
     read_attr,
+    reader_items,
     resolve_inside,
 )
 
@@ -249,8 +250,8 @@ def text_or_none(value: Any) -> str | None:
 def parse_ib_reader(data: dict[str, Any], text: str, artifact: str) -> Section:
     find = provenance_finder(text, artifact, "name")
     devices, ports = [], []
-    for raw in data.get("devices") if isinstance(data.get("devices"), list) else []:
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+    for raw in reader_items(data, "devices"):
+        if not isinstance(raw.get("name"), str):
             continue
         attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
         fields = {key: text_or_none(attrs.get(key)) for key in IB_DEVICE_ATTRS}
@@ -422,8 +423,6 @@ _IB_PARSERS = {
 def parse_infiniband(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
         data = load_reader_json(text, "infiniband")
-        if data.get("reader") != "infiniband":
-            raise ParseError("not the infiniband reader's JSON")
         return parse_ib_reader(data, text, artifact)
     kind = ib_format(text)
     if kind is None or kind == "sysfs":
@@ -440,12 +439,10 @@ def recognise_infiniband(text: str) -> bool:
 
 def parse_netdev(text: str, artifact: str) -> Section:
     data = load_reader_json(text, "netdev")
-    if data.get("reader") != "netdev":
-        raise ParseError("not the netdev reader's JSON")
     find = provenance_finder(text, artifact, "name")
     interfaces = []
-    for raw in data.get("interfaces") if isinstance(data.get("interfaces"), list) else []:
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+    for raw in reader_items(data, "interfaces"):
+        if not isinstance(raw.get("name"), str):
             continue
         attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
         speed = as_int(attrs.get("speed"))
@@ -569,8 +566,6 @@ def memlock_section(soft: Any, hard: Any, unit: int, source: dict[str, Any]) -> 
 def parse_memlock(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
         data = load_reader_json(text, "memlock")
-        if data.get("reader") != "memlock":
-            raise ParseError("not the memlock reader's JSON")
         return memlock_section(
             data.get("soft"), data.get("hard"), 1, provenance_finder(text, artifact, "reader")("memlock")
         )
