@@ -4,7 +4,7 @@ Parsers (pure, they look at text or values, never at the host):
 - ``load_pasted_json`` / ``close_truncated_json``: JSON a user pasted (maybe after a ``$ command``
   line, maybe cut short); ``load_reader_json``: the strict JSON object a reader wrote.
 - ``line_finder`` / ``json_key`` / ``provenance_finder``: a line number for an item of a JSON document.
-- ``to_int`` / ``to_bool`` / ``as_int`` / ``size_bytes`` / ``text_or_none``: value conversions.
+- ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
 Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
@@ -131,7 +131,10 @@ def to_bool(value: Any) -> bool | None:
 
 
 def to_int(value: Any) -> int | None:
-    """An int from an int or a decimal/hex string; None for anything else (incl. bools, floats)."""
+    """An int from an int or a decimal/0x-hex string (sysfs, lsblk, nvme-cli); None for anything else.
+
+    Bools and floats are None too: a JSON ``true`` or ``1.5`` is not a count.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -306,15 +309,3 @@ def provenance_finder(text: str, artifact: str, key: str) -> Callable[[str], dic
         return src(artifact, 1, lines[0][1] if lines else "")
 
     return find
-
-
-def as_int(value: Any) -> int | None:
-    """An int from sysfs text (decimal or 0x-hex), None when absent or not a number."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value).strip(), 0)
-    except ValueError:
-        return None
