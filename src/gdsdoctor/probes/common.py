@@ -233,11 +233,24 @@ def read_attr(path: Path) -> str | None:
 
 
 def link_name(path: Path) -> str | None:
-    """The last component of a symlink's target (``driver`` → ``nvme``), or None."""
+    """The last component of a symlink's target (``driver`` → ``nvme``), not followed; or None."""
     try:
         return os.path.basename(os.readlink(path).rstrip("/")) or None
-    except OSError:
+    except (OSError, ValueError):
         return None
+
+
+def within(real_root: str, real_path: str) -> bool:
+    """Whether ``real_path`` is ``real_root`` or below it (both already resolved with realpath)."""
+    return real_path == real_root or real_path.startswith(real_root.rstrip("/") + "/")
+
+
+def is_inside(real_root: str, path: Path | str) -> bool:
+    """Whether ``path``, every symlink resolved, stays inside ``real_root`` (already a realpath)."""
+    try:
+        return within(real_root, os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_inside(host_root: Path, path: Path) -> Path | None:
@@ -245,11 +258,24 @@ def resolve_inside(host_root: Path, path: Path) -> Path | None:
     if not os.path.lexists(path):
         return None
     try:
-        resolved = Path(os.path.realpath(path))
-        root = Path(os.path.realpath(host_root))
+        resolved = os.path.realpath(path)
+        root = os.path.realpath(host_root)
     except (OSError, ValueError):
         return None
-    return resolved if resolved == root or root in resolved.parents else None
+    return Path(resolved) if within(root, resolved) else None
+
+
+def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
+    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root."""
+    try:
+        root = os.path.realpath(host_root)
+        target = os.path.realpath(os.path.join(root, path.lstrip("/")))
+        if not within(root, target) or not os.path.isfile(target):
+            return None
+        with open(target, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
 
 
 def relative_to_root(host_root: Path, path: Path | None) -> str | None:
@@ -263,9 +289,10 @@ def relative_to_root(host_root: Path, path: Path | None) -> str | None:
 
 
 def list_dir(path: Path) -> list[str]:
+    """The sorted names in a directory; empty when it is missing or unreadable."""
     try:
         return sorted(os.listdir(path))
-    except OSError:
+    except (OSError, ValueError):
         return []
 
 

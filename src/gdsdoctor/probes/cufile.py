@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import MIB, content_lines, read_under_root
+from gdsdoctor.probes.common import read_under_root
+from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
