@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,30 +53,48 @@ def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
     raise ParseError(f"no JSON document found (expected {what})")
 
 
+class OutsideJsonStrings:
+    """Iterates ``(index, char)`` over the characters of a JSON text that stand outside its strings.
+
+    A string's quotes count as inside. After the loop, ``in_string`` says whether the text ended
+    inside an unclosed string (a paste cut short mid-value).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.in_string = False
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        escaped = False
+        for index, char in enumerate(self.text):
+            if self.in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"':
+                self.in_string = True
+            else:
+                yield index, char
+
+
 def close_truncated_json(body: str) -> Any | None:
     """A JSON document cut short (a paste that stops mid-array) closed as far as it got, or None.
 
     Tracks open strings/brackets, drops a dangling ``,`` or ``"key":`` and appends the closers.
     """
     stack: list[str] = []
-    in_string = escaped = False
-    for char in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
+    scan = OutsideJsonStrings(body)
+    for _, char in scan:
+        if char in "{[":
             stack.append("}" if char == "{" else "]")
         elif char in "}]" and (not stack or stack.pop() != char):
             return None
     if not stack:
         return None
-    candidate = body + ('"' if in_string else "")
+    candidate = body + ('"' if scan.in_string else "")
     candidate = re.sub(r'(,\s*("(?:[^"\\]|\\.)*"\s*:?)?|"(?:[^"\\]|\\.)*"\s*:|:)\s*$', "", candidate.rstrip())
     try:
         return json.loads(candidate + "".join(reversed(stack)))
