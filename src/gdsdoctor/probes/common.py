@@ -2,13 +2,16 @@
 
 Parsers (pure, they look at text or values, never at the host):
 - ``load_pasted_json`` / ``close_truncated_json``: JSON a user pasted (maybe after a ``$ command``
-  line, maybe cut short); ``load_reader_json``: the strict JSON object a reader wrote.
+  line, maybe cut short); ``OutsideJsonStrings``: the characters of a JSON text outside strings.
+- ``load_reader_json`` / ``reader_items``: the strict JSON object a reader wrote, and its item lists.
 - ``line_finder`` / ``json_key`` / ``provenance_finder``: a line number for an item of a JSON document.
 - ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
 Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
-- ``read_attr`` / ``link_name`` / ``list_dir`` / ``resolve_inside`` / ``relative_to_root`` / ``bdfs_in``.
+- ``is_inside`` / ``within`` / ``resolve_inside``: does a path (symlinks resolved) stay under the root.
+- ``read_under_root`` (a whole file), ``read_attr`` (one sysfs attribute), ``link_name``, ``list_dir``,
+  ``relative_to_root``, ``bdfs_in``.
 - ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
   provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
 """
