@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import MIB, content_lines, read_under_root
+from gdsdoctor.probes.common import OutsideJsonStrings, read_under_root
+from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
@@ -130,22 +131,9 @@ def strip_json_comments(text: str) -> str:
 
 def _drop_trailing_commas(text: str) -> str:
     chars = list(text)
-    in_string = False
-    escaped = False
-    for i, char in enumerate(chars):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == ",":
-            rest = text[i + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                chars[i] = " "
+    for index, char in OutsideJsonStrings(text):
+        if char == "," and text[index + 1 :].lstrip()[:1] in ("}", "]"):
+            chars[index] = " "
     return "".join(chars)
 
 

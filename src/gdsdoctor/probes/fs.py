@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.blockutil import size_bytes
+from gdsdoctor.probes.common import size_bytes
 from gdsdoctor.probes.mounts import split_options, unescape
 
 _MOUNTINFO = re.compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")

@@ -42,7 +42,6 @@ Section ``gdscheck``:
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
@@ -162,19 +161,6 @@ def content_lines(text: str) -> tuple[list[tuple[int, str]], bool]:
             continue
         kept.append((number, line))
     return kept, truncated
-
-
-def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
-    """Text of `path` under host_root, or None when missing, unreadable or a link out of host_root."""
-    try:
-        root = host_root.resolve()
-        target = (root / path.lstrip("/")).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            return None
-        with target.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except (OSError, ValueError, RuntimeError):
-        return None
 
 
 class _Parser:

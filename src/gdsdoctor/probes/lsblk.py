@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.blockutil import json_key, line_finder, load_json, size_bytes, text_or_none, to_bool
+from gdsdoctor.probes.common import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
     "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"
@@ -113,7 +113,7 @@ def _link_children(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _parse_json(text: str, artifact: str) -> list[dict[str, Any]]:
-    document, _ = load_json(text, "lsblk -J")
+    document, _ = load_pasted_json(text, "lsblk -J")
     if not isinstance(document, dict) or not isinstance(document.get("blockdevices"), list):
         raise ParseError("JSON without a 'blockdevices' list (expected lsblk -J output)")
     devices: dict[str, dict[str, Any]] = {}

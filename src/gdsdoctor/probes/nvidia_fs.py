@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.gdscheck import MIB, content_lines, read_under_root
+from gdsdoctor.probes.common import read_under_root
+from gdsdoctor.probes.gdscheck import MIB, content_lines
 
 PROC_DIR = "/proc/driver/nvidia-fs"
 

@@ -57,10 +57,10 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.blockutil import (
+from gdsdoctor.probes.common import (
     json_key,
     line_finder,
-    load_json,
+    load_pasted_json,
     size_bytes,
     split_address,
     strip_prompt_lines,
@@ -147,7 +147,7 @@ def _lower_keys(value: Any) -> dict[str, Any]:
 
 def _per_device_documents(text: str, what: str, marker: str) -> list[tuple[str | None, Any, str | None]]:
     """(device, document, error) for the reader's ``{"nvme0": "<json>"}`` wrapper or one pasted doc."""
-    document, _ = load_json(text, what)
+    document, _ = load_pasted_json(text, what)
     if isinstance(document, dict) and document and all(_CTRL_NAME.match(str(key)) for key in document):
         found: list[tuple[str | None, Any, str | None]] = []
         for device, raw in document.items():
@@ -250,7 +250,7 @@ def _walk_verbose(devices: list[Any], artifact: str, find: Any) -> tuple[list, l
 
 
 def parse_list(text: str, artifact: str) -> Section:
-    document, _ = load_json(text, "nvme list -o json")
+    document, _ = load_pasted_json(text, "nvme list -o json")
     devices = _lower_keys(document).get("devices")
     if not isinstance(devices, list):
         raise ParseError("JSON without a 'Devices' list (expected `nvme list -o json`)")
@@ -322,7 +322,7 @@ def _subsystem_entries(document: Any) -> list[tuple[str | None, dict[str, Any]]]
 
 
 def _parse_subsys_json(text: str, artifact: str) -> Section:
-    document, _ = load_json(text, "nvme list-subsys -o json")
+    document, _ = load_pasted_json(text, "nvme list-subsys -o json")
     entries = _subsystem_entries(document)
     if not entries and not (isinstance(document, list) and not document):
         raise ParseError("JSON without 'Subsystems' (expected `nvme list-subsys -o json`)")
@@ -585,7 +585,7 @@ def _record(fields: dict[str, Any], provenance: dict) -> dict[str, Any]:
 
 
 def _parse_discover_json(text: str, artifact: str) -> Section:
-    document, _ = load_json(text, "nvme discover -o json")
+    document, _ = load_pasted_json(text, "nvme discover -o json")
     fields = _lower_keys(document)
     if not isinstance(fields.get("records"), list):
         raise ParseError("JSON without 'records' (expected `nvme discover -o json`)")

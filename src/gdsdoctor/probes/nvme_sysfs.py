@@ -39,7 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.blockutil import line_finder, load_json, split_address, text_or_none, to_bool, to_int
+from gdsdoctor.probes.common import (
+    is_inside,
+    line_finder,
+    link_name,
+    list_dir,
+    load_pasted_json,
+    split_address,
+    text_or_none,
+    to_bool,
+    to_int,
+)
 
 CONTROLLER_ATTRS = (
     "transport", "address", "state", "subsysnqn", "model", "serial", "firmware_rev", "numa_node",
@@ -65,16 +75,8 @@ _MAX_READ = 65536
 # reader (I/O; never raises, never leaves the host root)
 
 
-def _inside(root: str, path: Path) -> bool:
-    try:
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
-        return False
-    return real == root or real.startswith(root.rstrip("/") + "/")
-
-
 def _read_attr(root: str, path: Path) -> str | None:
-    if not _inside(root, path):
+    if not is_inside(root, path):
         return None
     try:
         with open(path, "rb") as handle:
@@ -85,12 +87,7 @@ def _read_attr(root: str, path: Path) -> str | None:
 
 
 def _list(root: str, path: Path) -> list[str]:
-    if not _inside(root, path):
-        return []
-    try:
-        return sorted(os.listdir(path))[:_MAX_ENTRIES]
-    except (OSError, ValueError):
-        return []
+    return list_dir(path)[:_MAX_ENTRIES] if is_inside(root, path) else []
 
 
 def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -100,14 +97,6 @@ def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]
         if value is not None:
             found[name] = value
     return found
-
-
-def _link_name(path: Path) -> str | None:
-    """Last component of a symlink target (``device`` -> the PCI BDF), read without following it."""
-    try:
-        return os.path.basename(os.readlink(path)) or None
-    except (OSError, ValueError):
-        return None
 
 
 def _read_block(root: str, directory: Path) -> dict[str, Any]:
@@ -126,7 +115,7 @@ def read_sysfs(host_root: Path) -> bytes:
     for name in _list(root, sys_dir / "class/nvme"):
         directory = sys_dir / "class/nvme" / name
         controller: dict[str, Any] = _attrs(root, directory, CONTROLLER_ATTRS)
-        controller["device_link"] = _link_name(directory / "device")
+        controller["device_link"] = link_name(directory / "device")
         entries = _list(root, directory)
         controller["namespaces"] = [entry for entry in entries if _HEAD.match(entry)]
         controller["paths"] = {
@@ -263,7 +252,7 @@ def _nvme_core(modules: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse(text: str, artifact: str) -> Section:
-    document, _ = load_json(text, "the nvme sysfs reader's JSON")
+    document, _ = load_pasted_json(text, "the nvme sysfs reader's JSON")
     if not isinstance(document, dict) or not {"controllers", "subsystems", "block"} <= set(document):
         raise ParseError(
             "JSON without controllers/subsystems/block (expected the nvme_sysfs reader's artifact)"

@@ -50,21 +50,22 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.probes._sysfs import (
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.common import (
     BDF,
     MISSING,
-    as_int,
     bdfs_in,
     json_bytes,
     link_name,
     list_dir,
-    load_json,
+    load_reader_json,
     provenance_finder,
     read_attr,
+    reader_items,
     relative_to_root,
     resolve_inside,
+    to_int,
 )
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 PCI_DEVICES = "sys/bus/pci/devices"
 IOMMU_GROUPS = "sys/kernel/iommu_groups"
@@ -175,21 +176,21 @@ def pci_device(raw: dict[str, Any], find: Any) -> dict[str, Any] | None:
         return None
     attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
     links = raw.get("links") if isinstance(raw.get("links"), dict) else {}
-    class_code, vendor = as_int(attrs.get("class")), as_int(attrs.get("vendor"))
-    numa = as_int(attrs.get("numa_node"))
+    class_code, vendor = to_int(attrs.get("class")), to_int(attrs.get("vendor"))
+    numa = to_int(attrs.get("numa_node"))
     cpulist = attrs.get("local_cpulist")
     return {
         "bdf": bdf,
         "kind": device_kind(class_code, vendor),
         "class": hex_id(class_code, 6),
         "vendor": hex_id(vendor, 4),
-        "device": hex_id(as_int(attrs.get("device")), 4),
-        "subsystem_vendor": hex_id(as_int(attrs.get("subsystem_vendor")), 4),
-        "subsystem_device": hex_id(as_int(attrs.get("subsystem_device")), 4),
+        "device": hex_id(to_int(attrs.get("device")), 4),
+        "subsystem_vendor": hex_id(to_int(attrs.get("subsystem_vendor")), 4),
+        "subsystem_device": hex_id(to_int(attrs.get("subsystem_device")), 4),
         "current_link_speed_gts": link_speed_gts(attrs.get("current_link_speed")),
         "max_link_speed_gts": link_speed_gts(attrs.get("max_link_speed")),
-        "current_link_width": as_int(attrs.get("current_link_width")),
-        "max_link_width": as_int(attrs.get("max_link_width")),
+        "current_link_width": to_int(attrs.get("current_link_width")),
+        "max_link_width": to_int(attrs.get("max_link_width")),
         "numa_node": None if numa is None or numa < 0 else numa,
         "local_cpulist": cpulist if isinstance(cpulist, str) and cpulist else None,
         "iommu_group": links.get("iommu_group") if isinstance(links.get("iommu_group"), str) else None,
@@ -199,24 +200,15 @@ def pci_device(raw: dict[str, Any], find: Any) -> dict[str, Any] | None:
     }
 
 
-def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    items = data.get(key)
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
-
-
 def parse_pci(text: str, artifact: str) -> Section:
-    data = load_json(text, "pci")
-    if data.get("reader") != "pci":
-        raise ParseError('not the pci reader\'s JSON (no "reader": "pci")')
+    data = load_reader_json(text, "pci")
     find = provenance_finder(text, artifact, "bdf")
     devices = [item for raw in reader_items(data, "devices") if (item := pci_device(raw, find))]
     return {"count": len(devices), "devices": devices}
 
 
 def parse_iommu_groups(text: str, artifact: str) -> Section:
-    data = load_json(text, "iommu_groups")
-    if data.get("reader") != "iommu_groups":
-        raise ParseError('not the iommu_groups reader\'s JSON (no "reader": "iommu_groups")')
+    data = load_reader_json(text, "iommu_groups")
     find = provenance_finder(text, artifact, "group")
     groups = []
     for raw in reader_items(data, "groups"):
@@ -356,7 +348,7 @@ def apply_lspci_line(device: dict[str, Any], key: str, value: str, source: dict[
         field = {"UESta": "aer_ue_set", "CESta": "aer_ce_set", "UEMsk": "aer_ue_masked"}[key]
         device[field] = sorted(n for n, on in flags(value).items() if on)
     elif key == "NUMA node":
-        device["numa_node"] = as_int(value)
+        device["numa_node"] = to_int(value)
     elif key == "Kernel driver in use":
         device["driver"] = value.strip() or None
     elif key == "Region 1" and (size := _SIZE.search(value)):
@@ -538,9 +530,7 @@ def numa_node(node: int, cpus: list[int] | None, size: int | None, distances: li
 
 
 def parse_numa_reader(text: str, artifact: str) -> Section:
-    data = load_json(text, "numa")
-    if data.get("reader") != "numa":
-        raise ParseError("not the numa reader's JSON")
+    data = load_reader_json(text, "numa")
     find = provenance_finder(text, artifact, "node")
     nodes = []
     for raw in reader_items(data, "nodes"):

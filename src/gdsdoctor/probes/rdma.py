@@ -39,19 +39,20 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.probes._sysfs import (
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.common import (
     MISSING,
-    as_int,
     bdfs_in,
     json_bytes,
     link_name,
     list_dir,
-    load_json,
+    load_reader_json,
     provenance_finder,
     read_attr,
+    reader_items,
     resolve_inside,
+    to_int,
 )
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 IB_CLASS = "sys/class/infiniband"
 NET_CLASS = "sys/class/net"
@@ -188,7 +189,7 @@ def phys_state_of(text: str | None) -> tuple[str | None, int | None]:
 
 def mtu_of(text: str | None) -> int | None:
     match = _PARENTHESISED.match(text or "")
-    return int(match[1]) if match and match[1].isdigit() else as_int(text)
+    return int(match[1]) if match and match[1].isdigit() else to_int(text)
 
 
 def rate_of(text: str | None) -> float | None:
@@ -199,7 +200,7 @@ def rate_of(text: str | None) -> float | None:
 def int_counters(raw: Any) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
-    return {str(k): n for k, v in raw.items() if (n := as_int(v)) is not None}
+    return {str(k): n for k, v in raw.items() if (n := to_int(v)) is not None}
 
 
 def make_port(device: str, port: Any, fields: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +209,7 @@ def make_port(device: str, port: Any, fields: dict[str, Any], source: dict[str, 
     rate_text = fields.get("rate")
     return {
         "device": device,
-        "port": as_int(port),
+        "port": to_int(port),
         "state": state,
         "state_num": state_num,
         "active": state == "ACTIVE",
@@ -249,8 +250,8 @@ def text_or_none(value: Any) -> str | None:
 def parse_ib_reader(data: dict[str, Any], text: str, artifact: str) -> Section:
     find = provenance_finder(text, artifact, "name")
     devices, ports = [], []
-    for raw in data.get("devices") if isinstance(data.get("devices"), list) else []:
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+    for raw in reader_items(data, "devices"):
+        if not isinstance(raw.get("name"), str):
             continue
         attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
         fields = {key: text_or_none(attrs.get(key)) for key in IB_DEVICE_ATTRS}
@@ -421,9 +422,7 @@ _IB_PARSERS = {
 
 def parse_infiniband(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
-        data = load_json(text, "infiniband")
-        if data.get("reader") != "infiniband":
-            raise ParseError("not the infiniband reader's JSON")
+        data = load_reader_json(text, "infiniband")
         return parse_ib_reader(data, text, artifact)
     kind = ib_format(text)
     if kind is None or kind == "sysfs":
@@ -439,20 +438,18 @@ def recognise_infiniband(text: str) -> bool:
 
 
 def parse_netdev(text: str, artifact: str) -> Section:
-    data = load_json(text, "netdev")
-    if data.get("reader") != "netdev":
-        raise ParseError("not the netdev reader's JSON")
+    data = load_reader_json(text, "netdev")
     find = provenance_finder(text, artifact, "name")
     interfaces = []
-    for raw in data.get("interfaces") if isinstance(data.get("interfaces"), list) else []:
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+    for raw in reader_items(data, "interfaces"):
+        if not isinstance(raw.get("name"), str):
             continue
         attrs = raw.get("attrs") if isinstance(raw.get("attrs"), dict) else {}
-        speed = as_int(attrs.get("speed"))
+        speed = to_int(attrs.get("speed"))
         interfaces.append(
             {
                 "name": raw["name"],
-                "mtu": as_int(attrs.get("mtu")),
+                "mtu": to_int(attrs.get("mtu")),
                 "operstate": text_or_none(attrs.get("operstate")),
                 "speed_mbps": speed if speed is not None and speed > 0 else None,
                 "bdf": text_or_none(raw.get("bdf")),
@@ -510,9 +507,9 @@ def apply_qos_line(qos: dict[str, Any], line: str) -> None:
     elif match := _ECN.search(stripped):
         qos.setdefault(f"ecn_{match[1]}", {})[int(match[2])] = match[3] == "1"
     elif "cnp_dscp" in stripped and "=" in stripped:
-        qos["cnp_dscp"] = as_int(stripped.rpartition("=")[2])
+        qos["cnp_dscp"] = to_int(stripped.rpartition("=")[2])
     elif "tclass=" in stripped:
-        qos["rdma_tclass"] = as_int(stripped.rpartition("tclass=")[2])
+        qos["rdma_tclass"] = to_int(stripped.rpartition("tclass=")[2])
 
 
 def parse_mlnx_qos(text: str, artifact: str) -> Section:
@@ -555,7 +552,7 @@ def limit(value: Any, unit: int) -> tuple[int | None, bool | None]:
         return None, None
     if value == "unlimited":
         return None, True
-    number = as_int(value)
+    number = to_int(value)
     return (None if number is None or number < 0 else number * unit), False
 
 
@@ -568,9 +565,7 @@ def memlock_section(soft: Any, hard: Any, unit: int, source: dict[str, Any]) -> 
 
 def parse_memlock(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
-        data = load_json(text, "memlock")
-        if data.get("reader") != "memlock":
-            raise ParseError("not the memlock reader's JSON")
+        data = load_reader_json(text, "memlock")
         return memlock_section(
             data.get("soft"), data.get("hard"), 1, provenance_finder(text, artifact, "reader")("memlock")
         )

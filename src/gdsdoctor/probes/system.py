@@ -47,6 +47,7 @@ io_timeout, admin_timeout, default_ps_max_latency_us. Values are strings as writ
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterable
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.common import is_inside
 
 
 def _content_lines(text: str) -> list[tuple[int, str]]:
@@ -306,18 +308,11 @@ def scan_kallsyms(lines: Iterable[str]) -> dict[str, Any]:
     }
 
 
-def _inside(root: Path, path: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError):
-        return False
-
-
 def read_kallsyms(host_root: Path) -> bytes:
     """Reader: stream ``<root>/proc/kallsyms``; unreadable -> a record that says why."""
     path = host_root / "proc" / "kallsyms"
     try:
-        if not _inside(host_root, path):
+        if not is_inside(os.path.realpath(host_root), path):
             raise PermissionError("proc/kallsyms points outside the host root")
         with path.open(encoding="ascii", errors="replace") as stream:
             result = scan_kallsyms(stream)

@@ -1,0 +1,359 @@
+"""Helpers shared by the probe modules: one place for what several parsers and readers need.
+
+Parsers (pure, they look at text or values, never at the host):
+- ``load_pasted_json`` / ``close_truncated_json``: JSON a user pasted (maybe after a ``$ command``
+  line, maybe cut short); ``OutsideJsonStrings``: the characters of a JSON text outside strings.
+- ``load_reader_json`` / ``reader_items``: the strict JSON object a reader wrote, and its item lists.
+- ``line_finder`` / ``json_key`` / ``provenance_finder``: a line number for an item of a JSON document.
+- ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
+- ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
+
+Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
+- ``is_inside`` / ``within`` / ``resolve_inside``: does a path (symlinks resolved) stay under the root.
+- ``read_under_root`` (a whole file), ``read_attr`` (one sysfs attribute), ``link_name``, ``list_dir``,
+  ``relative_to_root``, ``bdfs_in``.
+- ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
+  provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.probes.base import ParseError, numbered_lines, src
+
+# -------------------------------------------------------------------------------------------------
+# parsers: JSON, provenance and values (pure)
+
+_HUMAN_SIZE = re.compile(r"^\s*(\d+(?:[.,]\d+)?)\s*([BKMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
+    """Parse JSON that may follow a pasted ``$ command`` line; returns (value, lines skipped).
+
+    Only the lines before the first ``{`` or ``[`` line are skipped, so provenance line
+    numbers stay those of the pasted text.
+    """
+    lines = text.split("\n")
+    for skipped, line in enumerate(lines[:20]):
+        if line.lstrip().startswith(("{", "[")):
+            body = "\n".join(lines[skipped:])
+            try:
+                return json.loads(body), skipped
+            except RecursionError:
+                raise ParseError(f"JSON nested too deeply ({what})") from None
+            except ValueError as error:
+                repaired = close_truncated_json(body)
+                if repaired is not None:
+                    return repaired, skipped
+                raise ParseError(f"not valid JSON ({what}): {str(error)[:120]}") from None
+    raise ParseError(f"no JSON document found (expected {what})")
+
+
+class OutsideJsonStrings:
+    """Iterates ``(index, char)`` over the characters of a JSON text that stand outside its strings.
+
+    A string's quotes count as inside. After the loop, ``in_string`` says whether the text ended
+    inside an unclosed string (a paste cut short mid-value).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.in_string = False
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        escaped = False
+        for index, char in enumerate(self.text):
+            if self.in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"':
+                self.in_string = True
+            else:
+                yield index, char
+
+
+def close_truncated_json(body: str) -> Any | None:
+    """A JSON document cut short (a paste that stops mid-array) closed as far as it got, or None.
+
+    Tracks open strings/brackets, drops a dangling ``,`` or ``"key":`` and appends the closers.
+    """
+    stack: list[str] = []
+    scan = OutsideJsonStrings(body)
+    for _, char in scan:
+        if char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and (not stack or stack.pop() != char):
+            return None
+    if not stack:
+        return None
+    candidate = body + ('"' if scan.in_string else "")
+    candidate = re.sub(r'(,\s*("(?:[^"\\]|\\.)*"\s*:?)?|"(?:[^"\\]|\\.)*"\s*:|:)\s*$', "", candidate.rstrip())
+    try:
+        return json.loads(candidate + "".join(reversed(stack)))
+    except (ValueError, RecursionError):
+        return None
+
+
+def line_finder(text: str) -> Any:
+    """A function ``find(regex, default) -> (line_no, line)`` scanning forward through ``text``.
+
+    JSON objects are printed in document order, so searching forward from the previous hit
+    finds the line of each object in turn (the cheap way to give JSON items a line number).
+    """
+    lines = text.split("\n")
+    position = 0
+
+    def find(pattern: str, default: int = 1) -> tuple[int, str]:
+        nonlocal position
+        regex = re.compile(pattern)
+        for index in range(position, len(lines)):
+            if regex.search(lines[index]):
+                position = index + 1
+                return index + 1, lines[index]
+        default = max(1, min(default, len(lines)))
+        return default, lines[default - 1]
+
+    return find
+
+
+def json_key(name: str, value: str | int | None = None) -> str:
+    """Regex for a JSON member ``"name": value`` in any nvme-cli/lsblk spacing style."""
+    if value is None:
+        return rf'"{re.escape(name)}"\s*:'
+    if isinstance(value, int):
+        return rf'"{re.escape(name)}"\s*:\s*{value}\b'
+    return rf'"{re.escape(name)}"\s*:\s*"{re.escape(value)}"'
+
+
+def to_bool(value: Any) -> bool | None:
+    """lsblk/sysfs booleans: true/false, 1/0, "1"/"0", "Y"/"N"; anything else is unknown."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0 if value in (0, 1) else None
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "y", "yes", "true"):
+            return True
+        if lowered in ("0", "n", "no", "false"):
+            return False
+    return None
+
+
+def to_int(value: Any) -> int | None:
+    """An int from an int or a decimal/0x-hex string (sysfs, lsblk, nvme-cli); None for anything else.
+
+    Bools and floats are None too: a JSON ``true`` or ``1.5`` is not a count.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        stripped = value.strip()
+        try:
+            return int(stripped, 16) if stripped.lower().startswith("0x") else int(stripped)
+        except ValueError:
+            return None
+    return None
+
+
+def size_bytes(value: Any) -> tuple[int | None, bool]:
+    """(bytes, exact) from 512110190592, "512110190592" or lsblk's human "1.8T" (binary units).
+
+    Human sizes are rounded by lsblk, so they come back with ``exact`` False. Negative
+    numbers (nvme-cli 2.1/2.2 int32 overflow) are unknown.
+    """
+    number = to_int(value)
+    if number is not None:
+        return (number, True) if number >= 0 else (None, False)
+    if isinstance(value, float) and value >= 0:
+        return int(value), True
+    if isinstance(value, str):
+        match = _HUMAN_SIZE.match(value)
+        if match:
+            mantissa = float(match[1].replace(",", "."))
+            return int(mantissa * 1024 ** _POWERS[match[2].upper()]), False
+    return None, False
+
+
+def text_or_none(value: Any) -> str | None:
+    """Strip padded strings (nvme serials/models); empty or non-string means unknown."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    stripped = str(value).strip()
+    return stripped or None
+
+
+def split_address(address: str | None) -> dict[str, str | None]:
+    """NVMe controller address: a PCIe BDF, or ``traddr=…,trsvcid=…[,host_traddr=…][,src_addr=…]``.
+
+    Accepts nvme-cli 1.x's space-separated form too. Unknown parts are None.
+    """
+    parts: dict[str, str | None] = {
+        "traddr": None,
+        "trsvcid": None,
+        "host_traddr": None,
+        "host_iface": None,
+        "src_addr": None,
+        "pci_bdf": None,
+    }
+    if not address or not address.strip():
+        return parts
+    if "=" not in address:
+        parts["traddr"] = address.strip()
+        if re.fullmatch(r"[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]", address.strip()):
+            parts["pci_bdf"] = address.strip()
+        return parts
+    for piece in re.split(r"[,\s]+", address.strip()):
+        key, sep, value = piece.partition("=")
+        if sep and key in parts:
+            parts[key] = value or None
+    return parts
+
+
+def strip_prompt_lines(text: str) -> list[tuple[int, str]]:
+    """Numbered lines without ``$ cmd``/``# cmd`` prompt lines and ``#`` comments (pastes)."""
+    kept = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped.startswith(("$ ", "# ")) or stripped == "#" or stripped.startswith("#"):
+            continue
+        kept.append((number, line))
+    return kept
+
+
+# -------------------------------------------------------------------------------------------------
+# readers: sysfs files under the host root (I/O, never raise)
+
+# What a reader returns when its tree is absent: the capture records the source as "missing"
+# (unknown), so rules stay inconclusive instead of reading "zero devices".
+MISSING = b""
+BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
+
+
+def read_attr(path: Path) -> str | None:
+    """The stripped text of one sysfs attribute, or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_ATTR).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def link_name(path: Path) -> str | None:
+    """The last component of a symlink's target (``driver`` → ``nvme``), not followed; or None."""
+    try:
+        return os.path.basename(os.readlink(path).rstrip("/")) or None
+    except (OSError, ValueError):
+        return None
+
+
+def within(real_root: str, real_path: str) -> bool:
+    """Whether ``real_path`` is ``real_root`` or below it (both already resolved with realpath)."""
+    return real_path == real_root or real_path.startswith(real_root.rstrip("/") + "/")
+
+
+def is_inside(real_root: str, path: Path | str) -> bool:
+    """Whether ``path``, every symlink resolved, stays inside ``real_root`` (already a realpath)."""
+    try:
+        return within(real_root, os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+
+
+def resolve_inside(host_root: Path, path: Path) -> Path | None:
+    """``path`` with every symlink resolved; None when it is missing or leaves ``host_root``."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        resolved = os.path.realpath(path)
+        root = os.path.realpath(host_root)
+    except (OSError, ValueError):
+        return None
+    return Path(resolved) if within(root, resolved) else None
+
+
+def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
+    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root."""
+    try:
+        root = os.path.realpath(host_root)
+        target = os.path.realpath(os.path.join(root, path.lstrip("/")))
+        if not within(root, target) or not os.path.isfile(target):
+            return None
+        with open(target, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+
+
+def relative_to_root(host_root: Path, path: Path | None) -> str | None:
+    """A resolved path as text relative to the host root (``sys/devices/pci0000:00/...``)."""
+    if path is None:
+        return None
+    try:
+        return str(path.relative_to(os.path.realpath(host_root)))
+    except ValueError:
+        return None
+
+
+def list_dir(path: Path) -> list[str]:
+    """The sorted names in a directory; empty when it is missing or unreadable."""
+    try:
+        return sorted(os.listdir(path))
+    except (OSError, ValueError):
+        return []
+
+
+def bdfs_in(path: Path | str) -> list[str]:
+    """The PCI addresses along a resolved device path, outermost first."""
+    return [part for part in str(path).split("/") if BDF.match(part)]
+
+
+def json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, indent=1).encode()
+
+
+def load_reader_json(text: str, reader: str) -> dict[str, Any]:
+    """The JSON object the ``reader`` reader wrote (tagged ``"reader": reader``); else a ParseError."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ParseError(f"not the JSON the {reader} reader writes ({error.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"not the JSON object the {reader} reader writes")
+    if data.get("reader") != reader:
+        raise ParseError(f'not the {reader} reader\'s JSON (no "reader": "{reader}")')
+    return data
+
+
+def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The objects of the list ``data[key]`` (anything else in it, or no list, is skipped)."""
+    items = data.get(key)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def provenance_finder(text: str, artifact: str, key: str) -> Callable[[str], dict[str, Any]]:
+    """A function mapping a value of ``key`` to the src of the first line ``"key": value``."""
+    lines = numbered_lines(text)
+
+    def find(value: str) -> dict[str, Any]:
+        needle = f"{json.dumps(key)}: {json.dumps(value)}"
+        for number, line in lines:
+            if needle in line:
+                return src(artifact, number, line)
+        return src(artifact, 1, lines[0][1] if lines else "")
+
+    return find
