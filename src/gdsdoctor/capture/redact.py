@@ -233,7 +233,7 @@ class Redactor:
                 return
             if "." in value:  # the short name alone is the same host
                 self._learn("hostname", value.split(".", 1)[0])
-        elif kind == "serial" and (" " in value or not any(c.isdigit() for c in value)):
+        elif kind == "serial" and (" " in value or not any(c.isdecimal() for c in value)):
             return  # "Samsung SSD" is a model, "disk" a word: neither is a serial
         elif kind == "hexid" and not re.fullmatch(r"(0x)?[0-9A-Fa-f:\-]{8,}", value):
             return  # eui./naa./nvme. forms are found by their shape

@@ -546,8 +546,8 @@ def _gds_stats_line(dump: dict[str, Any], line: str, line_src: dict[str, Any]) -
             {
                 "index": int(pool["index"]),
                 "pool_size": int(pool["size"]) * MIB,
-                "buffers_used": int(used) if used.isdigit() else None,
-                "buffers_total": int(total) if total.isdigit() else None,
+                "buffers_used": int(used) if used.isdecimal() else None,
+                "buffers_total": int(total) if total.isdecimal() else None,
                 "src": line_src,
             }
         )

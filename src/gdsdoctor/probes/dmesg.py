@@ -99,7 +99,7 @@ class LogLine:
 
 
 def _level_name(value: Any) -> str | None:
-    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+    if isinstance(value, int) or (isinstance(value, str) and value.isdecimal()):
         return _LEVELS[int(value) & 7]
     if isinstance(value, str):
         name = value.strip().lower()
@@ -576,7 +576,7 @@ def _journal_json(line: str) -> dict[str, Any] | None:
 
 def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine:
     usec = record.get("__MONOTONIC_TIMESTAMP")
-    monotonic = int(usec) / 1e6 if isinstance(usec, str) and usec.isdigit() else None
+    monotonic = int(usec) / 1e6 if isinstance(usec, str) and usec.isdecimal() else None
     timestamp = f"{monotonic:.6f}" if monotonic is not None else None
     level = _level_name(record["PRIORITY"]) if isinstance(record.get("PRIORITY"), str) else None
     return LogLine(number, raw, record["MESSAGE"], "journal", timestamp, monotonic, level)

@@ -103,7 +103,7 @@ _DF_NO_TYPE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*
 def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:
     if unit is None:
         return size_bytes(value)
-    count = size_bytes(value)[0] if value.isdigit() else None
+    count = size_bytes(value)[0] if value.isdecimal() else None
     return (count * unit if count is not None else None), count is not None
 
 

@@ -306,7 +306,7 @@ class _Parser:
         elif name == "Nvidia Driver Info Status":
             self.set(self.platform, "driver_info_status", value, number, raw)
             self.set(self.platform, "open_driver", "open driver" in value.lower(), number, raw)
-        elif name.startswith("Cuda Driver Version") and value.isdigit():
+        elif name.startswith("Cuda Driver Version") and value.isdecimal():
             self.set(self.platform, "cuda_driver_version", int(value), number, raw)
         elif name == "Platform":
             match = _PLATFORM_LINE.match(f"Platform: {value}")

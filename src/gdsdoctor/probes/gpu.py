@@ -165,7 +165,7 @@ def topo_header(line: str) -> tuple[list[str], list[str]] | None:
 
 
 def numeric(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() else None
+    return int(value) if value is not None and value.isdecimal() else None
 
 
 def topo_row(label: str, cells: list[str], columns: list[str], trailers: list[str]) -> dict[str, Any]:

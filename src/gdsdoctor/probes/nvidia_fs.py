@@ -249,7 +249,7 @@ def parse_devices(text: str, artifact: str) -> Section:
         return {
             "devices": sorted(devices),
             "count": len(devices),
-            "devcount": int(count_text) if count_text.isdigit() else None,
+            "devcount": int(count_text) if count_text.isdecimal() else None,
             "proc_present": bool(document.get("proc_present")),
         }
     devices = sorted({m[0] for _, line in numbered_lines(text) for m in _DEV_PATH.finditer(line)})

@@ -518,7 +518,7 @@ def expand_cpulist(text: Any) -> list[int] | None:
     cpus: list[int] = []
     for part in filter(None, text.strip().split(",")):
         low, _, high = part.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()) or len(cpus) > 65536:
+        if not low.isdecimal() or (high and not high.isdecimal()) or len(cpus) > 65536:
             return None
         cpus.extend(range(int(low), int(high or low) + 1)[:65536])
     return cpus
@@ -538,7 +538,7 @@ def parse_numa_reader(text: str, artifact: str) -> Section:
         if not isinstance(name, str) or not (match := _NODE_DIR.match(name)):
             continue
         total = _MEMTOTAL.search(meminfo) if isinstance(meminfo, str) else None
-        distances = [int(d) for d in distance.split() if d.isdigit()] if isinstance(distance, str) else []
+        distances = [int(d) for d in distance.split() if d.isdecimal()] if isinstance(distance, str) else []
         size = int(total[1]) * 1024 if total else None
         nodes.append(
             numa_node(int(match[1]), expand_cpulist(raw.get("cpulist")), size, distances, find(name))
@@ -552,7 +552,7 @@ def parse_numactl(text: str, artifact: str) -> Section:
     nodes: dict[int, dict[str, Any]] = {}
     for number, line in numbered_lines(text):
         if match := _NUMACTL_CPUS.match(line.strip()):
-            cpus = [int(cpu) for cpu in match[2].split() if cpu.isdigit()]
+            cpus = [int(cpu) for cpu in match[2].split() if cpu.isdecimal()]
             nodes[int(match[1])] = numa_node(int(match[1]), cpus, None, [], src(artifact, number, line))
         elif (match := _NUMACTL_SIZE.match(line.strip())) and int(match[1]) in nodes:
             nodes[int(match[1])]["size_bytes"] = int(match[2]) << 20

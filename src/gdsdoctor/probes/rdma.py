@@ -189,7 +189,7 @@ def phys_state_of(text: str | None) -> tuple[str | None, int | None]:
 
 def mtu_of(text: str | None) -> int | None:
     match = _PARENTHESISED.match(text or "")
-    return int(match[1]) if match and match[1].isdigit() else to_int(text)
+    return int(match[1]) if match and match[1].isdecimal() else to_int(text)
 
 
 def rate_of(text: str | None) -> float | None:
@@ -380,7 +380,7 @@ def parse_ibv_devinfo(text: str, artifact: str) -> Section:
         key, value = key.strip(), value.strip()
         if key == "hca_id":
             devices.append({"name": value, "src": src(artifact, number, line)})
-        elif devices and key == "port" and value.isdigit():
+        elif devices and key == "port" and value.isdecimal():
             ports.append({"device": devices[-1]["name"], "port": value, "src": src(artifact, number, line)})
         elif ports and key in _DEVINFO_PORT_KEYS and ports[-1]["device"] == devices[-1]["name"]:
             ports[-1][key] = value
@@ -470,7 +470,7 @@ _ECN = re.compile(r"/ecn/roce_(np|rp)/enable/(\d+)\s*=\s*(\d+)")
 
 
 def int_row(line: str) -> list[int]:
-    return [int(token) for token in line.split()[1:] if token.isdigit()]
+    return [int(token) for token in line.split()[1:] if token.isdecimal()]
 
 
 def apply_qos_line(qos: dict[str, Any], line: str) -> None:
@@ -503,7 +503,7 @@ def apply_qos_line(qos: dict[str, Any], line: str) -> None:
             }
         )
     elif key == "priority" and qos["tcs"]:
-        qos["tcs"][-1]["priorities"] += [int(t) for t in value.split() if t.isdigit()]
+        qos["tcs"][-1]["priorities"] += [int(t) for t in value.split() if t.isdecimal()]
     elif match := _ECN.search(stripped):
         qos.setdefault(f"ecn_{match[1]}", {})[int(match[2])] = match[3] == "1"
     elif "cnp_dscp" in stripped and "=" in stripped:
