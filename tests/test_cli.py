@@ -215,3 +215,10 @@ def test_check_bench_measures_the_path_and_judges_the_stall(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == [], "bench left files behind"
     no_path = gdsdoctor("check", "--bench")
     assert no_path.returncode == 3 and "--bench needs --path" in no_path.stderr
+
+
+def test_text_output_keeps_reference_urls_whole() -> None:
+    case = next((Path(__file__).resolve().parents[1] / "fixtures/cases").glob("dali-4771*"))
+    result = gdsdoctor("analyze", *[str(p) for p in sorted((case / "files").iterdir())])
+    url = "https://docs.nvidia.com/gpudirect-storage/troubleshooting-guide/installing-gpudirect-storage.html"
+    assert any(line.strip() == f"see {url}" for line in result.stdout.splitlines()), result.stdout

@@ -3,7 +3,7 @@ same things in the same order and differs only in how it draws them.
 
 Block kinds: ``Heading`` (a section), ``Line`` (styled spans), ``Bullet`` (an indented item
 of styled spans) and ``Commands`` (copy-pasteable shell lines). Styles are names
-(``critical``, ``warning``, ``info``, ``ok``, ``unknown``, ``bold``, ``dim``, ``code``) that
+(``critical``, ``warning``, ``info``, ``ok``, ``unknown``, ``bold``, ``dim``, ``code``, ``link``) that
 each renderer maps to its own means.
 """
 
@@ -117,7 +117,7 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
     if finding["remediation"]:
         yield Commands(tuple(finding["remediation"]))
     for reference in finding["references"]:
-        yield Bullet((("see ", "dim"), (reference, "dim")), indent=2)
+        yield Bullet((("see ", "dim"), (reference, "link")), indent=2)
 
 
 def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:

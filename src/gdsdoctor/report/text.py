@@ -22,6 +22,7 @@ STYLES = {
     "unknown": "bold magenta",
     "bold": "bold",
     "dim": "dim",
+    "link": "dim",
     "code": "",
     "": "",
 }
@@ -44,7 +45,9 @@ def render_blocks(blocks: Iterable[Block], color: bool = False, width: int = 100
         markup=False,
     )
     for block in blocks:
-        console.print(_renderable(block))
+        renderable = _renderable(block)
+        unwrapped = isinstance(renderable, Text) and bool(renderable.no_wrap)  # long URLs stay whole
+        console.print(renderable, soft_wrap=unwrapped)
     return buffer.getvalue()
 
 
@@ -63,6 +66,11 @@ def _renderable(block: Block) -> RenderableType:
         case Line(spans=spans):
             return _spans(spans)
         case Bullet(spans=spans, indent=indent):
+            if any(style == "link" for _, style in spans):
+                # A URL broken over lines cannot be copied: one line, past the width if need be.
+                line = Text("  " * indent) + _spans(spans)
+                line.no_wrap, line.overflow = True, "ignore"
+                return line
             return Padding(_spans(spans), (0, 0, 0, 2 * indent), expand=False)
         case Commands(lines=lines, indent=indent):
             commands = Text("\n".join(f"$ {visible(line)}" for line in lines), style="green")
