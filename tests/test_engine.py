@@ -166,8 +166,12 @@ def test_lint_semantic_cross_checks(tmp_path: Path) -> None:
 
 
 def test_builtin_rules_lint_clean() -> None:
-    causes = load_rules(known_sections=KNOWN_SECTIONS)
-    assert len({c.id for c in causes}) == len(causes) > 0
+    # lint_paths validates against the JSON Schema too (load_rules skips that for built-in rules)
+    from gdsdoctor.engine.rules import builtin_rules_dir
+
+    causes, issues = lint_paths([builtin_rules_dir()], KNOWN_SECTIONS)
+    assert [str(i) for i in issues] == []
+    assert len({c.id for c in causes}) == len(causes) == len(load_rules(known_sections=KNOWN_SECTIONS)) > 0
 
 
 def test_site_rules_dir_loads_beside_builtin(tmp_path: Path) -> None:

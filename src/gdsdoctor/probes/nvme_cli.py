@@ -693,7 +693,7 @@ PROBES: tuple[Probe, ...] = (
         # no capture source: discovery connects to a remote discovery controller (not read-only)
         section="nvme_discover",
         title="NVMe-oF discovery log entries (what a target offers: transport, address, port, NQN)",
-        sources=(Source("cmd/nvme-discover.txt"),),  # no argv: never run, only read from pastes/bundles
+        sources=(),  # paste only: `nvme discover` connects to a remote target, so it is never run
         parse=parse_discover,
         recognise=recognise_discover,
         paste_hint="`nvme discover -t <tcp|rdma> -a <target> -o json`",

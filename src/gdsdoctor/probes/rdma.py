@@ -613,8 +613,8 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="mlnx_qos",
         title="RoCE QoS: trust state, PFC priorities, ECN (mlnx_qos -i <netdev>)",
-        # needs the RoCE netdev's name, which only the user knows: pasted, never run live
-        sources=(Source("cmd/mlnx_qos.txt", needs_root=True),),
+        # paste only: it needs the RoCE netdev's name, which only the user knows
+        sources=(),
         parse=parse_mlnx_qos,
         recognise=recognise_mlnx_qos,
         paste_hint="`mlnx_qos -i <netdev>` for the RoCE interface (as root)",
