@@ -170,6 +170,41 @@ def test_kallsyms_reader_keeps_only_symbols_of_interest(tmp_path: Path) -> None:
     assert '"nvidia_p2p_get_pages"' in artifact.decode().split("\n")[line - 1]
 
 
+def _scan_line_by_line(text: str) -> dict:
+    """The scan's meaning, written the slow obvious way: every table line, one at a time."""
+    found: dict = {}
+    scanned = nonzero = 0
+    for line in text.split("\n"):
+        m = system._KALLSYMS_LINE.match(line)
+        if not m:
+            continue
+        scanned += 1
+        nonzero += int(m["addr"], 16) != 0
+        if m["name"] in system.KALLSYMS_OF_INTEREST or m["name"].startswith("pci_p2pdma_"):
+            found.setdefault(m["name"], {"name": m["name"], "module": m["module"], "type": m["type"]})
+    return {"lines_scanned": scanned, "addresses_hidden": not nonzero if scanned else None,
+            "found": sorted(found.values(), key=lambda s: s["name"])}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*KALLSYMS.splitlines(), "ffffffff81000000 T filler", "not a table line", "",
+                         "0000000000000000 t nvidia_p2p_get_pages_x", "ffffffffc0a1a000 T pci_p2pdma_map [mod x]"]),
+        max_size=40,
+    ),
+    st.integers(min_value=1, max_value=64),
+)
+def test_kallsyms_chunked_scan_equals_line_by_line(lines: list[str], chunk: int) -> None:
+    """The reader scans in chunks with whole-chunk patterns (for speed); wherever the chunks
+    are cut it must find exactly what a line-by-line scan finds."""
+    import io
+
+    text = "\n".join(lines)
+    scan = system.scan_kallsyms(system._line_chunks(io.StringIO(text), chunk))
+    assert {k: scan[k] for k in ("lines_scanned", "addresses_hidden", "found")} == _scan_line_by_line(text)
+
+
 def test_kallsyms_zero_addresses_still_count(tmp_path: Path) -> None:
     section = system.parse_kallsyms(
         system.read_kallsyms(host_with_kallsyms(tmp_path, KALLSYMS)).decode(), "x"
