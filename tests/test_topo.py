@@ -65,9 +65,7 @@ def test_nvidia_topo_only_gives_relations_without_a_tree() -> None:
     assert found.root.children == []
     assert [g["nic"] for g in found.gpus] == ["NIC0 — across CPU sockets (SYS)"] * 2
     markdown = topo.render_markdown(found)
-    assert (
-        "## Problems" in markdown and "- **GPU0: nearest NIC0 is across CPU sockets (SYS)**" in markdown
-    )
+    assert "## Problems" in markdown and "- **GPU0: nearest NIC0 is across CPU sockets (SYS)**" in markdown
 
 
 def test_json_is_the_model() -> None:

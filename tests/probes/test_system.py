@@ -182,15 +182,26 @@ def _scan_line_by_line(text: str) -> dict:
         nonzero += int(m["addr"], 16) != 0
         if m["name"] in system.KALLSYMS_OF_INTEREST or m["name"].startswith("pci_p2pdma_"):
             found.setdefault(m["name"], {"name": m["name"], "module": m["module"], "type": m["type"]})
-    return {"lines_scanned": scanned, "addresses_hidden": not nonzero if scanned else None,
-            "found": sorted(found.values(), key=lambda s: s["name"])}
+    return {
+        "lines_scanned": scanned,
+        "addresses_hidden": not nonzero if scanned else None,
+        "found": sorted(found.values(), key=lambda s: s["name"]),
+    }
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
-        st.sampled_from([*KALLSYMS.splitlines(), "ffffffff81000000 T filler", "not a table line", "",
-                         "0000000000000000 t nvidia_p2p_get_pages_x", "ffffffffc0a1a000 T pci_p2pdma_map [mod x]"]),
+        st.sampled_from(
+            [
+                *KALLSYMS.splitlines(),
+                "ffffffff81000000 T filler",
+                "not a table line",
+                "",
+                "0000000000000000 t nvidia_p2p_get_pages_x",
+                "ffffffffc0a1a000 T pci_p2pdma_map [mod x]",
+            ]
+        ),
         max_size=40,
     ),
     st.integers(min_value=1, max_value=64),
