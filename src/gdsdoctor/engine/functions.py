@@ -16,6 +16,7 @@ from typing import Any
 
 import jmespath
 from jmespath import functions
+from jmespath.parser import ParsedResult
 
 
 def version_key(value: str) -> tuple[int, ...] | None:
@@ -57,10 +58,21 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
 
 
-@lru_cache(maxsize=4096)
-def compile_expression(expression: str) -> Any:
-    """Compile once; raises jmespath.exceptions.JMESPathError on a bad expression."""
-    return jmespath.compile(expression)
+_COMPILED: dict[str, ParsedResult] = {}
+
+
+def compile_expression(expression: str) -> ParsedResult:
+    """Compile once per process; raises jmespath.exceptions.JMESPathError on a bad expression."""
+    compiled = _COMPILED.get(expression)
+    if compiled is None:
+        compiled = _COMPILED[expression] = jmespath.compile(expression)
+    return compiled
+
+
+def prime_expressions(syntax_trees: dict[str, Any]) -> None:
+    """Take expressions already compiled elsewhere (the rules pack) as their syntax trees."""
+    for expression, tree in syntax_trees.items():
+        _COMPILED.setdefault(expression, ParsedResult(expression, tree))
 
 
 def search(expression: str, facts: Any) -> Any:

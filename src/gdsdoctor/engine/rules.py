@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.functions import compile_expression
+
+if TYPE_CHECKING:
+    import yaml
 
 Location = tuple[str | int, ...]
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -103,19 +105,28 @@ def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = 
 
     Site rules are validated against the JSON Schema; the built-in ones are not validated again
     at every run (``rules lint`` checks them in the test suite), because jsonschema is the
-    slowest import of an analysis. Semantic checks run on all of them.
+    slowest import of an analysis. Built-in rules come from the pre-parsed pack while it matches
+    the rule files (see rules_pack); semantic checks run on everything parsed.
     """
+    from gdsdoctor.engine.rules_pack import read_pack  # it builds on this module
+
     builtin = builtin_rules_dir()
-    causes, issues = lint_paths([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
+    packed = read_pack(builtin, rule_files([builtin]))
+    paths = [*extra_dirs] if packed is not None else [builtin, *extra_dirs]
+    causes, issues = lint_paths(paths, known_sections, schema_exempt=(builtin,), loaded=packed or ())
     if issues:
         raise RuleError(issues)
     return causes
 
 
 def lint_paths(
-    paths: Sequence[Path], known_sections: Iterable[str] = (), schema_exempt: Sequence[Path] = ()
+    paths: Sequence[Path],
+    known_sections: Iterable[str] = (),
+    schema_exempt: Sequence[Path] = (),
+    loaded: Sequence[Cause] = (),
 ) -> tuple[list[Cause], list[LintIssue]]:
-    causes: list[Cause] = []
+    """Load and lint the rule files under ``paths``, cross-checked with causes ``loaded`` before."""
+    causes: list[Cause] = list(loaded)
     issues: list[LintIssue] = []
     for file in rule_files(paths):
         trusted = any(file.is_relative_to(directory) for directory in schema_exempt)
@@ -127,6 +138,8 @@ def lint_paths(
 
 
 def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[LintIssue]]:
+    import yaml  # not needed when the built-in rules come from the pack
+
     name = str(file)
     try:
         node, document = _parse_yaml(file.read_text(encoding="utf-8"))
@@ -146,14 +159,12 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
     return causes, issues
 
 
-# libyaml when present: parsing the matrix with the pure-Python loader costs ~30x more and
-# dominated the run time of `check`.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
     """Parse once: the node tree (for line numbers) and the document built from it."""
-    loader = _LOADER(text)
+    import yaml
+
+    # libyaml when present: the pure-Python loader costs ~30x more.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         return node, (loader.construct_document(node) if node is not None else None)
@@ -203,19 +214,26 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
     )
 
 
+def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
+    """Every JMESPath expression of a cause, with where it sits in the cause."""
+    expressions: list[tuple[Location, str]] = []
+    if cause.applies_when:
+        expressions.append((("applies_when",), cause.applies_when))
+    for i, signal in enumerate(cause.signals):
+        expressions.append((("signals", i, "when"), signal.when))
+        if signal.evidence:
+            expressions.append((("signals", i, "evidence"), signal.evidence))
+    expressions += [(("vars", k), v) for k, v in cause.vars.items()]
+    return expressions
+
+
 def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> list[LintIssue]:
     issues: list[LintIssue] = []
 
     def issue(where: Location, message: str) -> None:
         issues.append(LintIssue(cause.file, _nearest_line(lines, at + where), f"{cause.id}: {message}"))
 
-    expressions = [(("applies_when",), cause.applies_when)] if cause.applies_when else []
-    expressions += [(("signals", i, "when"), s.when) for i, s in enumerate(cause.signals)]
-    expressions += [
-        (("signals", i, "evidence"), s.evidence) for i, s in enumerate(cause.signals) if s.evidence
-    ]
-    expressions += [(("vars", k), v) for k, v in cause.vars.items()]
-    for where, expression in expressions:
+    for where, expression in cause_expressions(cause):
         try:
             compile_expression(expression)
         except JMESPathError as error:
@@ -271,6 +289,8 @@ def _cross_checks(causes: Sequence[Cause], known_sections: set[str]) -> list[Lin
 
 def _line_map(node: yaml.Node | None) -> dict[Location, int]:
     """Map each path in the YAML document to its 1-based line, for lint messages."""
+    import yaml
+
     lines: dict[Location, int] = {}
 
     def walk(current: yaml.Node, path: Location) -> None:

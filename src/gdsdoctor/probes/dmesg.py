@@ -427,14 +427,10 @@ _HINTS: dict[str, tuple[str, ...]] = {
 KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
 
 
-def _gate(hints: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(hint) for hint in hints))
-
-
+_ALL_HINTS = tuple(sorted({hint for hints in _HINTS.values() for hint in hints}))
 _COMPILED = tuple(
-    (kind, _gate(_HINTS[kind]), tuple(re.compile(p) for p in patterns)) for kind, patterns in _RULES
+    (kind, frozenset(_HINTS[kind]), tuple(re.compile(p) for p in patterns)) for kind, patterns in _RULES
 )
-_ANY_HINT = _gate(tuple(hint for hints in _HINTS.values() for hint in hints))
 MAX_CLASSIFIED_CHARS = 2000  # bounds regex work on garbage lines
 
 # Device names, most specific first; the first hit names the event's device.
@@ -470,10 +466,12 @@ def classify(message: str) -> tuple[str, str | None, dict[str, Any]] | None:
     """(kind, device, details) for a kernel message, or None when no failure mode matches."""
     message = message[:MAX_CLASSIFIED_CHARS]
     lowered = message.lower()
-    if not _ANY_HINT.search(lowered):
+    # Substring tests are ~20x cheaper than a regex search; most lines hold no hint at all.
+    present = {hint for hint in _ALL_HINTS if hint in lowered}
+    if not present:
         return None
-    for kind, gate, patterns in _COMPILED:
-        if not gate.search(lowered):
+    for kind, hints, patterns in _COMPILED:
+        if present.isdisjoint(hints):
             continue
         for pattern in patterns:
             m = pattern.search(message)

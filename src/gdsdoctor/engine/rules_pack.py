@@ -1,0 +1,87 @@
+"""The built-in rules, pre-parsed: a JSON pack that loads in a few milliseconds.
+
+Parsing the YAML matrix (~45 ms even with libyaml) and compiling its 500-odd JMESPath
+conditions (~40 ms, a pure-Python parser) was the largest fixed cost of ``gdsdoctor check``
+after interpreter start-up. The pack holds what both produce: each cause as read from YAML with
+its line, and the syntax tree of every expression. It is used only while its digest equals the
+digest of the rule files on disk, so an edited rule is never shadowed by a stale pack: the YAML
+is parsed instead, and a test says to rebuild the pack (``python3 scripts/pack_rules.py``).
+Site rules (``--rules-dir``) are always parsed and validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.engine.functions import compile_expression, prime_expressions
+from gdsdoctor.engine.rules import Cause, Signal, cause_expressions
+
+PACK_FORMAT = 1
+PACK_FILE = Path(__file__).with_name("builtin_rules.pack.json")
+
+
+def digest(rules_dir: Path, files: Sequence[Path]) -> str:
+    """What the pack was built from: names and bytes of the rule files."""
+    hasher = hashlib.sha256()
+    for file in files:
+        hasher.update(file.relative_to(rules_dir).as_posix().encode() + b"\0")
+        hasher.update(file.read_bytes() + b"\0")
+    return hasher.hexdigest()
+
+
+def build_pack(rules_dir: Path, files: Sequence[Path], causes: Sequence[Cause]) -> dict[str, Any]:
+    """The pack of ``causes`` (lint-clean, loaded from ``files`` under ``rules_dir``)."""
+    expressions = sorted({e for cause in causes for _, e in cause_expressions(cause)})
+    return {
+        "format": PACK_FORMAT,
+        "digest": digest(rules_dir, files),
+        "causes": [_cause_record(cause, rules_dir) for cause in causes],
+        "expressions": {e: compile_expression(e).parsed for e in expressions},
+    }
+
+
+def _cause_record(cause: Cause, rules_dir: Path) -> dict[str, Any]:
+    record = {name: getattr(cause, name) for name in cause.__slots__}
+    record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
+    record["signals"] = [{name: getattr(s, name) for name in s.__slots__} for s in cause.signals]
+    return record
+
+
+def read_pack(rules_dir: Path, files: Sequence[Path], pack_file: Path = PACK_FILE) -> list[Cause] | None:
+    """The causes from the pack, or None when there is no pack or it does not match the files
+    (the caller then parses the YAML)."""
+    try:
+        pack = json.loads(pack_file.read_bytes())
+        if pack.get("format") != PACK_FORMAT or pack.get("digest") != digest(rules_dir, files):
+            return None
+        causes = [_cause_from(record, rules_dir) for record in pack["causes"]]
+        prime_expressions(pack["expressions"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return causes
+
+
+def _cause_from(record: dict[str, Any], rules_dir: Path) -> Cause:
+    fields = dict(record)
+    fields["file"] = str(rules_dir / record["file"])
+    fields["signals"] = tuple(Signal(**signal) for signal in record["signals"])
+    fields["requires"] = tuple(r if isinstance(r, str) else tuple(r) for r in record["requires"])
+    for name in ("remediation", "references", "explains"):
+        fields[name] = tuple(record[name])
+    return Cause(**fields)
+
+
+def write_pack(pack: dict[str, Any], pack_file: Path = PACK_FILE) -> None:
+    # One cause or expression per line: a rule edit shows as a readable diff of the pack.
+    causes = ",\n".join(json.dumps(c, sort_keys=True) for c in pack["causes"])
+    expressions = ",\n".join(
+        f"{json.dumps(e)}: {json.dumps(ast, separators=(',', ':'))}" for e, ast in pack["expressions"].items()
+    )
+    header = f'"format": {pack["format"]}, "digest": {json.dumps(pack["digest"])}'
+    pack_file.write_text(
+        f'{{{header},\n"causes": [\n{causes}\n],\n"expressions": {{\n{expressions}\n}}}}\n', encoding="utf-8"
+    )
