@@ -13,7 +13,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import gdsdoctor.pipeline
 from gdsdoctor.report import build
 
 REPORT_SCHEMA = json.loads(resources.files("gdsdoctor").joinpath("schemas/report.schema.json").read_text())
@@ -28,14 +27,16 @@ def validate_report(report: dict) -> None:
 @pytest.fixture(autouse=True)
 def _every_report_validates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict]]:
     built: list[dict] = []
+    original = build.build_report
 
     def validating_build(*args, **kwargs):  # type: ignore[no-untyped-def]
-        report = build.build_report(*args, **kwargs)
+        report = original(*args, **kwargs)
         validate_report(report)
         built.append(report)
         return report
 
-    monkeypatch.setattr(gdsdoctor.pipeline, "build_report", validating_build)
+    # The pipeline imports build_report where it uses it: the module attribute is what it gets.
+    monkeypatch.setattr(build, "build_report", validating_build)
     yield built
 
 

@@ -67,6 +67,41 @@ def test_analyze_of_collect_equals_check(tmp_path: Path, isolated_path: Path, su
     assert offline.facts == live.facts
 
 
+def test_probe_threads_parse_and_facts_reuse_only_what_the_capture_still_holds(tmp_path: Path) -> None:
+    from gdsdoctor.capture.live import LiveCapture
+    from gdsdoctor.facts.document import build_facts
+    from gdsdoctor.facts.section import section_from
+    from gdsdoctor.model import Artifact
+    from gdsdoctor.probes import BY_SECTION
+
+    probe = BY_SECTION["cmdline"]
+    host = write_tree(tmp_path / "host", {"proc/cmdline": "BOOT_IMAGE=/vmlinuz iommu=pt\n"})
+    calls: list[str] = []
+    original = probe.parse
+
+    def counting(text: str, name: str) -> dict:
+        calls.append(text)
+        return original(text, name)
+
+    object.__setattr__(probe, "parse", counting)
+    try:
+        live = LiveCapture(host, probes=[probe], parse=section_from)
+        capture = live.finish()
+        assert len(calls) == 1 and "cmdline" in live.parsed  # parsed in the probe's thread
+        facts = build_facts(capture, [probe], live.parsed)
+        assert len(calls) == 1 and facts["cmdline"] == section_from(
+            probe, [capture.artifacts["proc/cmdline"]]
+        )
+        # replaced after the capture (as check --bench adds its result): parsed again, not reused
+        capture.add(
+            "cmdline", Artifact("proc/cmdline", ArtifactStatus.OK, b"BOOT_IMAGE=/vmlinuz iommu=off\n")
+        )
+        facts = build_facts(capture, [probe], live.parsed)
+        assert calls[-1].endswith("iommu=off\n") and facts["cmdline"] != live.parsed["cmdline"][1]
+    finally:
+        object.__setattr__(probe, "parse", original)
+
+
 def test_bundle_manifest_records_every_artifact(tmp_path: Path, isolated_path: Path) -> None:
     bundle = write_bundle(capture_live(_host(tmp_path)), tmp_path / "b")
     manifest = json.loads((bundle / "manifest.json").read_text())

@@ -222,3 +222,45 @@ def test_text_output_keeps_reference_urls_whole() -> None:
     result = gdsdoctor("analyze", *[str(p) for p in sorted((case / "files").iterdir())])
     url = "https://docs.nvidia.com/gpudirect-storage/troubleshooting-guide/installing-gpudirect-storage.html"
     assert any(line.strip() == f"see {url}" for line in result.stdout.splitlines()), result.stdout
+
+
+def _all_command_lines() -> list[list[str]]:
+    from typer.main import get_command_name
+
+    from gdsdoctor import cli
+
+    lines = [
+        [command.name or get_command_name(command.callback.__name__)]
+        for command in cli.app.registered_commands
+    ]
+    for group in cli.app.registered_groups:
+        lines.append([group.name])
+        lines += [[group.name, c.name] for c in group.typer_instance.registered_commands]
+    return lines
+
+
+@pytest.mark.parametrize("words", _all_command_lines(), ids=" ".join)
+@pytest.mark.parametrize("tail", [["--help"], ["--no-such-option"]], ids=["help", "bad-option"])
+def test_narrowed_app_reads_like_the_whole_app(words: list[str], tail: list[str]) -> None:
+    """main() builds only the command named on the command line (start-up time): its help,
+    usage and errors must be what the whole app gives."""
+    from typer.testing import CliRunner
+
+    from gdsdoctor import cli
+
+    only = cli.narrowed(words)
+    assert only is not cli.app and len(only.registered_commands) + len(only.registered_groups) == 1
+    runner = CliRunner()
+    narrowed, whole = (
+        runner.invoke(app, [*words, *tail], prog_name="gdsdoctor", terminal_width=100)
+        for app in (only, cli.app)
+    )
+    assert (narrowed.exit_code, narrowed.output) == (whole.exit_code, whole.output)
+    assert narrowed.output.strip()
+
+
+@pytest.mark.parametrize("argv", [[], ["--version"], ["--help"], ["chek"], ["--version", "check"]])
+def test_anything_but_a_command_gets_the_whole_app(argv: list[str]) -> None:
+    from gdsdoctor import cli
+
+    assert cli.narrowed(argv) is cli.app

@@ -48,13 +48,15 @@ def _input_errors() -> tuple[type[Exception], ...]:
 
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The click exception class ``name`` from click and from typer's vendored copy (typer ≥ 0.16
-    ships its own click and no longer installs click), so usage errors stay one line whichever
-    typer is installed."""
-    import importlib
+    """The click exception class ``name`` from typer's vendored click (typer ≥ 0.16) or from
+    click (older typer), and typer's own, so usage errors stay one line whichever typer is
+    installed. click itself is not imported beside a vendored copy: nothing raises its classes
+    then, and importing it costs start-up time."""
+    import importlib.util
 
+    vendored = importlib.util.find_spec("typer._click") is not None
     found: list[type[BaseException]] = []
-    for module in ("click.exceptions", "typer._click.exceptions", "typer.exceptions"):
+    for module in ("typer._click.exceptions" if vendored else "click.exceptions", "typer.exceptions"):
         try:
             found.append(getattr(importlib.import_module(module), name))
         except (ImportError, AttributeError):
@@ -701,10 +703,33 @@ def rules_lint(
     raise typer.Exit(UNKNOWN_EXIT if issues else 0)
 
 
+def narrowed(argv: Sequence[str]) -> typer.Typer:
+    """The app with only the command named first on the command line. Typer builds every
+    command's parameters from its type hints at each start (~25 ms for all of them, a tenth of
+    a `check`); a run needs one. Its help, usage and errors read the same (a test compares
+    them). Anything else (no command, an option first, a typo) gets the whole app."""
+    import copy
+
+    from typer.main import get_command_name
+
+    name = argv[0] if argv else ""
+    commands = [
+        command
+        for command in app.registered_commands
+        if (command.name or get_command_name(getattr(command.callback, "__name__", ""))) == name
+    ]
+    groups = [group for group in app.registered_groups if group.name == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    only = copy.copy(app)
+    only.registered_commands, only.registered_groups = commands, groups
+    return only
+
+
 def main() -> None:
     """Entry point: run the app, turning every expected failure into one line and exit 3."""
     try:
-        code = app(standalone_mode=False)
+        code = narrowed(sys.argv[1:])(standalone_mode=False)
     except _EXIT as done:
         code = getattr(done, "exit_code", 0)
     except _ABORT:

@@ -11,8 +11,9 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.evaluate import evaluate_cause
 from gdsdoctor.engine.functions import search
-from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
+from gdsdoctor.facts.document import build_facts
 from gdsdoctor.model import UserError
+from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 
 

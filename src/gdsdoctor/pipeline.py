@@ -8,24 +8,25 @@ Both go capture → facts → evaluate → rank → report, so ``analyze(collect
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gdsdoctor.capture.bundle import BundleError, read_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
-from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, capture_live
-from gdsdoctor.engine.evaluate import CauseResult, evaluate
-from gdsdoctor.engine.rank import RankedFinding, rank
-from gdsdoctor.engine.rules import Cause, builtin_rules_dir, load_rules, rule_files
-from gdsdoctor.facts.document import ANALYSED_PROBES, build_facts
+from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, LiveCapture
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
-from gdsdoctor.probes import target
-from gdsdoctor.report.build import build_report
+from gdsdoctor.probes import ANALYSED_PROBES, target
+
+# The analysis stages (facts, engine, report) are imported where they are used: `check`
+# imports them while its probes run rather than before starting them.
+if TYPE_CHECKING:
+    from gdsdoctor.engine.evaluate import CauseResult
+    from gdsdoctor.engine.rank import RankedFinding
+    from gdsdoctor.engine.rules import Cause
 
 KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
 HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
@@ -54,6 +55,8 @@ def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
 
 
 def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
+    from gdsdoctor.engine.rules import builtin_rules_dir, rule_files
+
     state = []
     for file in rule_files([builtin_rules_dir(), *rules_dirs]):
         try:
@@ -69,16 +72,22 @@ def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int],
 def _loaded_rules(
     rules_dirs: tuple[Path, ...], _state: tuple[tuple[str, int, int], ...]
 ) -> tuple[Cause, ...]:
+    from gdsdoctor.engine.rules import load_rules
+
     return tuple(load_rules(rules_dirs, KNOWN_SECTIONS))
 
 
-def _preload_rules(rules_dirs: Sequence[Path]) -> None:
-    with contextlib.suppress(Exception):
-        rules(rules_dirs)
+def analyze_capture(
+    capture: Capture, rules_dirs: Sequence[Path] = (), parsed: dict[str, Any] | None = None
+) -> Analysis:
+    """Facts, evaluation, ranking and report of a capture (``parsed``: sections its probe
+    threads already parsed)."""
+    from gdsdoctor.engine.evaluate import evaluate
+    from gdsdoctor.engine.rank import rank
+    from gdsdoctor.facts.document import build_facts
+    from gdsdoctor.report.build import build_report
 
-
-def analyze_capture(capture: Capture, rules_dirs: Sequence[Path] = ()) -> Analysis:
-    facts = build_facts(capture)
+    facts = build_facts(capture, ANALYSED_PROBES, parsed)
     results = evaluate(rules(rules_dirs), facts, HOW_TO_COLLECT)
     ranked = rank(results)
     return Analysis(capture, facts, results, ranked, build_report(capture, facts, results, ranked))
@@ -96,19 +105,30 @@ def check(
 
     With ``bench`` (a progress callback and a size in bytes or None for the default) and a
     ``target_path``, the checkpoint path is also measured (see :func:`add_bench`)."""
-    # Capture waits on subprocesses and files; load the rules meanwhile (an error in them
-    # surfaces below, when analyze_capture asks for the rules again).
-    preload = threading.Thread(target=_preload_rules, args=(rules_dirs,), daemon=True)
-    preload.start()
-    capture = capture_live(host_root, target_path, deadline_s=deadline_s)
-    preload.join()
+    from gdsdoctor.facts.section import section_from
+
+    live = LiveCapture(host_root, target_path, deadline_s=deadline_s, parse=section_from)
+    _prepare_analysis(rules_dirs)  # while the probes run
+    capture = live.finish()
     if job:
         capture.options["job"] = job
     if target_path:
         _require_target(capture, target_path)
         if bench is not None:
             add_bench(capture, target_path, *bench)
-    return analyze_capture(capture, rules_dirs)
+    return analyze_capture(capture, rules_dirs, live.parsed)
+
+
+def _prepare_analysis(rules_dirs: Sequence[Path]) -> None:
+    """Import the analysis stages and load the rules: ~80 ms of work that would otherwise
+    follow the capture, done while its threads wait on subprocesses. An error in the rules
+    surfaces when analyze_capture asks for them again."""
+    import gdsdoctor.engine.evaluate
+    import gdsdoctor.facts.document
+    import gdsdoctor.report.build  # noqa: F401
+
+    with contextlib.suppress(Exception):
+        rules(rules_dirs)
 
 
 BenchProgress = Callable[[float, str], None]

@@ -13,8 +13,9 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
@@ -25,6 +26,9 @@ from gdsdoctor.probes.base import Probe, Source
 DEFAULT_DEADLINE_S = 60.0
 
 
+Parse = Callable[[Probe, list[Artifact]], Any]
+
+
 def capture_live(
     host_root: Path = Path("/"),
     target_path: str | None = None,
@@ -32,39 +36,71 @@ def capture_live(
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Capture:
     """Capture every probe on this host (or the host mounted at ``host_root``)."""
-    selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
-    if target_path:
-        selected.append(target.probe_for(target_path))
-    capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())
-    capture.options = {"host_root": str(host_root), "target_path": target_path}
-    results: dict[str, list[Artifact]] = {}
-    threads = [
-        threading.Thread(target=_run_probe, args=(probe, host_root, results), daemon=True)
-        for probe in selected
-    ]
-    for thread in threads:
-        thread.start()
-    end = time.monotonic() + deadline_s
-    for thread in threads:
-        thread.join(max(0.0, end - time.monotonic()))
-    if any(thread.is_alive() for thread in threads):
-        kill_running()  # the deadline passed: what still runs is abandoned, and killed
-    for probe in selected:
-        attempted = results.get(probe.section) or [_deadline_artifact(probe.sources[0], deadline_s)]
-        for artifact in attempted:
-            capture.add(probe.section, artifact)
-        capture.assignments[probe.section] = [a.name for a in attempted]
-    return capture
+    return LiveCapture(host_root, target_path, probes, deadline_s).finish()
 
 
-def _run_probe(probe: Probe, host_root: Path, results: dict[str, list[Artifact]]) -> None:
-    attempted: list[Artifact] = []
-    for source in probe.sources:
-        artifact = capture_source(source, host_root)
-        attempted.append(artifact)
-        if artifact.status is ArtifactStatus.OK:
-            break
-    results[probe.section] = attempted
+class LiveCapture:
+    """Every probe's sources captured in its own thread, started at construction; ``finish``
+    waits for them until the deadline.
+
+    With ``parse``, each probe thread also parses what it captured, while other probes still
+    run: ``parsed`` maps a section to the artifacts parsed and the result. Whoever uses a result
+    checks that the capture still holds those very artifacts (a probe past the deadline, or an
+    artifact added later, is parsed again from the capture).
+    """
+
+    def __init__(
+        self,
+        host_root: Path = Path("/"),
+        target_path: str | None = None,
+        probes: Sequence[Probe] = PROBES,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        parse: Parse | None = None,
+    ) -> None:
+        self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
+        if target_path:
+            self.selected.append(target.probe_for(target_path))
+        self.capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())
+        self.capture.options = {"host_root": str(host_root), "target_path": target_path}
+        self.parsed: dict[str, tuple[tuple[Artifact, ...], Any]] = {}
+        self.deadline_s = deadline_s
+        self._parse = parse
+        self._results: dict[str, list[Artifact]] = {}
+        self._end = time.monotonic() + deadline_s
+        self._threads = [
+            threading.Thread(target=self._run_probe, args=(probe, host_root), daemon=True)
+            for probe in self.selected
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def finish(self) -> Capture:
+        for thread in self._threads:
+            thread.join(max(0.0, self._end - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
+            kill_running()  # the deadline passed: what still runs is abandoned, and killed
+        for probe in self.selected:
+            attempted = self._results.get(probe.section)
+            if not attempted:
+                attempted = [_deadline_artifact(probe.sources[0], self.deadline_s)]
+            for artifact in attempted:
+                self.capture.add(probe.section, artifact)
+            self.capture.assignments[probe.section] = [a.name for a in attempted]
+        return self.capture
+
+    def _run_probe(self, probe: Probe, host_root: Path) -> None:
+        attempted: list[Artifact] = []
+        for source in probe.sources:
+            artifact = capture_source(source, host_root)
+            attempted.append(artifact)
+            if artifact.status is ArtifactStatus.OK:
+                break
+        self._results[probe.section] = attempted
+        if self._parse is not None:
+            # What the capture will hold for this probe: one artifact per name, the last one
+            # captured under it (Capture.add), in the order the names first came.
+            held = tuple({artifact.name: artifact for artifact in attempted}.values())
+            self.parsed[probe.section] = (held, self._parse(probe, list(held)))
 
 
 def capture_source(source: Source, host_root: Path) -> Artifact:

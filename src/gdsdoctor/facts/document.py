@@ -13,22 +13,29 @@ paths give the same facts for the same artifacts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.facts.derive import derive
 from gdsdoctor.facts.job import job_section
-from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.probes import PROBES, target
-from gdsdoctor.probes.base import ParseError, Probe
+from gdsdoctor.facts.section import section_from
+from gdsdoctor.model import Artifact
+from gdsdoctor.probes import ANALYSED_PROBES
+from gdsdoctor.probes.base import Probe
 
 Facts = dict[str, Any]
-ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
-def build_facts(capture: Capture, probes: Sequence[Probe] = ANALYSED_PROBES) -> Facts:
-    facts: Facts = {probe.section: section_for(probe, capture) for probe in probes}
+def build_facts(
+    capture: Capture,
+    probes: Sequence[Probe] = ANALYSED_PROBES,
+    parsed: Mapping[str, tuple[Sequence[Artifact], Facts]] | None = None,
+) -> Facts:
+    """The facts of ``capture``. ``parsed`` holds sections parsed earlier (by the live capture's
+    probe threads) with the artifacts they came from; one is used only while the capture still
+    holds those very artifacts (parsers are pure: the same artifacts give the same section)."""
+    facts: Facts = {probe.section: _section(probe, capture, parsed or {}) for probe in probes}
     facts["job"] = job_section(capture.options.get("job"))
     target_path = capture.options.get("target_path")
     if target_path:
@@ -37,27 +44,18 @@ def build_facts(capture: Capture, probes: Sequence[Probe] = ANALYSED_PROBES) -> 
     return facts
 
 
-def section_for(probe: Probe, capture: Capture) -> dict[str, Any]:
+def _section(probe: Probe, capture: Capture, parsed: Mapping[str, tuple[Sequence[Artifact], Facts]]) -> Facts:
+    held = held_artifacts(probe, capture)
+    earlier = parsed.get(probe.section)
+    if earlier is not None and _same_objects(earlier[0], held):
+        return earlier[1]
+    return section_from(probe, held)
+
+
+def held_artifacts(probe: Probe, capture: Capture) -> list[Artifact]:
     names = capture.assignments.get(probe.section) or []
-    artifacts = [capture.artifacts[n] for n in names if n in capture.artifacts]
-    if not artifacts:
-        return {
-            "status": "not_collected",
-            "detail": f"not in this capture; collect with {probe.how_to_collect()}",
-        }
-    for artifact in artifacts:
-        if artifact.status is ArtifactStatus.OK:
-            return _parsed(probe, artifact)
-    first = artifacts[0]
-    return {"status": str(first.status), "artifact": first.name, "detail": first.detail}
+    return [capture.artifacts[n] for n in names if n in capture.artifacts]
 
 
-def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:
-    try:
-        parsed = probe.parse(artifact.text, artifact.name)
-    except ParseError as error:
-        return {"status": "unparsable", "artifact": artifact.name, "detail": str(error)}
-    except Exception as error:  # a parser bug is reported, never raised
-        detail = f"parser failed: {type(error).__name__}: {error}"
-        return {"status": "error", "artifact": artifact.name, "detail": detail[:300]}
-    return {**parsed, "status": "ok", "artifact": artifact.name}
+def _same_objects(these: Sequence[Artifact], those: Sequence[Artifact]) -> bool:
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those, strict=True))

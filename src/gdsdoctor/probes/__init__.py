@@ -19,6 +19,7 @@ from gdsdoctor.probes import (
     pci,
     rdma,
     system,
+    target,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
@@ -42,5 +43,7 @@ PROBES: tuple[Probe, ...] = (
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}
+# What an analysis parses: the probes above, and the checkpoint path when one is named.
+ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
-__all__ = ["BY_SECTION", "PROBES", "ParseError", "Probe", "Source"]
+__all__ = ["ANALYSED_PROBES", "BY_SECTION", "PROBES", "ParseError", "Probe", "Source"]

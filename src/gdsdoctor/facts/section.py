@@ -1,0 +1,40 @@
+"""One facts section from the artifacts captured for its probe.
+
+Shared by the offline analysis (facts.document) and the live capture, whose probe threads parse
+what they captured while other probes still run: parsers are pure, so both give the same
+section for the same artifacts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.probes.base import ParseError, Probe
+
+
+def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
+    """The section of ``probe`` from its artifacts in order of preference: the first ``ok`` one
+    parsed, else the status of the first."""
+    if not artifacts:
+        return {
+            "status": "not_collected",
+            "detail": f"not in this capture; collect with {probe.how_to_collect()}",
+        }
+    for artifact in artifacts:
+        if artifact.status is ArtifactStatus.OK:
+            return _parsed(probe, artifact)
+    first = artifacts[0]
+    return {"status": str(first.status), "artifact": first.name, "detail": first.detail}
+
+
+def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:
+    try:
+        parsed = probe.parse(artifact.text, artifact.name)
+    except ParseError as error:
+        return {"status": "unparsable", "artifact": artifact.name, "detail": str(error)}
+    except Exception as error:  # a parser bug is reported, never raised
+        detail = f"parser failed: {type(error).__name__}: {error}"
+        return {"status": "error", "artifact": artifact.name, "detail": detail[:300]}
+    return {**parsed, "status": "ok", "artifact": artifact.name}
