@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import bench as bench_probes
 from gdsdoctor.probes.base import ParseError
 
@@ -284,7 +285,7 @@ def _write_read_jobs(suffix: str, *options: str) -> list[str]:
     ]  # fmt: skip
 
 
-_ETA_RATE = re.compile(r"\[([rw])=([^\],]+)")
+_ETA_RATE = lazy_compile(r"\[([rw])=([^\],]+)")
 
 
 def _run_fio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -> bytes:

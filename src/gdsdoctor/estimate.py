@@ -40,6 +40,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gdsdoctor.patterns import lazy_compile
+
 Units = Literal["si", "iec"]
 
 SECONDS_PER_DAY = 86400.0
@@ -175,7 +177,7 @@ class Throughput:
 
 
 _PREFIX_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_RATE_UNIT = re.compile(
+_RATE_UNIT = lazy_compile(
     r"(?P<prefix>[kmgtp]?)(?P<iec>i?)(?P<what>bytes?|bits?|b)(?:/s|/sec|ps)", re.IGNORECASE
 )
 
@@ -201,7 +203,7 @@ def parse_throughput(text: str) -> Throughput:
     return Throughput(rate, text.strip(), "IEC" if iec else "SI")
 
 
-_SIZE_UNIT = re.compile(r"(?P<prefix>[kmgtp]?)(?P<iec>i?)b?", re.IGNORECASE)
+_SIZE_UNIT = lazy_compile(r"(?P<prefix>[kmgtp]?)(?P<iec>i?)b?", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
@@ -236,7 +238,7 @@ _DURATION_UNIT = {
     "day": 86400.0,
     "days": 86400.0,
 }
-_DURATION_PART = re.compile(r"\s*(\d+\.?\d*|\.\d+)\s*([a-zA-Z]*)")
+_DURATION_PART = lazy_compile(r"\s*(\d+\.?\d*|\.\d+)\s*([a-zA-Z]*)")
 
 
 def parse_duration(text: str, *, allow_zero: bool = False, what: str = "duration") -> float:

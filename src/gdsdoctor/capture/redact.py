@@ -41,6 +41,7 @@ from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import UserError
+from gdsdoctor.patterns import lazy_compile
 
 HEX = "0123456789abcdef"
 _KEPT_HOSTNAMES = frozenset(
@@ -86,11 +87,13 @@ _ID_KEYS = {
     "node_name": "hostname",
 }
 _KEY_NAMES = "|".join(sorted((re.escape(k) for k in _ID_KEYS), key=len, reverse=True))
-_JSON_ID = re.compile(rf'"(?P<key>(?i:{_KEY_NAMES}))"\s*:\s*"(?P<value>[^"\n]{{1,200}})"')
-_TEXT_ID = re.compile(rf"^[ \t]*(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*(?P<value>\S[^\n]*?)[ \t]*$", re.M)
-_MOUNT_SERVER = re.compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
-_CIFS_SERVER = re.compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs
-_LUSTRE_SERVER = re.compile(r"(?<![\w.\-])(?P<value>[A-Za-z][A-Za-z0-9.\-]*)@(?:tcp|o2ib|rdma)\d*")
+_JSON_ID = lazy_compile(rf'"(?P<key>(?i:{_KEY_NAMES}))"\s*:\s*"(?P<value>[^"\n]{{1,200}})"')
+_TEXT_ID = lazy_compile(
+    rf"^[ \t]*(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*(?P<value>\S[^\n]*?)[ \t]*$", re.M
+)
+_MOUNT_SERVER = lazy_compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
+_CIFS_SERVER = lazy_compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs
+_LUSTRE_SERVER = lazy_compile(r"(?<![\w.\-])(?P<value>[A-Za-z][A-Za-z0-9.\-]*)@(?:tcp|o2ib|rdma)\d*")
 _COLUMN_KEYS = {
     "SN": "serial",
     "SERIAL": "serial",
@@ -98,7 +101,7 @@ _COLUMN_KEYS = {
     "WWN": "hexid",
     "HOSTNAME": "hostname",
 }
-_VERSION_CONTEXT = re.compile(r"(?i)(version|release|driver|firmware|\bfw|\bver|\bv)[\s:=]*$")
+_VERSION_CONTEXT = lazy_compile(r"(?i)(version|release|driver|firmware|\bfw|\bver|\bv)[\s:=]*$")
 
 _SHAPES = [
     ("nqn", r"nqn\.\d{4}[-.]\d{2}\.[A-Za-z0-9][A-Za-z0-9.\-]*(?::[^\s\"',;<>()\[\]{}]*)?"),
@@ -425,7 +428,7 @@ class Redactor:
         return text
 
 
-_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_UUID = lazy_compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 def _same_case(digit: str, like: str) -> str:

@@ -13,7 +13,6 @@ Per cause, in order:
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,15 +23,16 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.functions import search, truthy
 from gdsdoctor.engine.rules import Cause, Signal
+from gdsdoctor.patterns import lazy_compile
 
 MAX_EVIDENCE_PER_SIGNAL = 12
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Characters that must never reach a terminal or a pasted command as they are: C0/C1 controls
 # (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
 # characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that
 # make a line look different from what a shell would run. Also used by report/escape.py.
 UNSAFE_CHARACTERS = "\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
-_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
+_UNSAFE = lazy_compile(f"[{UNSAFE_CHARACTERS}]")
 
 
 class Outcome(StrEnum):

@@ -8,7 +8,6 @@ certainty). ``lint`` reports schema and semantic problems with file and line, so
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -19,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.functions import compile_expression
+from gdsdoctor.patterns import lazy_compile
 
 if TYPE_CHECKING:
     import yaml
 
 Location = tuple[str | int, ...]
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)

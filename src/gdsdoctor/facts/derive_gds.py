@@ -37,6 +37,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
+
 # cuFile environment variables that override one cufile.json key, and how they read.
 ENV_KEYS = {
     "CUFILE_ALLOW_COMPAT_MODE": "properties.allow_compat_mode",
@@ -46,7 +48,7 @@ ENV_KEYS = {
 _TRUE = {"1", "true", "on", "yes", "y"}
 _FALSE = {"0", "false", "off", "no", "n"}
 # Consumer GPUs: GDS (third-party P2P via nvidia_p2p_get_pages) is refused by the driver.
-CONSUMER_GPU = re.compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
+CONSUMER_GPU = lazy_compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
 RDMA_FSTYPES = {"lustre", "wekafs", "gpfs", "beegfs"}
 # Oldest nvidia-fs that builds for a kernel (nvidia-fs ChangeLog, gds-matrix §13), newest first.
 # 6.18 changed the block-layer DMA map iterator again (issue #80: 2.28.2 fails); 7.0 needs GDS 1.18.

@@ -56,6 +56,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
+
 OBJECT_STORE_FUSE = (
     "s3fs",
     "mountpoint-s3",
@@ -83,8 +85,8 @@ ERRNO_MEANINGS = {
     -512: "interrupted (ERESTARTSYS)",
 }
 FABRICS = ("rdma", "tcp", "fc")
-_NVME_PARTITION = re.compile(r"^(nvme\d+n\d+)p\d+$")
-_NVME_NAMESPACE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
+_NVME_PARTITION = lazy_compile(r"^(nvme\d+n\d+)p\d+$")
+_NVME_NAMESPACE = lazy_compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:

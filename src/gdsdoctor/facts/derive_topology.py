@@ -43,6 +43,7 @@ import re
 from typing import Any
 
 from gdsdoctor.bench import NETWORK_EFFICIENCY, BenchError, expected_throughput, verdict
+from gdsdoctor.patterns import lazy_compile
 
 RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
 RANK = {name: rank for rank, name in enumerate(RELATIONS)}
@@ -55,7 +56,7 @@ KIND_LABEL = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
 GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 GDS_SLOWER_RATIO = 0.9
 DEFAULT_RDMA_DSCP = 26  # NVIDIA's RoCE default (priority 3)
-_NAMESPACE = re.compile(r"^(nvme\d+)n\d+$")
+_NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+$")
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:

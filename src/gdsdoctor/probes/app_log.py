@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, numbered_lines, src
 
 # CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
@@ -95,42 +96,42 @@ KIND_BY_CODE = {
 }
 # The error strings libcufile's cuFileGetErrorString prints (apps print them without the code).
 CODE_BY_MESSAGE = (
-    (re.compile(r"NVFS driver initialization error", re.I), 5033),
-    (re.compile(r"access beyond maximum pinned size", re.I), 5016),
-    (re.compile(r"GPUDirect Storage not supported on current file", re.I), 5008),
-    (re.compile(r"GPUDirect Storage disabled by config", re.I), 5034),
-    (re.compile(r"device pointer lookup failure", re.I), 5024),
-    (re.compile(r"driver not initialized", re.I), 5001),
-    (re.compile(r"\binternal error\b", re.I), 5030),
+    (lazy_compile(r"NVFS driver initialization error", re.I), 5033),
+    (lazy_compile(r"access beyond maximum pinned size", re.I), 5016),
+    (lazy_compile(r"GPUDirect Storage not supported on current file", re.I), 5008),
+    (lazy_compile(r"GPUDirect Storage disabled by config", re.I), 5034),
+    (lazy_compile(r"device pointer lookup failure", re.I), 5024),
+    (lazy_compile(r"driver not initialized", re.I), 5001),
+    (lazy_compile(r"\binternal error\b", re.I), 5030),
 )
-_CODE_NEAR_CUFILE = re.compile(
+_CODE_NEAR_CUFILE = lazy_compile(
     r"(?:cuFile\w*|CUFile|cufile\w*)[^\n]{0,80}?(?:error|returned|failed)[^\n]{0,40}?\b(50[0-3]\d)\b", re.I
 )
-_CU_FILE_NAME = re.compile(r"\b(CU_FILE_[A-Z_]+)\b")
-_API = re.compile(
+_CU_FILE_NAME = lazy_compile(r"\b(CU_FILE_[A-Z_]+)\b")
+_API = lazy_compile(
     r"\b(cuFile(?:BufRegister|BufDeregister|HandleRegister|DriverOpen|Read|Write|BatchIO\w*))\b"
 )
-_CUFILE_FAILURE = re.compile(
+_CUFILE_FAILURE = lazy_compile(
     r"(?:cuFile error|CUFile [\w ]{0,30}failed|cuFile\w* (?:returned (?:an )?error|failed|error)|"
     r"CUFile\w* failed|buffer deregister failed|file register error)",
     re.I,
 )
-_IO_ERROR = re.compile(
+_IO_ERROR = lazy_compile(
     r"\b(?:write|read) failed\s*:\s*Input/output error|cuFile(?:Read|Write) returned error"
 )
-_KVIKIO_COMPAT = re.compile(
+_KVIKIO_COMPAT = lazy_compile(
     r"WARNING - cuFile compat mode|GDS not enabled|\bN/A \(Compatibility Mode\)|"
     r"(?:running|runs|fall(?:ing)? back|fallback) (?:in|to) (?:cuFile )?compat(?:ibility)? mode|"
     r"compat(?:ibility)? mode (?:is )?(?:enabled|on)\b",
     re.I,
 )
-_KVIKIO_FIELD = re.compile(
+_KVIKIO_FIELD = lazy_compile(
     r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$"
 )
-_SIZE = re.compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
-_OPERATOR_CTR = re.compile(r"nvidia-fs-ctr")
-_OPERATOR_FAIL = re.compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
-_CUFILE_LOG_LINE = re.compile(r"\[pid=\d+ tid=\d+\]")
+_SIZE = lazy_compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
+_OPERATOR_CTR = lazy_compile(r"nvidia-fs-ctr")
+_OPERATOR_FAIL = lazy_compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
+_CUFILE_LOG_LINE = lazy_compile(r"\[pid=\d+ tid=\d+\]")
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 RECOGNISE_LINES = 200
 

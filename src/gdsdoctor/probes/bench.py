@@ -42,6 +42,7 @@ import math
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 GIB = 2**30
@@ -49,9 +50,9 @@ KIB = 1024
 
 # --- fio ---------------------------------------------------------------------------------------
 
-_FIO_VERSION = re.compile(r"fio-(\d+)\.(\d+)")
-_JOBNAME_LINE = re.compile(r'"jobname"\s*:')
-_FIO_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*", re.IGNORECASE)
+_FIO_VERSION = lazy_compile(r"fio-(\d+)\.(\d+)")
+_JOBNAME_LINE = lazy_compile(r'"jobname"\s*:')
+_FIO_SIZE = lazy_compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
 
@@ -254,19 +255,19 @@ def recognise_fio(text: str) -> bool:
 
 # --- gdsio -------------------------------------------------------------------------------------
 
-_GDSIO_RUN = re.compile(
+_GDSIO_RUN = lazy_compile(
     r"IoType:\s*(?P<io_type>\S+)\s+XferType:\s*(?P<xfer_type>\S+)\s+Threads:\s*(?P<threads>\d+)"
     r"(?:\s+IoDepth:\s*(?P<io_depth>\d+))?"
     r"\s+DataSetSize:\s*(?P<done>\d+)/(?P<total>\d+)\s*\(KiB\)\s+IOSize:\s*(?P<io_size>\d+)\s*\(KiB\)"
     r"\s+(?P<rest>Throughput:.*)"
 )
-_GDSIO_RESULT = re.compile(
+_GDSIO_RESULT = lazy_compile(
     r"Throughput:\s*(?P<gib>\d+(?:\.\d+)?)\s*GiB/sec,?\s*Avg_Latency:\s*(?P<lat>\d+(?:\.\d+)?)\s*usecs"
     r"(?:\s+ops:\s*(?P<ops>\d+))?(?:\s+total_time\s+(?P<time>\d+(?:\.\d+)?)\s*secs)?"
 )
-_GDSIO_COMMAND = re.compile(r"(?:^|[\s/`'\"])gdsio\s+\S")
+_GDSIO_COMMAND = lazy_compile(r"(?:^|[\s/`'\"])gdsio\s+\S")
 # "file register error: …", "write io failed … ret: -5"; not a bare heading such as "Error Output:".
-_GDSIO_ERROR = re.compile(r"\berror\b.*:\s*\S|\bfailed\b", re.IGNORECASE)
+_GDSIO_ERROR = lazy_compile(r"\berror\b.*:\s*\S|\bfailed\b", re.IGNORECASE)
 
 
 def _gdsio_run(line: str, command: str | None, where: dict) -> dict[str, Any] | None:
@@ -315,10 +316,10 @@ def _best(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # text before it — an XferType name in the lines since the previous result, else the gdsio command's -x/-I.
 _XFER_BY_FLAG = {"0": "GPUD", "1": "CPUONLY", "2": "CPU_GPU", "5": "GPUD_ASYNC", "6": "GPU_BATCH"}
 _IO_BY_FLAG = {"0": "READ", "1": "WRITE", "2": "RANDREAD", "3": "RANDWRITE"}
-_XFER_NAME = re.compile(r"\b(GPUD_ASYNC|GPU_BATCH|GPUD|CPU_GPU|CPUONLY)\b")
-_X_FLAG = re.compile(r"\s-x\s*([0-9])(?![\w.])")
-_I_FLAG = re.compile(r"\s-I\s*([0-3])(?![\w.])")
-_IO_WORD = re.compile(r"\b(rand(?:om)?\s*)?(read|write)\b", re.IGNORECASE)
+_XFER_NAME = lazy_compile(r"\b(GPUD_ASYNC|GPU_BATCH|GPUD|CPU_GPU|CPUONLY)\b")
+_X_FLAG = lazy_compile(r"\s-x\s*([0-9])(?![\w.])")
+_I_FLAG = lazy_compile(r"\s-I\s*([0-3])(?![\w.])")
+_IO_WORD = lazy_compile(r"\b(rand(?:om)?\s*)?(read|write)\b", re.IGNORECASE)
 
 
 def _infer_fragment(run: dict[str, Any], context: list[str], command: str | None) -> None:

@@ -25,12 +25,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, numbered_lines, src
 
 # -------------------------------------------------------------------------------------------------
 # parsers: JSON, provenance and values (pure)
 
-_HUMAN_SIZE = re.compile(r"^\s*(\d+(?:[.,]\d+)?)\s*([BKMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
+_HUMAN_SIZE = lazy_compile(r"^\s*(\d+(?:[.,]\d+)?)\s*([BKMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 
@@ -240,7 +241,7 @@ def strip_prompt_lines(text: str) -> list[tuple[int, str]]:
 # What a reader returns when its tree is absent: the capture records the source as "missing"
 # (unknown), so rules stay inconclusive instead of reading "zero devices".
 MISSING = b""
-BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+BDF = lazy_compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
 
 

@@ -41,6 +41,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import OutsideJsonStrings, read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
@@ -212,8 +213,8 @@ def _load_config(body: str) -> tuple[dict[str, Any], bool]:
     return flatten(document), False
 
 
-_OBJECT_OPEN = re.compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*\{\s*$')
-_SCALAR = re.compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>[^{].*?)\s*,?\s*$')
+_OBJECT_OPEN = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*\{\s*$')
+_SCALAR = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>[^{].*?)\s*,?\s*$')
 
 
 def _lenient_keys(stripped: str) -> dict[str, Any]:
@@ -262,8 +263,10 @@ def recognise_cufile_json(text: str) -> bool:
 
 # --- environment -----------------------------------------------------------------------------
 
-_ENV_NAME = re.compile(r"^(CUFILE_[A-Z0-9_]+|KVIKIO_COMPAT_MODE|LIBCUDF_CUFILE_POLICY)$")
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>[^;]*?)\s*$")  # not `A=1; cmd`
+_ENV_NAME = lazy_compile(r"^(CUFILE_[A-Z0-9_]+|KVIKIO_COMPAT_MODE|LIBCUDF_CUFILE_POLICY)$")
+_ENV_LINE = lazy_compile(
+    r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>[^;]*?)\s*$"
+)  # not `A=1; cmd`
 
 
 def read_cufile_env(host_root: Path) -> bytes:
@@ -324,7 +327,7 @@ def recognise_cufile_env(text: str) -> bool:
 
 # --- cufile.log ------------------------------------------------------------------------------
 
-_LOG_LINE = re.compile(
+_LOG_LINE = lazy_compile(
     r"^\s*(?:(?P<date>\d{2}-\d{2}-\d{4}) (?P<time>\d{2}:\d{2}:\d{2}:\d{1,3})\s+)?"
     r"(?:\[pid=(?P<pid>\d+) tid=(?P<tid>\d+)\]\s+)?"
     r"(?:(?P<level>NOTICE|ERROR|WARN|WARNING|INFO|DEBUG|TRACE)\s+)?"
@@ -332,7 +335,7 @@ _LOG_LINE = re.compile(
 )
 # (kind, pattern) in match order: the first hit names the line (gds-matrix §4 catalogue).
 LOG_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern, re.I))
+    (kind, lazy_compile(pattern, re.I))
     for kind, pattern in (
         ("driver_not_loaded", r"nvidia-fs\.ko driver not loaded"),
         ("compat_mode", r"running in compatible mode"),
@@ -490,14 +493,16 @@ def read_cufile_log(host_root: Path) -> bytes:
 
 # --- gds_stats (cuFile per-process statistics) -------------------------------------------------
 
-_STATS_VERSION = re.compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
-_GLOBAL = re.compile(
+_STATS_VERSION = lazy_compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
+_GLOBAL = lazy_compile(
     r"^(?P<key>(?:Total|Read|Write|Avg)[\w ]*?)\s*(?:\((?P<unit>[^)]*)\))?\s*:"
     r"\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
 )
-_HISTOGRAM = re.compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
-_PER_GPU = re.compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")
-_POOL = re.compile(r"^GPU\s*:\s*(?P<index>\d+) pool_size_MiB\s*:\s*(?P<size>\d+) usage\s*:\s*(?P<usage>\S+)")
+_HISTOGRAM = lazy_compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
+_PER_GPU = lazy_compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")
+_POOL = lazy_compile(
+    r"^GPU\s*:\s*(?P<index>\d+) pool_size_MiB\s*:\s*(?P<size>\d+) usage\s*:\s*(?P<usage>\S+)"
+)
 _UNIT_SUFFIX = {"MiB": "", "GiB/s": "_gibps", "us": "_usec"}
 
 

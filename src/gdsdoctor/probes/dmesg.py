@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
@@ -58,31 +59,31 @@ _LEVEL_ALIASES = {"warn": "warning", "error": "err", "panic": "emerg"}
 # Line prefixes (timestamps, priorities, syslog headers)
 # ---------------------------------------------------------------------------------------------
 
-_BOOT_SEPARATOR = re.compile(r"^-- (?:Boot [0-9a-f]+|Reboot) --\s*$")
-_JOURNAL_NOTE = re.compile(r"^-- (?:Logs begin|Journal begins|No entries|Journal started).*--\s*$")
-_CONTINUATION = re.compile(r"^\s+[A-Z_]+=")  # kmsg/journal key=value continuation lines
-_KMSG = re.compile(r"^(?P<prio>\d{1,4}),(?P<seq>\d+),(?P<usec>\d+),[^;,]*(?:,[^;]*)?;(?P<msg>.*)$")
-_PRIO = re.compile(r"^<(?P<prio>\d{1,4})>")
-_DMESG_X = re.compile(
+_BOOT_SEPARATOR = lazy_compile(r"^-- (?:Boot [0-9a-f]+|Reboot) --\s*$")
+_JOURNAL_NOTE = lazy_compile(r"^-- (?:Logs begin|Journal begins|No entries|Journal started).*--\s*$")
+_CONTINUATION = lazy_compile(r"^\s+[A-Z_]+=")  # kmsg/journal key=value continuation lines
+_KMSG = lazy_compile(r"^(?P<prio>\d{1,4}),(?P<seq>\d+),(?P<usec>\d+),[^;,]*(?:,[^;]*)?;(?P<msg>.*)$")
+_PRIO = lazy_compile(r"^<(?P<prio>\d{1,4})>")
+_DMESG_X = lazy_compile(
     r"^(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
     r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
-_TALOS = re.compile(r"^\s*(?P<fac>[a-z0-9]+): *(?P<lvl>[a-z]+): *\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]+)\]: ?")
-_MONO = re.compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
-_ISO_DMESG = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
-_BRACKET_DATE = re.compile(
+_TALOS = lazy_compile(r"^\s*(?P<fac>[a-z0-9]+): *(?P<lvl>[a-z]+): *\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]+)\]: ?")
+_MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
+_ISO_DMESG = lazy_compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
+_BRACKET_DATE = lazy_compile(
     r"^\[(?P<ts>(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:[.,]\d+)? \d{4}"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\]]*)\] ?"
 )
-_BRACKET_HUMAN = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d|\s*\+\s*\d+\.\d+)\] ?")
-_SYSLOG = re.compile(
+_BRACKET_HUMAN = lazy_compile(r"^\[(?P<ts>[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d|\s*\+\s*\d+\.\d+)\] ?")
+_SYSLOG = lazy_compile(
     r"^(?P<ts>[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r" (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
 )
-_BARE_IDENT = re.compile(r"^(?:[\w.-]+ )?kernel(?:\[\d+\])?: ?")
-_BANNER = re.compile(r"Linux version (?P<release>\S+)")
-_CMDLINE = re.compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
+_BARE_IDENT = lazy_compile(r"^(?:[\w.-]+ )?kernel(?:\[\d+\])?: ?")
+_BANNER = lazy_compile(r"Linux version (?P<release>\S+)")
+_CMDLINE = lazy_compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
 
 
 @dataclass(slots=True)
@@ -427,15 +428,17 @@ _HINTS: dict[str, tuple[str, ...]] = {
 KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
 
 
-_ALL_HINTS = tuple(sorted({hint for hints in _HINTS.values() for hint in hints}))
-_COMPILED = tuple(
-    (kind, frozenset(_HINTS[kind]), tuple(re.compile(p) for p in patterns)) for kind, patterns in _RULES
-)
+_COMPILED = tuple((kind, tuple(lazy_compile(p) for p in patterns)) for kind, patterns in _RULES)
+# hint -> the kinds (positions in _COMPILED) that it gates
+_KINDS_OF_HINT: dict[str, tuple[int, ...]] = {
+    hint: tuple(i for i, (kind, _) in enumerate(_RULES) if hint in _HINTS[kind])
+    for hint in sorted({hint for hints in _HINTS.values() for hint in hints})
+}
 MAX_CLASSIFIED_CHARS = 2000  # bounds regex work on garbage lines
 
 # Device names, most specific first; the first hit names the event's device.
 _DEVICE_PATTERNS = tuple(
-    re.compile(p)
+    lazy_compile(p)
     for p in (
         r"^(?:nvme|block|nvme_tcp|nvme_rdma|nvme_fabrics) (?P<d>nvme\d+(?:c\d+)?(?:n\d+)?(?:p\d+)?):",
         r"^(?P<d>nvme\d+(?:c\d+)?n\d+(?:p\d+)?):",
@@ -466,13 +469,11 @@ def classify(message: str) -> tuple[str, str | None, dict[str, Any]] | None:
     """(kind, device, details) for a kernel message, or None when no failure mode matches."""
     message = message[:MAX_CLASSIFIED_CHARS]
     lowered = message.lower()
-    # Substring tests are ~20x cheaper than a regex search; most lines hold no hint at all.
-    present = {hint for hint in _ALL_HINTS if hint in lowered}
-    if not present:
-        return None
-    for kind, hints, patterns in _COMPILED:
-        if present.isdisjoint(hints):
-            continue
+    # Substring tests are ~20x cheaper than a regex search: only the kinds gated by a hint in
+    # the message are tried, in priority order.
+    candidates = {i for hint, kinds in _KINDS_OF_HINT.items() if hint in lowered for i in kinds}
+    for index in sorted(candidates):
+        kind, patterns = _COMPILED[index]
         for pattern in patterns:
             m = pattern.search(message)
             if not m:
@@ -660,7 +661,7 @@ def parse(text: str, artifact: str) -> Section:
 # Recognising a paste
 # ---------------------------------------------------------------------------------------------
 
-_COMMAND_LINE = re.compile(r"^\s*[$#] ")
+_COMMAND_LINE = lazy_compile(r"^\s*[$#] ")
 
 
 def recognise(text: str) -> bool:

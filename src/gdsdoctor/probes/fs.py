@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import size_bytes
 from gdsdoctor.probes.mounts import split_options, unescape
 
-_MOUNTINFO = re.compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")
+_MOUNTINFO = lazy_compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")
 
 
 def _mountinfo_entry(match: re.Match[str], provenance: dict[str, Any]) -> dict[str, Any]:
@@ -81,10 +82,10 @@ def recognise_mountinfo(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # df
 
-_DF_HEADER = re.compile(
+_DF_HEADER = lazy_compile(
     r"^Filesystem\s+(Type\s+)?(\S+)\s+Used\s+Avail(able)?\s+(Use|Capacity)%?\s+Mounted on\s*$"
 )
-_BLOCK_UNIT = re.compile(r"^(\d+)([KMG]?)B?-blocks$", re.IGNORECASE)
+_BLOCK_UNIT = lazy_compile(r"^(\d+)([KMG]?)B?-blocks$", re.IGNORECASE)
 
 
 def _unit(size_header: str) -> int | None:
@@ -96,8 +97,8 @@ def _unit(size_header: str) -> int | None:
     return int(match[1]) * 1024 ** " KMG".index(match[2].upper() or " ")
 
 
-_DF_WITH_TYPE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
-_DF_NO_TYPE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
+_DF_WITH_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
+_DF_NO_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
 
 
 def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:

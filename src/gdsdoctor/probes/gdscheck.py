@@ -44,36 +44,37 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 MIB = 1024 * 1024
 
-_SECTION = re.compile(
+_SECTION = lazy_compile(
     r"(?:^|\s)(ENVIRONMENT|DRIVER CONFIGURATION|CUFILE CONFIGURATION|cuFile CONFIGURATION|GPU INFO|"
     r"PLATFORM INFO)\s*:\s*$"
 )
-_RELEASE = re.compile(r"GDS release version(?P<beta> \(beta\))?\s*:\s*(?P<v>\S+)")
+_RELEASE = lazy_compile(r"GDS release version(?P<beta> \(beta\))?\s*:\s*(?P<v>\S+)")
 _HEADER_FIELDS = {
-    "nvidia_fs_version": re.compile(r"nvidia_fs version\s*:\s*(\d[\w.:]*)"),
-    "nvidia_fs_min_version": re.compile(r"nvidia_fs minimum version\s*:\s*(\d[\w.:]*)"),
-    "libcufile_version": re.compile(r"libcufile version\s*:\s*(\d[\w.:]*)"),
+    "nvidia_fs_version": lazy_compile(r"nvidia_fs version\s*:\s*(\d[\w.:]*)"),
+    "nvidia_fs_min_version": lazy_compile(r"nvidia_fs minimum version\s*:\s*(\d[\w.:]*)"),
+    "libcufile_version": lazy_compile(r"libcufile version\s*:\s*(\d[\w.:]*)"),
 }
-_ROW = re.compile(r"^(?P<name>--?[A-Za-z][\w .\-/]*?|[A-Za-z][\w .\-/]*?)\s*:\s*(?P<value>.*?)\s*$")
-_CONFIG_KEY = re.compile(r"^(?:properties|fs|profile|miscellaneous|execution|logging|cufile)\.[\w.]+$")
-_GPU = re.compile(
+_ROW = lazy_compile(r"^(?P<name>--?[A-Za-z][\w .\-/]*?|[A-Za-z][\w .\-/]*?)\s*:\s*(?P<value>.*?)\s*$")
+_CONFIG_KEY = lazy_compile(r"^(?:properties|fs|profile|miscellaneous|execution|logging|cufile)\.[\w.]+$")
+_GPU = lazy_compile(
     r"^GPU (?:index )?(?P<index>\d+) (?P<name>.+?) bar:\s*(?P<bar>\d+) bar size \(MiB\)\s*:\s*(?P<mib>\d+)"
     r"(?P<rest>.*)$"
 )
-_GPU_BAD_ARCH = re.compile(
+_GPU_BAD_ARCH = lazy_compile(
     r"^GPU (?:index )?(?P<index>\d+) (?P<name>.+?) does not have supported architecture"
     r"(?:, has (?P<cc>\d+) requires >= (?P<need>\d+))?"
 )
-_PLATFORM_LINE = re.compile(
+_PLATFORM_LINE = lazy_compile(
     r"^Platform\s*:\s*(?P<name>.*?),\s*Arch\s*:\s*(?P<arch>[\w]+)(?:\((?P<kernel>[^)]*)\))?"
 )
-_RDMA_STATUS = re.compile(r"Up:\s*(\d+)\s+Down:\s*(\d+)")
-TRUNCATION_MARKER = re.compile(r"^\s*\[\.\.\. .*truncated.*\]\s*$")
-_PROMPT = re.compile(r"(^\$|[#$>]\s|^\S*gdscheck(\.py)?\s+-[pv]\b|\bgdscheck(\.py)?\s+-[pv]\b)")
+_RDMA_STATUS = lazy_compile(r"Up:\s*(\d+)\s+Down:\s*(\d+)")
+TRUNCATION_MARKER = lazy_compile(r"^\s*\[\.\.\. .*truncated.*\]\s*$")
+_PROMPT = lazy_compile(r"(^\$|[#$>]\s|^\S*gdscheck(\.py)?\s+-[pv]\b|\bgdscheck(\.py)?\s+-[pv]\b)")
 _MODES = {"nvfs", "p2pdma", "compat"}
 
 # gdscheck prints some properties under names that differ from the cufile.json keys (gds-matrix §3.5).
@@ -105,14 +106,14 @@ BOOLEAN_KEYS = frozenset(
     }
 )
 _MESSAGE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("unsupported_gpu_arch", re.compile(r"does not have supported architecture", re.I)),
-    ("no_supported_gpu", re.compile(r"does not have any supported GPU", re.I)),
-    ("platform_verification_failed", re.compile(r"verification (failed|error)", re.I)),
-    ("platform_not_supported", re.compile(r"not supported (by cufile|on current platform)", re.I)),
-    ("nvidia_fs_not_loaded", re.compile(r"nvidia[-_]fs(\.ko)? driver (is )?not loaded", re.I)),
-    ("cufile_init_failed", re.compile(r"cufile initialization failed", re.I)),
-    ("error", re.compile(r"\b(error|failed|failure)\b", re.I)),
-    ("warning", re.compile(r"\bwarn(ing)?\b", re.I)),
+    ("unsupported_gpu_arch", lazy_compile(r"does not have supported architecture", re.I)),
+    ("no_supported_gpu", lazy_compile(r"does not have any supported GPU", re.I)),
+    ("platform_verification_failed", lazy_compile(r"verification (failed|error)", re.I)),
+    ("platform_not_supported", lazy_compile(r"not supported (by cufile|on current platform)", re.I)),
+    ("nvidia_fs_not_loaded", lazy_compile(r"nvidia[-_]fs(\.ko)? driver (is )?not loaded", re.I)),
+    ("cufile_init_failed", lazy_compile(r"cufile initialization failed", re.I)),
+    ("error", lazy_compile(r"\b(error|failed|failure)\b", re.I)),
+    ("warning", lazy_compile(r"\bwarn(ing)?\b", re.I)),
 )
 
 
@@ -428,7 +429,7 @@ def parse(text: str, artifact: str) -> Section:
     }
 
 
-_RECOGNISE = re.compile(
+_RECOGNISE = lazy_compile(
     r"^\s*GDS release version|^\s*(DRIVER|CUFILE|cuFile) CONFIGURATION:\s*$|"
     r"^\s*--(rdma library|rdma devices|rdma_device_status|Mellanox PeerDirect|MOFED peer direct)\s*:|"
     r"^\s*(NVMe P2PDMA|NVMeOF|ScaleFlux CSD|DDN EXAScaler|IBM Spectrum Scale|Userspace RDMA)\s*:\s*"

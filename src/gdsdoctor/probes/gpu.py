@@ -29,14 +29,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
 # --- nvidia-smi -q ------------------------------------------------------------------------------
 
-_Q_KEY = re.compile(r"^( *)(\S.*?)\s*(?::\s?(.*))?$")
-_GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
-_BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$")
-_NUMBER = re.compile(r"^(\d+)")
+_Q_KEY = lazy_compile(r"^( *)(\S.*?)\s*(?::\s?(.*))?$")
+_GPU_HEADER = lazy_compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_BUS_ID = lazy_compile(r"^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$")
+_NUMBER = lazy_compile(r"^(\d+)")
 _LINK = ("PCI", "GPU Link Info")
 Q_FIELDS: dict[tuple[str, ...], str] = {
     ("Product Name",): "product_name",
@@ -142,10 +143,10 @@ def recognise_nvidia_smi_q(text: str) -> bool:
 
 # --- nvidia-smi topo -m -------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_LABEL = re.compile(r"^(GPU\d+|NIC\d+|NVMe\d+|mlx5_\w+|mlx4_\w+|[a-z]+\d*_\w+)$")
-_LEGEND = re.compile(r"^\s*((?:NIC|NVMe)\d+):\s*(\S+)\s*$")
-_RELATION = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|SOC|NV\d+|N/A)$")
+_ANSI = lazy_compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LABEL = lazy_compile(r"^(GPU\d+|NIC\d+|NVMe\d+|mlx5_\w+|mlx4_\w+|[a-z]+\d*_\w+)$")
+_LEGEND = lazy_compile(r"^\s*((?:NIC|NVMe)\d+):\s*(\S+)\s*$")
+_RELATION = lazy_compile(r"^(X|SYS|NODE|PHB|PXB|PIX|SOC|NV\d+|N/A)$")
 _TRAILERS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 5}
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
 from gdsdoctor.probes.common import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
@@ -36,8 +37,8 @@ COLUMNS_FULL = (
 # util-linux < 2.37 rejects MOUNTPOINTS and < 2.33 rejects PATH ("unknown column"): a second try.
 COLUMNS_COMPAT = "NAME,KNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"
 
-_PAIR = re.compile(r'([A-Z][A-Z0-9:_%-]*)="((?:[^"\\]|\\.)*)"')
-_HEX_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
+_PAIR = lazy_compile(r'([A-Z][A-Z0-9:_%-]*)="((?:[^"\\]|\\.)*)"')
+_HEX_ESCAPE = lazy_compile(r"\\x([0-9a-fA-F]{2})")
 _DEVICE_KEYS = ("name", "kname", "maj:min", "type")
 
 
@@ -140,8 +141,8 @@ def _parse_pairs(text: str, artifact: str) -> list[dict[str, Any]]:
     return _link_children(devices)
 
 
-_TABLE_HEADER = re.compile(r"^NAME(\s+[A-Z][A-Z0-9:%_-]*)+\s*$")
-_TREE = re.compile(r"^[\s|`│├└─-]*")
+_TABLE_HEADER = lazy_compile(r"^NAME(\s+[A-Z][A-Z0-9:%_-]*)+\s*$")
+_TREE = lazy_compile(r"^[\s|`│├└─-]*")
 
 
 def _header_columns(header: str) -> list[tuple[str, int, int]]:

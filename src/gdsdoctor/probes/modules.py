@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
-_LSMOD_HEADER = re.compile(r"^Module\s+Size\s+Used by")
-_LINE = re.compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+)(?P<rest>.*)$")
+_LSMOD_HEADER = lazy_compile(r"^Module\s+Size\s+Used by")
+_LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+)(?P<rest>.*)$")
 
 
 def parse(text: str, artifact: str) -> Section:

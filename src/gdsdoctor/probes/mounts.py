@@ -7,12 +7,11 @@ Fields are space-separated with octal escapes (``\\040`` for a space)::
 
 from __future__ import annotations
 
-import re
-
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 
-_OCTAL = re.compile(r"\\([0-7]{3})")
-_LINE = re.compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")
+_OCTAL = lazy_compile(r"\\([0-7]{3})")
+_LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")
 
 
 def unescape(field: str) -> str:

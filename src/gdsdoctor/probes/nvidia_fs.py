@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
@@ -45,7 +46,7 @@ PROC_DIR = "/proc/driver/nvidia-fs"
 
 # --- version / modules -----------------------------------------------------------------------
 
-_VERSION = re.compile(r"^\s*version\s*:\s*(?P<v>\d+(?:[.:]\d+)*)\s*$")
+_VERSION = lazy_compile(r"^\s*version\s*:\s*(?P<v>\d+(?:[.:]\d+)*)\s*$")
 
 
 def parse_version(text: str, artifact: str) -> Section:
@@ -61,7 +62,7 @@ def recognise_version(text: str) -> bool:
     return len(lines) == 1 and bool(_VERSION.match(lines[0]))
 
 
-_MODULE = re.compile(r"^\s*(?P<name>[a-z][a-z0-9_]*)\s*:\s*(?P<version>\S*)\s*$")
+_MODULE = lazy_compile(r"^\s*(?P<name>[a-z][a-z0-9_]*)\s*:\s*(?P<version>\S*)\s*$")
 _FS_MODULE_NAMES = {
     "nvme",
     "nvme_rdma",
@@ -105,18 +106,18 @@ def recognise_modules(text: str) -> bool:
 # --- stats -----------------------------------------------------------------------------------
 
 _STATS_HEADERS: dict[str, re.Pattern[str]] = {
-    "gds_version": re.compile(r"^GDS Version\s*:\s*(\S+)"),
-    "stats_version": re.compile(r"^NVFS statistics\s*\(ver:\s*([\d.]+)\)"),
-    "driver_version": re.compile(r"^NVFS Driver\s*\(version:\s*([\d.:]+)\)"),
-    "peer_direct": re.compile(r"^Mellanox PeerDirect Supported\s*:\s*(\w+)"),
-    "logging_level": re.compile(r"^Logging level\s*:\s*(\w+)"),
-    "active_shadow_buffer": re.compile(r"^Active Shadow-Buffer \(MiB\)\s*:\s*(\d+)"),
-    "active_processes": re.compile(r"^Active Process\s*:\s*(\d+)"),
+    "gds_version": lazy_compile(r"^GDS Version\s*:\s*(\S+)"),
+    "stats_version": lazy_compile(r"^NVFS statistics\s*\(ver:\s*([\d.]+)\)"),
+    "driver_version": lazy_compile(r"^NVFS Driver\s*\(version:\s*([\d.:]+)\)"),
+    "peer_direct": lazy_compile(r"^Mellanox PeerDirect Supported\s*:\s*(\w+)"),
+    "logging_level": lazy_compile(r"^Logging level\s*:\s*(\w+)"),
+    "active_shadow_buffer": lazy_compile(r"^Active Shadow-Buffer \(MiB\)\s*:\s*(\d+)"),
+    "active_processes": lazy_compile(r"^Active Process\s*:\s*(\d+)"),
 }
-_IO_STATS = re.compile(r"^IO stats\s*:\s*(\w+)(?:,\s*peer IO stats\s*:\s*(\w+))?")
-_COUNTER = re.compile(r"^(?P<name>[A-Z][\w -]*?)\s*:\s*(?P<pairs>(?:[\w()%/-]+=\S*\s*)+)$")
-_PAIR = re.compile(r"([\w()%/-]+)=(\S*)")
-_GPU = re.compile(
+_IO_STATS = lazy_compile(r"^IO stats\s*:\s*(\w+)(?:,\s*peer IO stats\s*:\s*(\w+))?")
+_COUNTER = lazy_compile(r"^(?P<name>[A-Z][\w -]*?)\s*:\s*(?P<pairs>(?:[\w()%/-]+=\S*\s*)+)$")
+_PAIR = lazy_compile(r"([\w()%/-]+)=(\S*)")
+_GPU = lazy_compile(
     r"^GPU\s+(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+uuid:(?P<uuid>\S+)\s*:\s*(?P<pairs>.*)$"
 )
 
@@ -233,7 +234,7 @@ def read_devices(host_root: Path) -> bytes:
     return json.dumps(result).encode()
 
 
-_DEV_PATH = re.compile(r"/dev/nvidia-fs\d+\b")
+_DEV_PATH = lazy_compile(r"/dev/nvidia-fs\d+\b")
 
 
 def parse_devices(text: str, artifact: str) -> Section:
@@ -266,7 +267,7 @@ def recognise_devices(text: str) -> bool:
 
 # --- NVIDIA driver flavour -----------------------------------------------------------------------
 
-_NVRM = re.compile(
+_NVRM = lazy_compile(
     r"NVRM version:\s*NVIDIA UNIX (?P<open>Open Kernel Module for )?(?P<arch>\w+)?\s*(?:Kernel Module)?\s+"
     r"(?P<version>\d+\.\d+(?:\.\d+)?)"
 )
@@ -294,7 +295,7 @@ def recognise_nvidia_driver(text: str) -> bool:
     return any("NVRM version:" in line for line in text.split("\n")[:20])
 
 
-_MODINFO = re.compile(r"^(?P<key>[a-z_][\w.]*):\s*(?P<value>.*?)\s*$")
+_MODINFO = lazy_compile(r"^(?P<key>[a-z_][\w.]*):\s*(?P<value>.*?)\s*$")
 
 
 def modinfo_parser(module: str) -> Callable[[str, str], Section]:
@@ -340,11 +341,11 @@ def modinfo_recogniser(module: str) -> Callable[[str], bool]:
 
 # --- DKMS --------------------------------------------------------------------------------------
 
-_DKMS_NEW = re.compile(
+_DKMS_NEW = lazy_compile(
     r"^(?P<module>[\w.+-]+)/(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
     r":\s*(?P<state>[\w-]+)(?P<rest>.*)$"
 )
-_DKMS_OLD = re.compile(
+_DKMS_OLD = lazy_compile(
     r"^(?P<module>[\w.+-]+),\s*(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
     r":\s*(?P<state>[\w-]+)(?P<rest>.*)$"
 )
@@ -390,7 +391,7 @@ def recognise_dkms_status(text: str) -> bool:
 
 # (kind, pattern): first hit names the line. Quotes in gcc messages may be ' or ‘ ’.
 BUILD_ERROR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern))
+    (kind, lazy_compile(pattern))
     for kind, pattern in (
         ("page_index_removed", r"struct page.{1,3}has no member named .{0,3}index"),
         ("blk_map_iter_incompatible", r"incompatible pointer type .{0,3}struct blk_map_iter"),
@@ -403,14 +404,14 @@ BUILD_ERROR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("make_error", r"make(\[\d+\])?: \*\*\*.*Error \d+"),
     )
 )
-_DKMS_HEADER = re.compile(
+_DKMS_HEADER = lazy_compile(
     r"DKMS make\.log for (?P<module>[\w-]+?)-(?P<version>\d[\w.]*) for kernel (?P<kernel>\S+)"
 )
 # A plain (non-DKMS) build names the kernel tree it builds against.
-_KERNEL_TREE = re.compile(
+_KERNEL_TREE = lazy_compile(
     r"Entering directory '(?:/usr/src/kernels|/usr/src/linux-headers-|/lib/modules)/?([0-9][^/']*)"
 )
-_BUILD_LINE = re.compile(r"^\s*(make(\[\d+\])?: |CC \[M\]|LD \[M\]|Checking if |MODPOST)", re.M)
+_BUILD_LINE = lazy_compile(r"^\s*(make(\[\d+\])?: |CC \[M\]|LD \[M\]|Checking if |MODPOST)", re.M)
 
 
 def parse_build_log(text: str, artifact: str) -> Section:

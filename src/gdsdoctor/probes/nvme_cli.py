@@ -56,6 +56,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
 from gdsdoctor.probes.common import (
     json_key,
@@ -68,7 +69,7 @@ from gdsdoctor.probes.common import (
     to_int,
 )
 
-_CTRL_NAME = re.compile(r"^nvme\d+$")
+_CTRL_NAME = lazy_compile(r"^nvme\d+$")
 READER_BUDGET_S = 45.0  # the per-controller readers' Source timeout is 60 s
 _TRANSPORTS = ("pcie", "rdma", "tcp", "fc", "loop", "apple-nvme")
 _STATES = ("live", "connecting", "resetting", "new", "deleting", "dead", "only-admin", "(null)", "unknown")
@@ -353,12 +354,12 @@ def _parse_subsys_json(text: str, artifact: str) -> Section:
 # ---------------------------------------------------------------------------------------------------
 # nvme list-subsys / show-topology: text
 
-_SUBSYS_LINE = re.compile(r"^(?P<name>nvme-subsys\d+)\s+-\s+NQN=(?P<nqn>.*?)\s*$")
-_NS_LINE = re.compile(r"^\s*\+-\s*ns id\s+(?P<nsid>\d+)")
-_PATH_LINE = re.compile(
+_SUBSYS_LINE = lazy_compile(r"^(?P<name>nvme-subsys\d+)\s+-\s+NQN=(?P<nqn>.*?)\s*$")
+_NS_LINE = lazy_compile(r"^\s*\+-\s*ns id\s+(?P<nsid>\d+)")
+_PATH_LINE = lazy_compile(
     r"^\s*\+-\s*(?P<name>\S+)\s+(?P<transport>" + "|".join(_TRANSPORTS) + r")\s+(?P<rest>.*)$"
 )
-_KEY_VALUE_TEXT = re.compile(r"^(hostnqn|iopolicy)=(.*)$", re.IGNORECASE)
+_KEY_VALUE_TEXT = lazy_compile(r"^(hostnqn|iopolicy)=(.*)$", re.IGNORECASE)
 
 
 def _split_path_rest(rest: str) -> tuple[str, str | None, str | None]:
@@ -571,8 +572,8 @@ def recognise_id_ctrl(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # nvme discover (text and JSON)
 
-_DISCOVERY_ENTRY = re.compile(r"^=+\s*Discovery Log Entry\s+(\d+)\s*=+$")
-_DISCOVERY_HEADER = re.compile(r"Discovery Log Number of Records\s+(\d+),\s*Generation counter\s+(\d+)")
+_DISCOVERY_ENTRY = lazy_compile(r"^=+\s*Discovery Log Entry\s+(\d+)\s*=+$")
+_DISCOVERY_HEADER = lazy_compile(r"Discovery Log Number of Records\s+(\d+),\s*Generation counter\s+(\d+)")
 _RECORD_KEYS = ("trtype", "adrfam", "subtype", "treq", "portid", "trsvcid", "subnqn", "traddr", "sectype")
 
 

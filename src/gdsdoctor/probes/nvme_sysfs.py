@@ -38,6 +38,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
 from gdsdoctor.probes.common import (
     is_inside,
@@ -65,9 +66,9 @@ QUEUE_ATTRS = (
 )  # fmt: skip
 MODULES = ("nvme_core", "nvme", "nvme_fabrics", "nvme_tcp", "nvme_rdma")
 
-_CONTROLLER = re.compile(r"^nvme\d+$")
-_HEAD = re.compile(r"^nvme\d+n\d+$")
-_PATH = re.compile(r"^nvme\d+c\d+n\d+$")
+_CONTROLLER = lazy_compile(r"^nvme\d+$")
+_HEAD = lazy_compile(r"^nvme\d+n\d+$")
+_PATH = lazy_compile(r"^nvme\d+c\d+n\d+$")
 _MAX_ENTRIES = 4096  # a sysfs dir with more entries than this is not what we think it is
 _MAX_READ = 65536
 
@@ -317,7 +318,7 @@ def parse(text: str, artifact: str) -> Section:
     }
 
 
-_TOP_KEY = re.compile(r'^ "(block|controllers|modules|subsystems)": \{', re.MULTILINE)
+_TOP_KEY = lazy_compile(r'^ "(block|controllers|modules|subsystems)": \{', re.MULTILINE)
 
 
 def recognise(text: str) -> bool:

@@ -50,6 +50,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import (
     BDF,
@@ -82,8 +83,8 @@ ATTRS = (
     "numa_node",
     "local_cpulist",
 )
-_SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
-_ROOT_COMPLEX = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
+_SPEED = lazy_compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
+_ROOT_COMPLEX = lazy_compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
 NVIDIA = 0x10DE
 
 
@@ -232,15 +233,15 @@ def parse_iommu_groups(text: str, artifact: str) -> Section:
 
 # --- lspci -vvv ---------------------------------------------------------------------------------
 
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (.+)$")
-_KEYED = re.compile(r"^\s+([A-Za-z][A-Za-z0-9 ]*?):\s*(.*)$")
-_LNK = re.compile(
+_HEADER = lazy_compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (.+)$")
+_KEYED = lazy_compile(r"^\s+([A-Za-z][A-Za-z0-9 ]*?):\s*(.*)$")
+_LNK = lazy_compile(
     r"Speed (?P<speed>[\d.]+|unknown)(?:GT/s)?(?P<sd> \(downgraded\))?.*?Width x(?P<width>\d+)"
     r"(?P<wd> \(downgraded\))?"
 )
-_FLAG = re.compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
-_SIZE = re.compile(r"\[size=(\d+)([KMGT]?)\]")
-_SECONDARY = re.compile(r"secondary=([0-9a-fA-F]{2})")
+_FLAG = lazy_compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
+_SIZE = lazy_compile(r"\[size=(\d+)([KMGT]?)\]")
+_SECONDARY = lazy_compile(r"secondary=([0-9a-fA-F]{2})")
 _PORT_TYPES = {
     "Root Port": "root_port",
     "Upstream Port": "upstream",
@@ -424,10 +425,10 @@ _LSPCI_KEYS = frozenset(
 
 # --- lspci -tv -----------------------------------------------------------------------------------
 
-_TREE_TOKEN = re.compile(
+_TREE_TOKEN = lazy_compile(
     r"\[(?:(?P<domain>[0-9a-f]{4}):)?(?P<bus>[0-9a-f]{2})(?:-[0-9a-f]{2})?\]|(?P<devfn>[0-9a-f]{2}\.[0-7])"
 )
-_TREE_ROOT = re.compile(r"^[-+\\ |]*-\[(?:[0-9a-f]{4}:)?[0-9a-f]{2}\]-")
+_TREE_ROOT = lazy_compile(r"^[-+\\ |]*-\[(?:[0-9a-f]{4}:)?[0-9a-f]{2}\]-")
 
 
 def tree_devices(line: str, by_column: dict[int, tuple[str, str, str | None]]) -> list[dict[str, Any]]:
@@ -487,11 +488,11 @@ def recognise_lspci_tree(text: str) -> bool:
 # --- NUMA nodes -----------------------------------------------------------------------------------
 
 NODES = "sys/devices/system/node"
-_NODE_DIR = re.compile(r"^node(\d+)$")
-_MEMTOTAL = re.compile(r"MemTotal:\s*(\d+)\s*kB")
-_NUMACTL_CPUS = re.compile(r"^node (\d+) cpus:(.*)$")
-_NUMACTL_SIZE = re.compile(r"^node (\d+) size: (\d+) MB$")
-_NUMACTL_DISTANCE = re.compile(r"^\s*(\d+):((?:\s+\d+)+)\s*$")
+_NODE_DIR = lazy_compile(r"^node(\d+)$")
+_MEMTOTAL = lazy_compile(r"MemTotal:\s*(\d+)\s*kB")
+_NUMACTL_CPUS = lazy_compile(r"^node (\d+) cpus:(.*)$")
+_NUMACTL_SIZE = lazy_compile(r"^node (\d+) size: (\d+) MB$")
+_NUMACTL_DISTANCE = lazy_compile(r"^\s*(\d+):((?:\s+\d+)+)\s*$")
 
 
 def read_numa(host_root: Path) -> bytes:

@@ -39,6 +39,7 @@ import resource
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import (
     MISSING,
@@ -71,9 +72,9 @@ PHYS_STATES = {
 _STATE_NUMBERS = {name: number for number, name in STATES.items()}
 _PHYS_BY_NAME = {name.lower(): (name, number) for number, name in PHYS_STATES.items()}
 _STATE_WORDS = {"INITIALIZING": "INIT", "INITIALIZE": "INIT", "ACTIVE_DEFERRED": "ACTIVE_DEFER"}
-_NUMBERED = re.compile(r"^\s*(\d+)\s*:\s*(\S+)")  # sysfs "4: ACTIVE"
-_PARENTHESISED = re.compile(r"^\s*(\S+)\s*\((\d+)\)")  # ibv_devinfo "PORT_ACTIVE (4)", "1024 (3)"
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+_NUMBERED = lazy_compile(r"^\s*(\d+)\s*:\s*(\S+)")  # sysfs "4: ACTIVE"
+_PARENTHESISED = lazy_compile(r"^\s*(\S+)\s*\((\d+)\)")  # ibv_devinfo "PORT_ACTIVE (4)", "1024 (3)"
+_RATE = lazy_compile(r"^\s*(\d+(?:\.\d+)?)")
 
 
 # --- readers ------------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ def parse_ib_reader(data: dict[str, Any], text: str, artifact: str) -> Section:
     return {"format": "sysfs", "devices": devices, "ports": ports}
 
 
-_GREP_LINE = re.compile(r"^(?:\S*?)/sys/class/infiniband/([^/\s]+)/(\S+?):(.*)$")
+_GREP_LINE = lazy_compile(r"^(?:\S*?)/sys/class/infiniband/([^/\s]+)/(\S+?):(.*)$")
 
 
 def parse_ib_grep(text: str, artifact: str) -> Section:
@@ -305,8 +306,8 @@ def parse_ib_grep(text: str, artifact: str) -> Section:
     }
 
 
-_IBSTAT_CA = re.compile(r"^CA '([^']+)'")
-_IBSTAT_PORT = re.compile(r"^\s*Port (\d+):\s*$")
+_IBSTAT_CA = lazy_compile(r"^CA '([^']+)'")
+_IBSTAT_PORT = lazy_compile(r"^\s*Port (\d+):\s*$")
 _IBSTAT_KEYS = {
     "CA type": "hca_type",
     "Firmware version": "fw_ver",
@@ -342,7 +343,7 @@ def parse_ibstat(text: str, artifact: str) -> Section:
     }
 
 
-_IBSTATUS_HEADER = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:")
+_IBSTATUS_HEADER = lazy_compile(r"^Infiniband device '([^']+)' port (\d+) status:")
 _IBSTATUS_KEYS = {"state": "state", "phys state": "phys_state", "rate": "rate", "link_layer": "link_layer"}
 
 
@@ -463,10 +464,12 @@ def parse_netdev(text: str, artifact: str) -> Section:
 
 # --- mlnx_qos -----------------------------------------------------------------------------------
 
-_QOS_INTERFACE = re.compile(r"mlnx_qos\s+(?:.*\s)?-i\s*(\S+)|show configuration for device (\S+) / (\S+?)=*$")
-_DSCP2PRIO = re.compile(r"prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)")
-_TC = re.compile(r"^tc:\s*(\d+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?")
-_ECN = re.compile(r"/ecn/roce_(np|rp)/enable/(\d+)\s*=\s*(\d+)")
+_QOS_INTERFACE = lazy_compile(
+    r"mlnx_qos\s+(?:.*\s)?-i\s*(\S+)|show configuration for device (\S+) / (\S+?)=*$"
+)
+_DSCP2PRIO = lazy_compile(r"prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)")
+_TC = lazy_compile(r"^tc:\s*(\d+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?")
+_ECN = lazy_compile(r"/ecn/roce_(np|rp)/enable/(\d+)\s*=\s*(\d+)")
 
 
 def int_row(line: str) -> list[int]:
@@ -544,7 +547,7 @@ def recognise_mlnx_qos(text: str) -> bool:
 
 # --- memlock ------------------------------------------------------------------------------------
 
-_LIMITS_LINE = re.compile(r"^Max locked memory\s+(\S+)\s+(\S+)\s+bytes")
+_LIMITS_LINE = lazy_compile(r"^Max locked memory\s+(\S+)\s+(\S+)\s+bytes")
 
 
 def limit(value: Any, unit: int) -> tuple[int | None, bool | None]:

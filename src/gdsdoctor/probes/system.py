@@ -54,6 +54,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import is_inside
 
@@ -77,10 +78,10 @@ def _strip_command_prefix(line: str) -> str:
 # kernel
 # ---------------------------------------------------------------------------------------------
 
-_PROC_VERSION = re.compile(r"^Linux version (?P<release>\S+)(?: .*?(?P<build>#\S+.*))?$")
-_UNAME_A = re.compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d+\S*) (?P<build>#.*)$")
-_UNAME_TAIL = re.compile(r"(?: (?:x86_64|aarch64|ppc64le|s390x|riscv64|armv7l|i686|unknown))* GNU/Linux$")
-_UNAME_R = re.compile(r"^\d+\.\d+(?:\.\d+)?[\w.+~^-]*$")
+_PROC_VERSION = lazy_compile(r"^Linux version (?P<release>\S+)(?: .*?(?P<build>#\S+.*))?$")
+_UNAME_A = lazy_compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d+\S*) (?P<build>#.*)$")
+_UNAME_TAIL = lazy_compile(r"(?: (?:x86_64|aarch64|ppc64le|s390x|riscv64|armv7l|i686|unknown))* GNU/Linux$")
+_UNAME_R = lazy_compile(r"^\d+\.\d+(?:\.\d+)?[\w.+~^-]*$")
 _MACHINES = ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64", "armv7l", "i686")
 
 
@@ -127,8 +128,8 @@ def recognise_kernel(text: str) -> bool:
 # os_release (also lsb_release -a)
 # ---------------------------------------------------------------------------------------------
 
-_OS_LINE = re.compile(r"^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
-_LSB_LINE = re.compile(r"^(?P<key>Distributor ID|Description|Release|Codename):\s*(?P<value>.*)$")
+_OS_LINE = lazy_compile(r"^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+_LSB_LINE = lazy_compile(r"^(?P<key>Distributor ID|Description|Release|Codename):\s*(?P<value>.*)$")
 _LSB_KEYS = {
     "Distributor ID": "ID",
     "Description": "PRETTY_NAME",
@@ -280,15 +281,15 @@ KALLSYMS_OF_INTEREST = (
     "blk_rq_dma_map_iter_start",
 )
 _KALLSYMS_PREFIXES = ("pci_p2pdma_",)
-_KALLSYMS_LINE = re.compile(
+_KALLSYMS_LINE = lazy_compile(
     r"^(?P<addr>[0-9a-fA-F]{8,16}) (?P<type>[a-zA-Z?]) (?P<name>\S+)(?:\s+\[(?P<module>[^\]]+)\])?"
 )
 # The table has 100k+ lines: a Python loop over them cost 300 ms, the longest probe of a check.
 # Whole chunks go through C instead: patterns led by a literal newline (which the regex engine
 # scans for quickly) count table lines and find a non-zero address, and str.find picks out the
 # few lines naming a symbol of interest.
-_KALLSYMS_TABLE_LINE = re.compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)")
-_KALLSYMS_NONZERO = re.compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)0*[1-9a-fA-F]")
+_KALLSYMS_TABLE_LINE = lazy_compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)")
+_KALLSYMS_NONZERO = lazy_compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)0*[1-9a-fA-F]")
 _KALLSYMS_CHUNK = 1 << 16
 _SCAN_MARK = "gdsdoctor-kallsyms-scan"
 
@@ -438,7 +439,7 @@ def recognise_kallsyms(text: str) -> bool:
 # ofed, virt
 # ---------------------------------------------------------------------------------------------
 
-_OFED = re.compile(
+_OFED = lazy_compile(
     r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]*?|OFED)-(?P<version>\d+\.\d+[\w.-]*?):?$"
 )
 
@@ -505,7 +506,7 @@ def recognise_virt(text: str) -> bool:
 # /etc/default/grub
 # ---------------------------------------------------------------------------------------------
 
-_GRUB_LINE = re.compile(r"^(?:export\s+)?(?P<key>GRUB_[A-Z0-9_]+)=(?P<value>.*)$")
+_GRUB_LINE = lazy_compile(r"^(?:export\s+)?(?P<key>GRUB_[A-Z0-9_]+)=(?P<value>.*)$")
 
 
 def parse_grub(text: str, artifact: str) -> Section:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from gdsdoctor.engine.evaluate import UNSAFE_CHARACTERS
+from gdsdoctor.patterns import lazy_compile
 
-_SHOWN = re.compile(f"[{UNSAFE_CHARACTERS}]")
+_SHOWN = lazy_compile(f"[{UNSAFE_CHARACTERS}]")
 
 
 def _code(match: re.Match[str]) -> str:
@@ -33,9 +34,9 @@ def one_line(text: object) -> str:
 
 
 # Characters that change meaning anywhere inline (emphasis, code, links, HTML, tables, entities).
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~!&])")
+_MARKDOWN_SPECIAL = lazy_compile(r"([\\`*_{}\[\]<>#|~!&])")
 # What only matters at the start of a line: list markers, headings, setext underlines, "1." lists.
-_MARKDOWN_LINE_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")
+_MARKDOWN_LINE_START = lazy_compile(r"^(\s*)([-+=]|\d+[.)])")
 
 
 def markdown_inline(text: object) -> str:

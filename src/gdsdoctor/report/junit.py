@@ -14,11 +14,11 @@ surrogates, U+FFFE/U+FFFF) are shown as ``\\xNN`` instead of producing an unpars
 
 from __future__ import annotations
 
-import re
 import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.report.escape import visible
 from gdsdoctor.report.verdicts import (
     CLEAR,
@@ -31,7 +31,7 @@ from gdsdoctor.report.verdicts import (
 )
 
 # Not allowed anywhere in an XML 1.0 document (Char production), plus C1 controls for readability.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_NOT_XML = lazy_compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
 def xml_text(text: object) -> str:
