@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gdsdoctor.capture.bundle import BundleError, read_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, LiveCapture
@@ -168,6 +167,8 @@ def load_inputs(
     paths: Sequence[Path], target_path: str | None = None, job: dict[str, Any] | None = None
 ) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host."""
+    from gdsdoctor.capture.bundle import BundleError, read_bundle  # tarfile: not for `check`
+
     bundles = [p for p in paths if is_bundle(p)]
     if bundles and len(paths) > 1:
         raise BundleError("give either one bundle or several pasted files, not both")

@@ -8,8 +8,6 @@ blocks in a way we cannot kill (a read stuck on a dead mount): we stop waiting a
 from __future__ import annotations
 
 import os
-import platform
-import socket
 import stat
 import threading
 import time
@@ -60,7 +58,7 @@ class LiveCapture:
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))
-        self.capture = Capture(origin="live", host=host_summary(host_root), label=socket.gethostname())
+        self.capture = Capture(origin="live", host=host_summary(host_root), label=os.uname().nodename)
         self.capture.options = {"host_root": str(host_root), "target_path": target_path}
         self.parsed: dict[str, tuple[tuple[Artifact, ...], Any]] = {}
         self.deadline_s = deadline_s
@@ -168,9 +166,9 @@ def _deadline_artifact(source: Source, deadline_s: float) -> Artifact:
 
 
 def host_summary(host_root: Path) -> dict[str, str]:
-    uname = platform.uname()
+    uname = os.uname()  # what platform.uname() and socket.gethostname() read, without importing them
     return {
-        "hostname": socket.gethostname(),
+        "hostname": uname.nodename,
         "kernel": uname.release,
         "machine": uname.machine,
         "host_root": str(host_root),

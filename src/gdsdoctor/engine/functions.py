@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -59,20 +60,26 @@ OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
 
 
 _COMPILED: dict[str, ParsedResult] = {}
+_PACKED: dict[str, str] = {}  # expression -> its syntax tree as JSON text (the rules pack)
 
 
 def compile_expression(expression: str) -> ParsedResult:
     """Compile once per process; raises jmespath.exceptions.JMESPathError on a bad expression."""
     compiled = _COMPILED.get(expression)
     if compiled is None:
-        compiled = _COMPILED[expression] = jmespath.compile(expression)
+        packed = _PACKED.pop(expression, None)
+        tree = json.loads(packed) if packed is not None else None
+        compiled = ParsedResult(expression, tree) if tree is not None else jmespath.compile(expression)
+        _COMPILED[expression] = compiled
     return compiled
 
 
-def prime_expressions(syntax_trees: dict[str, Any]) -> None:
-    """Take expressions already compiled elsewhere (the rules pack) as their syntax trees."""
+def prime_expressions(syntax_trees: dict[str, str]) -> None:
+    """Take expressions compiled elsewhere (the rules pack): their syntax trees as JSON text,
+    decoded at the first use."""
     for expression, tree in syntax_trees.items():
-        _COMPILED.setdefault(expression, ParsedResult(expression, tree))
+        if expression not in _COMPILED and isinstance(tree, str):
+            _PACKED[expression] = tree
 
 
 def search(expression: str, facts: Any) -> Any:

@@ -3,16 +3,18 @@
 Parsing the YAML matrix (~45 ms even with libyaml) and compiling its 500-odd JMESPath
 conditions (~40 ms, a pure-Python parser) was the largest fixed cost of ``gdsdoctor check``
 after interpreter start-up. The pack holds what both produce: each cause as read from YAML with
-its line, and the syntax tree of every expression. It is used only while its digest equals the
-digest of the rule files on disk, so an edited rule is never shadowed by a stale pack: the YAML
-is parsed instead, and a test says to rebuild the pack (``python3 scripts/pack_rules.py``).
+its line, and the syntax tree of every expression (as JSON text, decoded when the expression is
+first evaluated: a run evaluates only the causes its facts allow). It is used only while its
+digest equals the digest of the rule files on disk, so an edited rule is never shadowed by a
+stale pack: the YAML is parsed instead, and a test says to rebuild the pack
+(``python3 scripts/pack_rules.py``).
 Site rules (``--rules-dir``) are always parsed and validated.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,17 +22,19 @@ from typing import Any
 from gdsdoctor.engine.functions import compile_expression, prime_expressions
 from gdsdoctor.engine.rules import Cause, Signal, cause_expressions
 
-PACK_FORMAT = 1
+PACK_FORMAT = 2
 PACK_FILE = Path(__file__).with_name("builtin_rules.pack.json")
 
 
-def digest(rules_dir: Path, files: Sequence[Path]) -> str:
-    """What the pack was built from: names and bytes of the rule files."""
-    hasher = hashlib.sha256()
+def digest(rules_dir: Path, files: Sequence[Path]) -> list[str]:
+    """What the pack was built from: name, size and CRC-32 of each rule file. A change
+    detector, not a security check (the pack ships beside the files it describes); CRC-32
+    because importing hashlib (OpenSSL) costs more than loading the whole pack."""
+    entries = []
     for file in files:
-        hasher.update(file.relative_to(rules_dir).as_posix().encode() + b"\0")
-        hasher.update(file.read_bytes() + b"\0")
-    return hasher.hexdigest()
+        data = file.read_bytes()
+        entries.append(f"{file.relative_to(rules_dir).as_posix()} {len(data)} {zlib.crc32(data):08x}")
+    return entries
 
 
 def build_pack(rules_dir: Path, files: Sequence[Path], causes: Sequence[Cause]) -> dict[str, Any]:
@@ -40,8 +44,12 @@ def build_pack(rules_dir: Path, files: Sequence[Path], causes: Sequence[Cause]) 
         "format": PACK_FORMAT,
         "digest": digest(rules_dir, files),
         "causes": [_cause_record(cause, rules_dir) for cause in causes],
-        "expressions": {e: compile_expression(e).parsed for e in expressions},
+        "expressions": {e: _tree_text(compile_expression(e).parsed) for e in expressions},
     }
+
+
+def _tree_text(tree: Any) -> str:
+    return json.dumps(tree, separators=(",", ":"))
 
 
 def _cause_record(cause: Cause, rules_dir: Path) -> dict[str, Any]:
@@ -79,9 +87,10 @@ def write_pack(pack: dict[str, Any], pack_file: Path = PACK_FILE) -> None:
     # One cause or expression per line: a rule edit shows as a readable diff of the pack.
     causes = ",\n".join(json.dumps(c, sort_keys=True) for c in pack["causes"])
     expressions = ",\n".join(
-        f"{json.dumps(e)}: {json.dumps(ast, separators=(',', ':'))}" for e, ast in pack["expressions"].items()
+        f"{json.dumps(e)}: {json.dumps(tree)}" for e, tree in pack["expressions"].items()
     )
-    header = f'"format": {pack["format"]}, "digest": {json.dumps(pack["digest"])}'
+    files = ",\n".join(json.dumps(entry) for entry in pack["digest"])
+    header = f'"format": {pack["format"]},\n"digest": [\n{files}\n]'
     pack_file.write_text(
         f'{{{header},\n"causes": [\n{causes}\n],\n"expressions": {{\n{expressions}\n}}}}\n', encoding="utf-8"
     )
