@@ -372,6 +372,12 @@ def test_benign_lines_not_classified(message: str) -> None:
         ("[  519.201025 <    0.000120>] nvme nvme0: Abort status: 0x0", "dmesg", "519.201025", None, None),
         ("[2023-01-02T10:00:00,123456+00:00] nvme nvme0: Abort status: 0x0", "dmesg_T",
          "2023-01-02T10:00:00,123456+00:00", None, None),
+        # "[" + something else than a seconds stamp: the fast path for plain dmesg must not take these
+        ("[Mon Jan  2 10:00:00 2023] nvme nvme0: Abort status: 0x0", "dmesg_T", "Mon Jan  2 10:00:00 2023",
+         None, None),
+        ("[  +0.000120] nvme nvme0: Abort status: 0x0", "dmesg_H", "+0.000120", None, None),
+        ("[Jan 2 10:00] nvme nvme0: Abort status: 0x0", "dmesg_H", "Jan 2 10:00", None, None),
+        ("[12.5] nvme nvme0: Abort status: 0x0", "dmesg", "12.5", None, None),
     ],
 )  # fmt: skip
 def test_line_forms(line: str, form: str, timestamp: str, level: str | None, message: str | None) -> None:

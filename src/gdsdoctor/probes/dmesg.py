@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,10 @@ def _strip_ident(message: str) -> str:
 def split_line(number: int, raw: str) -> LogLine:
     """Take the prefix of one line apart; a line with no known prefix is a bare message."""
     line = raw.rstrip()
+    # Plain `dmesg` ("[   12.345678] msg"), the form of every live capture, first: no other
+    # prefix form starts with "[" followed by a seconds stamp, so the result is the same.
+    if line.startswith("[") and (m := _MONO.match(line)):
+        return _monotonic_line(number, raw, line, m, "dmesg", None)
     if m := _KMSG.match(line):
         usec = int(m["usec"])
         return LogLine(
@@ -145,15 +149,21 @@ def split_line(number: int, raw: str) -> LogLine:
     if (m := _MONO.match(line)) or (
         (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()]
     ):
-        message = _strip_ident(line[m.end() :])
-        form = "journal" if message != line[m.end() :] else form
-        return LogLine(number, raw, message, form, m["ts"], float(m["ts"]), level)
+        return _monotonic_line(number, raw, line, m, form, level)
     bare = _strip_ident(line)
     if bare != line:
         form = "journal"
     elif level is None:
         form = "plain"
     return LogLine(number, raw, bare, form, None, None, level)
+
+
+def _monotonic_line(
+    number: int, raw: str, line: str, m: re.Match[str], form: str, level: str | None
+) -> LogLine:
+    message = _strip_ident(line[m.end() :])
+    form = "journal" if message != line[m.end() :] else form
+    return LogLine(number, raw, message, form, m["ts"], float(m["ts"]), level)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,13 +475,24 @@ def _detail(value: str) -> int | str:
     return int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
 
 
-def classify(message: str) -> tuple[str, str | None, dict[str, Any]] | None:
-    """(kind, device, details) for a kernel message, or None when no failure mode matches."""
+def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The hints that occur anywhere in ``text`` (with the kinds they gate): what is worth
+    looking for in each of its lines. A log has a handful of the ~90."""
+    lowered = text.lower()
+    return [(hint, kinds) for hint, kinds in _KINDS_OF_HINT.items() if hint in lowered]
+
+
+def classify(
+    message: str, hints: Sequence[tuple[str, tuple[int, ...]]] | None = None
+) -> tuple[str, str | None, dict[str, Any]] | None:
+    """(kind, device, details) for a kernel message, or None when no failure mode matches.
+    ``hints``: those of the whole log (``hints_in``), when classifying many of its lines."""
     message = message[:MAX_CLASSIFIED_CHARS]
     lowered = message.lower()
     # Substring tests are ~20x cheaper than a regex search: only the kinds gated by a hint in
     # the message are tried, in priority order.
-    candidates = {i for hint, kinds in _KINDS_OF_HINT.items() if hint in lowered for i in kinds}
+    gates = _KINDS_OF_HINT.items() if hints is None else hints
+    candidates = {i for hint, kinds in gates if hint in lowered for i in kinds}
     for index in sorted(candidates):
         kind, patterns = _COMPILED[index]
         for pattern in patterns:
@@ -613,10 +634,12 @@ def parse(text: str, artifact: str) -> Section:
     lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots)
     events: list[dict[str, Any]] = []
     line_count = 0
+    # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
+    hints = hints_in(text) if "\\" not in text else None
     for line in lines:
         line_count += 1
         boot = boots.see(line)
-        hit = classify(line.message.strip())
+        hit = classify(line.message.strip(), hints)
         if hit is None:
             continue
         kind, device, details = hit
