@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gdsdoctor import estimate
 from gdsdoctor.facts import derive_gds, derive_storage, derive_topology
 
 Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -127,6 +126,8 @@ def checkpoint_stall(facts: dict[str, Any]) -> dict[str, Any] | None:
     write = measured_write(facts)
     if not job or not write:
         return None
+    from gdsdoctor import estimate  # imported only when there is a job to judge (start-up time)
+
     result = estimate.compute(
         estimate.Inputs(
             params=job["params"],

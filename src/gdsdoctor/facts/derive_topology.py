@@ -42,7 +42,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gdsdoctor.bench import NETWORK_EFFICIENCY, BenchError, expected_throughput, verdict
 from gdsdoctor.patterns import lazy_compile
 
 RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
@@ -745,6 +744,8 @@ def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]
                 rates.get(str(port.get("device")), 0.0), float(port["rate_gbps"])
             )
     found = []
+    if rates:
+        from gdsdoctor.bench import NETWORK_EFFICIENCY, expected_throughput  # start-up time: only if needed
     for nic in (d for d in devices.values() if d["kind"] == "nic" and d["name"] in rates):
         gen, width = GEN_BY_SPEED.get(nic["link"]["speed_gts"]), nic["link"]["width"]
         if gen is None or not width:
@@ -796,6 +797,8 @@ def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str
     measured = measurements(facts)
     judged = []
     if expected:
+        from gdsdoctor.bench import verdict  # start-up time: only when there is something to judge
+
         for item in measured:
             found = verdict(item["measured_bytes_per_s"], expected["bytes_per_s"])
             judged.append({**item, "expected_bytes_per_s": expected["bytes_per_s"],
@@ -817,6 +820,8 @@ def expected_rate(derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -
     links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
     if not drives or any(gen is None or not width for gen, width in links):
         return None
+    from gdsdoctor.bench import BenchError, expected_throughput  # start-up time: only with drives
+
     try:
         per_drive = [expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s for gen, width in links]
     except BenchError:

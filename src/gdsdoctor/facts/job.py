@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor import estimate
-
 DEFAULT_BUDGET = "5%"  # share of wall time a checkpoint may stall the job when none is given
 
 
@@ -21,6 +19,8 @@ def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
             "status": "not_collected",
             "detail": "no checkpoint job given; pass --params (e.g. --params 70B)",
         }
+    from gdsdoctor import estimate  # imported only when a job is given (start-up time)
+
     try:
         components = estimate.components_for(
             job.get("preset") or estimate.DEFAULT_PRESET, job.get("components", ())
@@ -46,4 +46,6 @@ def validate(options: dict[str, Any]) -> None:
     """Raise EstimateError for a job description that cannot be read (for the CLI, before capture)."""
     section = job_section(options)
     if section["status"] == "unparsable":
-        raise estimate.EstimateError(section["detail"])
+        from gdsdoctor.estimate import EstimateError
+
+        raise EstimateError(section["detail"])
