@@ -95,3 +95,9 @@ def test_broken_records_behind_a_matching_digest_are_ignored(tmp_path: Path) -> 
     document["causes"][0] = {"id": "half a cause"}
     pack.write_text(json.dumps(document))
     assert rules_pack.read_pack(rules_dir, rule_files([rules_dir]), pack) is None
+
+
+def test_a_damaged_syntax_tree_is_compiled_instead() -> None:
+    functions.prime_expressions({"zz_pack_test.a": "{not json", "zz_pack_test.b": '"a string"'})
+    assert functions.compile_expression("zz_pack_test.a").search({"zz_pack_test": {"a": 1}}) == 1
+    assert functions.compile_expression("zz_pack_test.b").search({"zz_pack_test": {"b": 2}}) == 2

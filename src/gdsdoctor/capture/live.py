@@ -7,6 +7,7 @@ blocks in a way we cannot kill (a read stuck on a dead mount): we stop waiting a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -98,7 +99,10 @@ class LiveCapture:
             # What the capture will hold for this probe: one artifact per name, the last one
             # captured under it (Capture.add), in the order the names first came.
             held = tuple({artifact.name: artifact for artifact in attempted}.values())
-            self.parsed[probe.section] = (held, self._parse(probe, list(held)))
+            # A failure here must not print a thread's traceback: the section is then parsed
+            # again from the capture, where errors are reported as the section's status.
+            with contextlib.suppress(Exception):
+                self.parsed[probe.section] = (held, self._parse(probe, list(held)))
 
 
 def capture_source(source: Source, host_root: Path) -> Artifact:

@@ -67,11 +67,18 @@ def compile_expression(expression: str) -> ParsedResult:
     """Compile once per process; raises jmespath.exceptions.JMESPathError on a bad expression."""
     compiled = _COMPILED.get(expression)
     if compiled is None:
-        packed = _PACKED.pop(expression, None)
-        tree = json.loads(packed) if packed is not None else None
-        compiled = ParsedResult(expression, tree) if tree is not None else jmespath.compile(expression)
+        compiled = _from_pack(expression) or jmespath.compile(expression)
         _COMPILED[expression] = compiled
     return compiled
+
+
+def _from_pack(expression: str) -> ParsedResult | None:
+    packed = _PACKED.pop(expression, None)
+    try:
+        tree = json.loads(packed) if packed is not None else None
+    except (ValueError, RecursionError):
+        return None  # a damaged pack entry: compile the expression instead
+    return ParsedResult(expression, tree) if isinstance(tree, dict) else None
 
 
 def prime_expressions(syntax_trees: dict[str, str]) -> None:
