@@ -327,3 +327,53 @@ def test_json_inputs_never_crash(document: object) -> None:
     wrapped = json.dumps({"reader": "cufile_json", "path": document, "text": document})
     with contextlib.suppress(ParseError):
         cufile.parse_cufile_json(wrapped, "x")
+
+
+def _strip_char_by_char(text: str) -> str:
+    """The comment and trailing-comma blanking, written the slow obvious way (a loop over
+    characters): the reference for the tokenizing implementation."""
+    import re
+
+    from gdsdoctor.probes.common import OutsideJsonStrings
+
+    out, i, n, in_string = [], 0, len(text), False
+    while i < n:
+        char = text[i]
+        if in_string:
+            out.append(char)
+            if char == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+            out.append(char)
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            end = text.find("\n" if text[i + 1] == "/" else "*/", i + 2)
+            end = n if end < 0 else end + (0 if text[i + 1] == "/" else 2)
+            out.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+            continue
+        else:
+            out.append(char)
+        i += 1
+    stripped = "".join(out)
+    chars = list(stripped)
+    for index, char in OutsideJsonStrings(stripped):
+        if char == "," and stripped[index + 1 :].lstrip()[:1] in ("}", "]"):
+            chars[index] = " "
+    return "".join(chars)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet='{}[],:"\\/*\n ab1é\t', max_size=60))
+def test_comment_stripping_equals_a_character_loop(text: str) -> None:
+    assert cufile.strip_json_comments(text) == _strip_char_by_char(text)
+    assert len(cufile.strip_json_comments(text)) == len(text)
+
+
+def test_comment_stripping_of_the_stock_config_keeps_lines() -> None:
+    stripped = cufile.strip_json_comments(CONFIG)
+    assert stripped == _strip_char_by_char(CONFIG)
+    assert stripped.count("\n") == CONFIG.count("\n")

@@ -43,7 +43,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import OutsideJsonStrings, read_under_root
+from gdsdoctor.probes.common import read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
@@ -95,47 +95,30 @@ _KEEP_AS_VALUE = {"mount_table"}  # per-mount dicts stay one value, not flattene
 # --- cufile.json -----------------------------------------------------------------------------
 
 
+# One token at a time, in C: a string (to its closing quote, or the end of an unterminated
+# one), a comment, a trailing comma (only in the second pass), or a run of anything else. A
+# loop over characters in Python cost ~6 ms on the stock cufile.json, on every GDS node.
+_STRING = r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)'
+_COMMENT_TOKENS = lazy_compile(rf"{_STRING}|//[^\n]*|/\*.*?(?:\*/|\Z)|[^\"/]+|.", re.S)
+_COMMA_TOKENS = lazy_compile(rf"{_STRING}|(?P<trailing>,)(?=\s*[}}\]])|[^\",]+|.", re.S)
+
+
 def strip_json_comments(text: str) -> str:
     """Blank out // and /* */ comments and trailing commas outside strings, keeping line numbers."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if char == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-            out.append(char)
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            out.append(" " * (end - i))
-            i = end
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:end]))
-            i = end
-            continue
-        else:
-            out.append(char)
-        i += 1
-    return _drop_trailing_commas("".join(out))
+    return _COMMA_TOKENS.sub(_blank_comma, _COMMENT_TOKENS.sub(_blank_comment, text))
 
 
-def _drop_trailing_commas(text: str) -> str:
-    chars = list(text)
-    for index, char in OutsideJsonStrings(text):
-        if char == "," and text[index + 1 :].lstrip()[:1] in ("}", "]"):
-            chars[index] = " "
-    return "".join(chars)
+def _blank_comment(token: re.Match[str]) -> str:
+    text = token[0]
+    if text.startswith("//"):
+        return " " * len(text)
+    if text.startswith("/*"):
+        return re.sub(r"[^\n]", " ", text)
+    return text
+
+
+def _blank_comma(token: re.Match[str]) -> str:
+    return " " if token["trailing"] else token[0]
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
