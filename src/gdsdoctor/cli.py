@@ -169,12 +169,14 @@ def _job(
     site_config: Path | None,
 ) -> dict[str, Any]:
     """The checkpoint job from the site config, overridden by options given on the command line."""
-    from gdsdoctor.estimate import EstimateError
-    from gdsdoctor.facts.job import validate
-
     job: dict[str, Any] = _site_job(site_config) if site_config is not None else {}
     given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
     job.update({k: v for k, v in given.items() if v is not None})
+    if not job:
+        return job  # nothing to check (and the estimate model, ~10 ms of imports, is not needed)
+    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.facts.job import validate
+
     try:
         validate(job)
     except EstimateError as error:
