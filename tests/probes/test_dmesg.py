@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -451,3 +452,67 @@ def test_truncated_and_line_dropped_samples(path: Path, cut: int, drop: int) -> 
     _safe_parse(text[:cut])
     lines = text.split("\n")
     _safe_parse("\n".join(lines[:drop] + lines[drop + 1 :]))
+
+
+def _required_literal(pattern: str) -> str:
+    """What re's own parser says every match starts with: the literal characters at the top
+    level before anything else (one of a repeated character that must occur)."""
+    import re._constants as c
+    import re._parser as parser
+
+    flags = re.IGNORECASE if pattern.startswith("(?i)") else 0
+    items = list(parser.parse(pattern[4:] if flags else pattern, flags))
+    text = []
+    for index, (op, arg) in enumerate(items):
+        if op is c.AT and index == 0:
+            continue
+        if op is c.LITERAL:
+            text.append(chr(arg))
+            continue
+        repeated = list(arg[2]) if op in (c.MAX_REPEAT, c.MIN_REPEAT) else []
+        if repeated and arg[0] >= 1 and repeated[0][0] is c.LITERAL:
+            text.append(chr(repeated[0][1]))
+        break
+    return "".join(text).lower() if flags else "".join(text)
+
+
+@pytest.mark.parametrize("pattern", [p for _, patterns in dmesg._RULES for p in patterns])
+def test_the_literal_read_off_a_pattern_is_one_its_matches_need(pattern: str) -> None:
+    literal, _ = dmesg.leading_literal(pattern)
+    assert _required_literal(pattern).startswith(literal), (pattern, literal)
+
+
+def _corpus_lines() -> list[str]:
+    root = Path(__file__).parent.parent.parent
+    files = [*DATA.glob("*.txt"), *root.glob("fixtures/**/dmesg*"), *root.glob("fixtures/**/journal*")]
+    return [
+        line for file in files if file.is_file() for line in file.read_text(errors="replace").splitlines()
+    ]
+
+
+def test_gated_classification_equals_trying_every_pattern() -> None:
+    """classify() skips kinds whose hints and patterns whose literals are absent from a message
+    (speed); over every kernel log line in the tests and fixtures, and words taken from the
+    patterns, it must answer exactly what searching every pattern in order answers."""
+
+    def every_pattern(message: str) -> tuple[str, str | None, dict] | None:
+        message = message[: dmesg.MAX_CLASSIFIED_CHARS]
+        for kind, patterns in dmesg._RULES:
+            for pattern in patterns:
+                if m := re.search(pattern, message):
+                    groups = {k: v for k, v in m.groupdict().items() if v is not None}
+                    device = groups.pop("device", None) or dmesg._device(message)
+                    return kind, device, {key: dmesg._detail(value) for key, value in groups.items()}
+        return None
+
+    lines = _corpus_lines()
+    assert len(lines) > 1000
+    messages = [dmesg.split_line(n, line).message.strip() for n, line in enumerate(lines)]
+    messages += [dmesg.leading_literal(p)[0] + " x" for _, patterns in dmesg._RULES for p in patterns]
+    hits = 0
+    for message in messages:
+        expected = every_pattern(message)
+        hits += expected is not None
+        assert dmesg.classify(message) == expected, message
+        assert dmesg.classify(message, dmesg.hints_in(message)) == expected, message
+    assert hits > 200

@@ -440,7 +440,68 @@ _HINTS: dict[str, tuple[str, ...]] = {
 KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
 
 
-_COMPILED = tuple((kind, tuple(lazy_compile(p) for p in patterns)) for kind, patterns in _RULES)
+_SPECIAL = set(".^$*+?{}[]|()\\")
+_QUANTIFIERS = set("?*{")
+
+
+def leading_literal(pattern: str) -> tuple[str, bool]:
+    """Text every match of ``pattern`` contains, read off its source: the run of plain
+    characters it starts with (``(?i)``: case-folded, flag True). Empty when the start is not
+    plain or the pattern branches at its top level. Checked against re's own parser by a test."""
+    folded = pattern.startswith("(?i)")
+    source = pattern[4:] if folded else pattern
+    source = source[1:] if source.startswith("^") else source
+    if _top_level_branch(source):
+        return "", folded
+    literal: list[str] = []
+    i = 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            if i + 1 >= len(source) or source[i + 1].isalnum():
+                break  # a class such as \d or an anchor such as \b
+            char, step = source[i + 1], 2
+        elif char in _SPECIAL:
+            break
+        else:
+            step = 1
+        following = source[i + step : i + step + 1]
+        if following and following in _QUANTIFIERS:
+            break  # this character may be absent
+        literal.append(char)
+        if following == "+":
+            break
+        i += step
+    text = "".join(literal)
+    return (text.lower() if folded else text), folded
+
+
+def _top_level_branch(source: str) -> bool:
+    depth, i, in_class = 0, 0, False
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+# Each pattern with the literal it needs: a message without it is not searched (and the
+# pattern, compiled at first use, is never compiled for logs that never contain it).
+_COMPILED = tuple(
+    (kind, tuple((lazy_compile(p), *leading_literal(p)) for p in patterns)) for kind, patterns in _RULES
+)
 # hint -> the kinds (positions in _COMPILED) that it gates
 _KINDS_OF_HINT: dict[str, tuple[int, ...]] = {
     hint: tuple(i for i, (kind, _) in enumerate(_RULES) if hint in _HINTS[kind])
@@ -497,7 +558,9 @@ def classify(
     candidates = {i for hint, kinds in gates if hint in lowered for i in kinds}
     for index in sorted(candidates):
         kind, patterns = _COMPILED[index]
-        for pattern in patterns:
+        for pattern, literal, folded in patterns:
+            if len(literal) >= 4 and literal not in (lowered if folded else message):
+                continue
             m = pattern.search(message)
             if not m:
                 continue
