@@ -166,6 +166,21 @@ def cli(
     )
 
 
+def check_report(host: Path, isolated_path: Path) -> dict:
+    """`gdsdoctor check --host-root HOST --format json` with only the fake commands on PATH."""
+    result = cli(
+        "check",
+        "--host-root",
+        str(host),
+        "--format",
+        "json",
+        "--deadline",
+        "20",
+        env={"PATH": str(isolated_path)},
+    )
+    return json.loads(result.stdout)
+
+
 def test_check_with_hanging_probe_returns_at_the_deadline(tmp_path: Path, isolated_path: Path) -> None:
     """No /proc/modules under the host root, so `lsmod` runs, and hangs ignoring SIGTERM with a
     grandchild holding its output: check returns at its deadline, says so, and leaves nothing."""
@@ -195,17 +210,7 @@ def test_check_with_hanging_probe_returns_at_the_deadline(tmp_path: Path, isolat
 
 def test_no_proc_modules_and_no_commands_say_what_is_missing(tmp_path: Path, isolated_path: Path) -> None:
     host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
-    result = cli(
-        "check",
-        "--host-root",
-        str(host),
-        "--format",
-        "json",
-        "--deadline",
-        "20",
-        env={"PATH": str(isolated_path)},
-    )
-    report = json.loads(result.stdout)
+    report = check_report(host, isolated_path)
     statuses = {p["name"]: (p["status"], p["detail"]) for p in report["probes"]}
     assert statuses["modules"] == ("missing", "/proc/modules does not exist")
     assert statuses["mounts"][0] == "ok"
@@ -222,17 +227,7 @@ def test_container_host_root_is_read_not_the_real_host(tmp_path: Path, isolated_
             "sys/bus/pci/devices/.keep": "",
         },
     )
-    result = cli(
-        "check",
-        "--host-root",
-        str(host),
-        "--format",
-        "json",
-        "--deadline",
-        "20",
-        env={"PATH": str(isolated_path)},
-    )
-    report = json.loads(result.stdout)
+    report = check_report(host, isolated_path)
     finding = next(f for f in report["findings"] if f["id"] == "ext4-data-journal")
     assert any("/very/distinctive" in e["text"] for e in finding["evidence"])
     assert report["host"]["host_root"] == str(host)
@@ -344,17 +339,7 @@ def test_dmesg_restricted_is_denied(tmp_path: Path, isolated_path: Path) -> None
     refusal = "echo '{0}: read kernel buffer failed: Operation not permitted' >&2; exit 1"
     fake_binary(isolated_path, "dmesg", refusal.format("dmesg"))
     fake_binary(isolated_path, "journalctl", refusal.format("journalctl"))
-    result = cli(
-        "check",
-        "--host-root",
-        str(host),
-        "--format",
-        "json",
-        "--deadline",
-        "20",
-        env={"PATH": str(isolated_path)},
-    )
-    dmesg = next(p for p in json.loads(result.stdout)["probes"] if p["name"] == "dmesg")
+    dmesg = next(p for p in check_report(host, isolated_path)["probes"] if p["name"] == "dmesg")
     assert dmesg["status"] == "denied" and "Operation not permitted" in dmesg["detail"]
 
 

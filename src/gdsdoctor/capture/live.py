@@ -44,8 +44,9 @@ class LiveCapture:
 
     With ``parse``, each probe thread also parses what it captured, while other probes still
     run: ``parsed`` maps a section to the artifacts parsed and the result. Whoever uses a result
-    checks that the capture still holds those very artifacts (a probe past the deadline, or an
-    artifact added later, is parsed again from the capture).
+    checks that the capture still holds those very artifacts (a probe past the deadline, an
+    artifact added later, or two sources writing one name, of which the capture keeps the last,
+    is parsed again from the capture).
     """
 
     def __init__(
@@ -96,13 +97,10 @@ class LiveCapture:
                 break
         self._results[probe.section] = attempted
         if self._parse is not None:
-            # What the capture will hold for this probe: one artifact per name, the last one
-            # captured under it (Capture.add), in the order the names first came.
-            held = tuple({artifact.name: artifact for artifact in attempted}.values())
             # A failure here must not print a thread's traceback: the section is then parsed
             # again from the capture, where errors are reported as the section's status.
             with contextlib.suppress(Exception):
-                self.parsed[probe.section] = (held, self._parse(probe, list(held)))
+                self.parsed[probe.section] = (tuple(attempted), self._parse(probe, attempted))
 
 
 def capture_source(source: Source, host_root: Path) -> Artifact:
