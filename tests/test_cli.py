@@ -225,42 +225,58 @@ def test_text_output_keeps_reference_urls_whole() -> None:
 
 
 def _all_command_lines() -> list[list[str]]:
-    from typer.main import get_command_name
+    """Every command and sub-command, read off the parser itself."""
+    import argparse
 
     from gdsdoctor import cli
 
-    lines = [
-        [command.name or get_command_name(command.callback.__name__)]
-        for command in cli.app.registered_commands
-    ]
-    for group in cli.app.registered_groups:
-        lines.append([group.name])
-        lines += [[group.name, c.name] for c in group.typer_instance.registered_commands]
-    return lines
+    def commands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[str]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append([*prefix, name])
+                    found += commands(sub, [*prefix, name])
+        return found
+
+    return commands(cli.build_parser(), [])
+
+
+def test_every_command_is_listed() -> None:
+    names = {" ".join(words) for words in _all_command_lines()}
+    assert {"check", "analyze", "collect", "rules lint", "fleet merge", "estimate", "topo"} <= names
 
 
 @pytest.mark.parametrize("words", _all_command_lines(), ids=" ".join)
-@pytest.mark.parametrize("tail", [["--help"], ["--no-such-option"]], ids=["help", "bad-option"])
-def test_narrowed_app_reads_like_the_whole_app(words: list[str], tail: list[str]) -> None:
-    """main() builds only the command named on the command line (start-up time): its help,
-    usage and errors must be what the whole app gives."""
-    from typer.testing import CliRunner
+def test_every_command_has_help_and_one_line_usage_errors(words: list[str]) -> None:
+    """--help exits 0 with the command's usage; an unknown option is one line, exit 3, and names
+    the command whose --help to read."""
+    helped = gdsdoctor(*words, "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(f"usage: gdsdoctor {' '.join(words)}")
+    wrong = gdsdoctor(*words, "--no-such-option")
+    assert wrong.returncode == 3 and "Traceback" not in wrong.stderr
+    assert wrong.stderr.count("\n") == 1 and f"`gdsdoctor {' '.join(words)} --help`" in wrong.stderr
+
+
+def test_no_command_prints_the_commands_and_exits_unknown() -> None:
+    result = gdsdoctor()
+    assert result.returncode == 3 and "check" in result.stdout and "analyze" in result.stdout
+    assert result.stderr.strip() == "gdsdoctor: give a command (listed above)"
+
+
+def test_options_are_never_abbreviated() -> None:
+    """`--dead 30` must not silently mean --deadline (nor something else after an upgrade)."""
+    result = gdsdoctor("check", "--dead", "30")
+    assert result.returncode == 3 and "--dead" in result.stderr
+
+
+def test_report_formats_are_the_renderers() -> None:
+    import argparse
 
     from gdsdoctor import cli
+    from gdsdoctor.fleet import FLEET_FORMATS
 
-    only = cli.narrowed(words)
-    assert only is not cli.app and len(only.registered_commands) + len(only.registered_groups) == 1
-    runner = CliRunner()
-    narrowed, whole = (
-        runner.invoke(app, [*words, *tail], prog_name="gdsdoctor", terminal_width=100)
-        for app in (only, cli.app)
-    )
-    assert (narrowed.exit_code, narrowed.output) == (whole.exit_code, whole.output)
-    assert narrowed.output.strip()
-
-
-@pytest.mark.parametrize("argv", [[], ["--version"], ["--help"], ["chek"], ["--version", "check"]])
-def test_anything_but_a_command_gets_the_whole_app(argv: list[str]) -> None:
-    from gdsdoctor import cli
-
-    assert cli.narrowed(argv) is cli.app
+    subcommands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    fmt = next(a for a in subcommands.choices["check"]._actions if a.dest == "fmt")
+    assert tuple(fmt.choices) == cli.REPORT_FORMATS
+    assert cli.FORMATS == FLEET_FORMATS

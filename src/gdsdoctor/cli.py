@@ -2,28 +2,36 @@
 
 Exit codes (monitoring-plugin convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN — which
 also covers bad input and usage errors: every error is one line on stderr, never a traceback.
+
+The parser is the standard library's argparse: health checks run `gdsdoctor check` every few
+minutes on every node, and typer's import (with its vendored click, inspect and completion
+machinery) was a quarter of check's own cost (docs/architecture.md, "Start-up cost").
+Each command is a function whose keyword arguments are the parsed options; it returns the
+exit code.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
-
-import typer
+from typing import Any, NoReturn
 
 from gdsdoctor import __version__
 from gdsdoctor.model import UserError
+from gdsdoctor.report.render import FORMATS as REPORT_FORMATS
 
 UNKNOWN_EXIT = 3
 # The capture layer, the rules and the renderers are imported when a command needs them, so
 # that `--version`, `--help` and hooks that call gdsdoctor often start fast (see README
 # "Performance"). tests/test_api.py checks this default equals capture.live's.
 DEFAULT_DEADLINE_S = 60.0
+FORMATS = ("text", "json", "markdown")
+FAIL_ON = ("critical", "warning")
+TOPO_FORMATS = ("auto", "rich", "text", "markdown", "json")
 
 
 def capture_live(*args: Any, **kwargs: Any) -> Any:
@@ -45,119 +53,6 @@ def _input_errors() -> tuple[type[Exception], ...]:
     from gdsdoctor.engine.rules import RuleError
 
     return (UserError, BundleError, RuleError)
-
-
-def _click_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The click exception class ``name`` from typer's vendored click (typer ≥ 0.16) or from
-    click (older typer), and typer's own, so usage errors stay one line whichever typer is
-    installed. click itself is not imported beside a vendored copy: nothing raises its classes
-    then, and importing it costs start-up time."""
-    import importlib.util
-
-    vendored = importlib.util.find_spec("typer._click") is not None
-    found: list[type[BaseException]] = []
-    for module in ("typer._click.exceptions" if vendored else "click.exceptions", "typer.exceptions"):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(dict.fromkeys(found))
-
-
-_EXIT, _ABORT, _CLICK_ERROR = _click_errors("Exit"), _click_errors("Abort"), _click_errors("ClickException")
-
-app = typer.Typer(
-    name="gdsdoctor",
-    help="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA, filesystems.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-rules_app = typer.Typer(help="List, show and lint the diagnostic rules.", no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
-fleet_app = typer.Typer(help="Fleet summaries: merge the shards of a fleet analysis.", no_args_is_help=True)
-app.add_typer(fleet_app, name="fleet")
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-
-
-class ReportFormat(StrEnum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-    junit = "junit"
-    prometheus = "prometheus"
-    oneline = "oneline"
-
-
-class FailOn(StrEnum):
-    critical = "critical"
-    warning = "warning"
-
-
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
-ReportFormatOpt = Annotated[
-    ReportFormat | None,
-    typer.Option("--format", "-f", help="Format on stdout (default text; none when only --output is given)."),
-]
-OutputsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--output",
-        "-o",
-        metavar="FORMAT=PATH",
-        help="Also write FORMAT to PATH, atomically (e.g. prometheus=/var/lib/node_exporter/gdsdoctor.prom); "
-        "repeatable; PATH - is stdout.",
-    ),
-]
-FailOnOpt = Annotated[
-    FailOn | None,
-    typer.Option(
-        "--fail-on",
-        help="Lowest severity that fails (non-zero exit): critical or warning. Default: monitoring-plugin "
-        "codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). UNKNOWN always fails.",
-    ),
-]
-NpdOpt = Annotated[
-    bool,
-    typer.Option(
-        "--npd",
-        help="Kubernetes node-problem-detector custom plugin: exit 0 OK, 1 problem, 2 unknown; "
-        "one short message on stdout.",
-    ),
-]
-RulesDirOpt = Annotated[
-    list[Path] | None, typer.Option("--rules-dir", help="Extra (site) rule directory; repeatable.")
-]
-PathOpt = Annotated[
-    str | None, typer.Option("--path", help="Narrow the diagnosis to the checkpoint directory PATH.")
-]
-HostRootOpt = Annotated[
-    Path, typer.Option("--host-root", help="Where the host's / is mounted (e.g. /host in a container).")
-]
-VerboseOpt = Annotated[
-    bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")
-]
-
-
-ParamsOpt = Annotated[
-    str | None,
-    typer.Option("--params", help="Model parameter count (70B): judge the checkpoint stall and space."),
-]
-PresetOpt = Annotated[str | None, typer.Option("--preset", help="What a checkpoint saves (see `estimate`).")]
-IntervalOpt = Annotated[str | None, typer.Option("--interval", help="Time between checkpoints (default 1h).")]
-BudgetOpt = Annotated[
-    str | None, typer.Option("--budget", help="Stall budget, share of wall time (default 5%).")
-]
-GpusOpt = Annotated[int | None, typer.Option("--gpus", help="GPUs the checkpoint stalls (default 1).")]
-SiteConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--site-config", help="YAML with a `checkpoint:` job description (params, ...)."),
-]
 
 
 def _job(
@@ -199,21 +94,6 @@ def _site_job(path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in job.items()}
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"gdsdoctor {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
-    ] = False,
-) -> None:
-    """gdsdoctor: what is wrong with this node's checkpoint path, how sure, and how to fix it."""
-
-
 def _targets(outputs: list[str] | None) -> list[tuple[str, str]]:
     """``FORMAT=PATH`` options, checked before any work is done."""
     from gdsdoctor.report.render import FORMATS
@@ -243,98 +123,64 @@ def _write(text: str, path: str) -> None:
 
 def _finish(
     report: dict[str, Any],
-    fmt: ReportFormat | None,
+    fmt: str | None,
     verbose: bool,
     outputs: Sequence[tuple[str, str]] = (),
-    fail_on: FailOn | None = None,
+    fail_on: str | None = None,
     npd: bool = False,
-) -> None:
-    """Write every requested output, then exit with the code the report (and --fail-on) says;
+) -> int:
+    """Write every requested output and return the exit code the report (and --fail-on) says;
     the last line printed says why (stdout's status line for text and markdown, else stderr)."""
     from gdsdoctor.report.build import apply_fail_on, exit_line
     from gdsdoctor.report.render import MACHINE_FORMATS, render
 
-    report = apply_fail_on(report, fail_on and str(fail_on))
+    report = apply_fail_on(report, fail_on)
     for target_format, path in outputs:
         _write(render(report, target_format, verbose), path)
     if npd:
         from gdsdoctor.report.oneline import npd_result
 
         code, message = npd_result(report)
-        typer.echo(message)
-        raise typer.Exit(code)
-    shown = str(fmt) if fmt is not None else (None if outputs else "text")
+        print(message)
+        return code
+    shown = fmt if fmt is not None else (None if outputs else "text")
     if shown is not None:
         color = shown == "text" and sys.stdout.isatty()
         sys.stdout.write(render(report, shown, verbose, color=color))
     if shown is None or shown in MACHINE_FORMATS:
-        typer.echo(exit_line(report), err=True)
-    raise typer.Exit(int(report["summary"]["exit_code"]))
+        print(exit_line(report), file=sys.stderr)
+    return int(report["summary"]["exit_code"])
 
 
-@app.command()
 def check(
-    path: PathOpt = None,
-    host_root: HostRootOpt = Path("/"),
-    fmt: ReportFormatOpt = None,
-    output: OutputsOpt = None,
-    fail_on: FailOnOpt = None,
-    npd: NpdOpt = False,
-    rules_dir: RulesDirOpt = None,
-    deadline: Annotated[
-        float, typer.Option(help="Global time limit for capture, seconds.")
-    ] = DEFAULT_DEADLINE_S,
-    verbose: VerboseOpt = False,
-    params: ParamsOpt = None,
-    preset: PresetOpt = None,
-    interval: IntervalOpt = None,
-    budget: BudgetOpt = None,
-    gpus: GpusOpt = None,
-    site_config: SiteConfigOpt = None,
-    bench: Annotated[
-        bool,
-        typer.Option(
-            "--bench",
-            help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
-        ),
-    ] = False,
-    bench_size: Annotated[
-        str | None, typer.Option("--bench-size", help="Data --bench writes: 4GiB (default 5% of free space).")
-    ] = None,
-) -> None:
+    path: str | None,
+    host_root: Path,
+    fmt: str | None,
+    output: list[str] | None,
+    fail_on: str | None,
+    npd: bool,
+    rules_dir: list[Path] | None,
+    deadline: float,
+    verbose: bool,
+    bench: bool,
+    bench_size: str | None,
+    **job_options: Any,
+) -> int:
     """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
     targets = _targets(output)
-    job = _job(params, preset, interval, budget, gpus, site_config)
+    job = _job(**job_options)
     if bench and not path:
         raise UserError("--bench needs --path: the directory to measure")
     bench_bytes = _size(bench_size) if bench_size else None
     with _progress_bar() if bench else contextlib.nullcontext(None) as progress:
         measure = None if progress is None else (progress, bench_bytes)
         report = run_check(host_root, path, rules_dir or [], deadline, job, measure).report
-    _finish(report, fmt, verbose, targets, fail_on, npd)
+    return _finish(report, fmt, verbose, targets, fail_on, npd)
 
 
-@app.command()
-def collect(
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Bundle to write: NAME.tar.gz or a directory.")
-    ],
-    path: PathOpt = None,
-    host_root: HostRootOpt = Path("/"),
-    deadline: Annotated[
-        float, typer.Option(help="Global time limit for capture, seconds.")
-    ] = DEFAULT_DEADLINE_S,
-    redact: Annotated[
-        bool,
-        typer.Option(
-            "--redact",
-            help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
-            "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
-        ),
-    ] = False,
-) -> None:
+def collect(output: Path, path: str | None, host_root: Path, deadline: float, redact: bool) -> int:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
     from gdsdoctor.capture.redact import map_path_for, redact_capture, write_private_map
 
@@ -351,53 +197,34 @@ def collect(
     except OSError as error:  # a read-only or full filesystem: one line, not a traceback
         raise UserError(f"cannot write {error.filename or output}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
-    typer.echo(f"wrote {output}: {len(capture.artifacts)} artifacts, {ok} ok", err=True)
+    print(f"wrote {output}: {len(capture.artifacts)} artifacts, {ok} ok", file=sys.stderr)
     if redact:
-        typer.echo(f"private redaction map (keep it, never attach it): {map_path_for(output)}", err=True)
+        print(f"private redaction map (keep it, never attach it): {map_path_for(output)}", file=sys.stderr)
+    return 0
 
 
-@app.command("redact")
-def redact_command(
-    files: Annotated[list[Path], typer.Argument(help="Pasted text files to redact.")],
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", help="Where to write the copies (default: next to each).")
-    ] = None,
-) -> None:
+def redact(files: list[Path], output_dir: Path | None) -> int:
     """Write redacted copies (NAME.redacted) of pasted files, and the private map beside them."""
     from gdsdoctor.capture.redact import redact_files
 
     for line in redact_files(files, output_dir):
-        typer.echo(line, err=True)
+        print(line, file=sys.stderr)
+    return 0
 
 
-@app.command()
 def analyze(
-    inputs: Annotated[
-        list[str],
-        typer.Argument(
-            help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
-            "of bundles, several bundles, a quoted glob) for a fleet summary."
-        ),
-    ],
-    path: PathOpt = None,
-    fmt: ReportFormatOpt = None,
-    output: OutputsOpt = None,
-    fail_on: FailOnOpt = None,
-    npd: NpdOpt = False,
-    rules_dir: RulesDirOpt = None,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, help="Fleet: parallel processes (default: every core)."),
-    ] = None,
-    fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
-    verbose: VerboseOpt = False,
-    params: ParamsOpt = None,
-    preset: PresetOpt = None,
-    interval: IntervalOpt = None,
-    budget: BudgetOpt = None,
-    gpus: GpusOpt = None,
-    site_config: SiteConfigOpt = None,
-) -> None:
+    inputs: list[str],
+    path: str | None,
+    fmt: str | None,
+    output: list[str] | None,
+    fail_on: str | None,
+    npd: bool,
+    rules_dir: list[Path] | None,
+    jobs: int | None,
+    fleet: bool,
+    verbose: bool,
+    **job_options: Any,
+) -> int:
     """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
     from gdsdoctor.fleet import expand_inputs, is_fleet
     from gdsdoctor.pipeline import analyze_paths
@@ -405,13 +232,15 @@ def analyze(
     paths = expand_inputs(inputs)
     if not paths:
         raise UserError(f"nothing matches {' '.join(inputs)}")
-    job = _job(params, preset, interval, budget, gpus, site_config)
+    job = _job(**job_options)
+    targets = _targets(output)
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
-        _fleet(paths, path, rules_dir or [], jobs, fmt, _targets(output), fail_on, job)
-    targets = _targets(output)
-    _finish(analyze_paths(paths, path, rules_dir or [], job).report, fmt, verbose, targets, fail_on, npd)
+        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job)
+    return _finish(
+        analyze_paths(paths, path, rules_dir or [], job).report, fmt, verbose, targets, fail_on, npd
+    )
 
 
 def _fleet(
@@ -419,38 +248,38 @@ def _fleet(
     path: str | None,
     rules_dirs: list[Path],
     jobs: int | None,
-    fmt: ReportFormat | None,
+    fmt: str | None,
     targets: list[tuple[str, str]],
-    fail_on: FailOn | None,
+    fail_on: str | None,
     job: dict[str, Any] | None = None,
-) -> None:
+) -> int:
     from gdsdoctor import fleet
 
     _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
         summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job)
-    _finish_fleet(fleet.apply_fail_on(summary, fail_on and str(fail_on)), fmt, targets)
+    return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets)
 
 
-def _check_fleet_formats(fmt: ReportFormat | None, targets: list[tuple[str, str]]) -> None:
+def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> None:
     from gdsdoctor.fleet import FLEET_FORMATS
 
-    for name in [*([str(fmt)] if fmt else []), *(f for f, _ in targets)]:
+    for name in [*([fmt] if fmt else []), *(f for f, _ in targets)]:
         if name not in FLEET_FORMATS:
             raise UserError(f"a fleet summary is written as {', '.join(FLEET_FORMATS)}, not {name}")
 
 
-def _finish_fleet(summary: dict[str, Any], fmt: ReportFormat | None, targets: list[tuple[str, str]]) -> None:
+def _finish_fleet(summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]]) -> int:
     from gdsdoctor import fleet
 
     for target_format, target in targets:
         _write(fleet.render(summary, target_format), target)
-    shown = str(fmt) if fmt is not None else (None if targets else "text")
+    shown = fmt if fmt is not None else (None if targets else "text")
     if shown is not None:
         sys.stdout.write(fleet.render(summary, shown, color=shown == "text" and sys.stdout.isatty()))
     if shown != "text":
-        typer.echo(fleet.exit_line(summary), err=True)
-    raise typer.Exit(int(summary["summary"]["exit_code"]))
+        print(fleet.exit_line(summary), file=sys.stderr)
+    return int(summary["summary"]["exit_code"])
 
 
 @contextlib.contextmanager
@@ -468,20 +297,12 @@ def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
         yield lambda done: bar.advance(task, done)
 
 
-@fleet_app.command("merge")
-def fleet_merge(
-    summaries: Annotated[list[Path], typer.Argument(help="Fleet summaries (`analyze … --format json`).")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown.")] = "text",
-    output: OutputsOpt = None,
-    fail_on: FailOnOpt = None,
-) -> None:
+def fleet_merge(summaries: list[Path], fmt: str, output: list[str] | None, fail_on: str | None) -> int:
     """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""
     import json
 
     from gdsdoctor import fleet
 
-    if fmt not in fleet.FLEET_FORMATS:
-        raise UserError(f"--format must be one of {', '.join(fleet.FLEET_FORMATS)}")
     targets = _targets(output)
     _check_fleet_formats(None, targets)
     loaded = []
@@ -494,88 +315,51 @@ def fleet_merge(
         merged = fleet.merge(loaded)
     except (ValueError, KeyError, TypeError) as error:
         raise UserError(f"cannot merge: {error}") from None
-    _finish_fleet(fleet.apply_fail_on(merged, fail_on and str(fail_on)), ReportFormat(fmt), targets)
+    return _finish_fleet(fleet.apply_fail_on(merged, fail_on), fmt, targets)
 
 
-@app.command()
-def explain(
-    cause_id: Annotated[str, typer.Argument(help="Cause id, as in `gdsdoctor rules list`.")],
-    inputs: Annotated[
-        list[Path] | None, typer.Argument(help="Bundle or pasted files; none: this host.")
-    ] = None,
-    rules_dir: RulesDirOpt = None,
-) -> None:
+def explain(cause_id: str, inputs: list[Path], rules_dir: list[Path] | None) -> int:
     """Show which facts a cause needs, their values here, and which signals held."""
     from gdsdoctor.explain import explain_cause
 
-    typer.echo(explain_cause(cause_id, inputs or [], rules_dir or []), nl=False)
+    sys.stdout.write(explain_cause(cause_id, inputs, rules_dir or []))
+    return 0
 
 
-class TopoFormat(StrEnum):
-    auto = "auto"
-    rich = "rich"
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
-@app.command()
-def topo(
-    inputs: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host."),
-    ] = None,
-    host_root: HostRootOpt = Path("/"),
-    fmt: Annotated[
-        TopoFormat,
-        typer.Option(
-            "--format", "-f", help="rich tree (terminal), plain text or markdown for tickets, json."
-        ),
-    ] = TopoFormat.auto,
-) -> None:
+def topo(inputs: list[Path], host_root: Path, fmt: str) -> int:
     """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements."""
     from gdsdoctor.topo import render, topology_of
 
     tty = sys.stdout.isatty()
-    chosen = ("rich" if tty else "text") if fmt is TopoFormat.auto else str(fmt)
-    sys.stdout.write(render(topology_of(inputs or [], host_root), chosen, color=tty))
+    chosen = ("rich" if tty else "text") if fmt == "auto" else fmt
+    sys.stdout.write(render(topology_of(inputs, host_root), chosen, color=tty))
+    return 0
 
 
-@app.command()
-def probes(fmt: FormatOpt = Format.text) -> None:
+def probes(fmt: str) -> int:
     """List every probe: what it runs or reads, and whether it needs root."""
     from gdsdoctor.explain import probes_markdown, probes_table
 
-    typer.echo(probes_markdown() if fmt is Format.markdown else probes_table(), nl=False)
+    sys.stdout.write(probes_markdown() if fmt == "markdown" else probes_table())
+    return 0
 
 
-@app.command()
 def estimate(
-    params: Annotated[str, typer.Option("--params", help="Parameter count: 70B, 7e10, 405b.")],
-    throughput: Annotated[
-        str, typer.Option("--throughput", help="Storage write throughput: 1.2GB/s, 400Gbit/s.")
-    ],
-    preset: Annotated[
-        str, typer.Option(help="What is saved per parameter (see --help of presets).")
-    ] = "bf16-adamw",
-    component: Annotated[
-        list[str] | None, typer.Option("--component", help="Override bytes/param: NAME=BYTES; repeatable.")
-    ] = None,
-    fsync: Annotated[str, typer.Option(help="fsync/metadata time per checkpoint: 2s, 500ms.")] = "0s",
-    interval: Annotated[str, typer.Option(help="Time between checkpoint starts: 1h, 30m.")] = "1h",
-    gpus: Annotated[int, typer.Option(help="GPUs stalled by the checkpoint.")] = 1,
-    budget: Annotated[str | None, typer.Option(help="Stall budget as share of wall time: 2%, 0.02.")] = None,
-    archive_throughput: Annotated[
-        str | None, typer.Option(help="Archive tier throughput for the asynchronous flush.")
-    ] = None,
-    units: Annotated[str, typer.Option(help="Output units: si (GB) or iec (GiB).")] = "si",
-    fmt: FormatOpt = Format.text,
-) -> None:
+    params: str,
+    throughput: str,
+    preset: str,
+    component: list[str] | None,
+    fsync: str,
+    interval: str,
+    gpus: int,
+    budget: str | None,
+    archive_throughput: str | None,
+    units: str,
+    fmt: str,
+) -> int:
     """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
     from gdsdoctor import estimate as model
 
-    if units not in ("si", "iec"):
-        raise UserError(f"--units must be si or iec, not {units!r}")
     try:
         result = model.run(
             params,
@@ -590,29 +374,20 @@ def estimate(
         )
     except model.EstimateError as error:
         raise UserError(str(error)) from None
-    if fmt is Format.json:
+    if fmt == "json":
         import json
 
-        typer.echo(json.dumps(model.to_dict(result, units), indent=2))
-    elif fmt is Format.markdown:
-        typer.echo(model.render_markdown(result, units), nl=False)
+        print(json.dumps(model.to_dict(result, units), indent=2))
+    elif fmt == "markdown":
+        sys.stdout.write(model.render_markdown(result, units))
     else:
-        typer.echo(model.render_text(result, units), nl=False)
+        sys.stdout.write(model.render_text(result, units))
+    return 0
 
 
-@app.command()
 def bench(
-    path: Annotated[Path, typer.Argument(help="Directory on the checkpoint filesystem to measure.")],
-    size: Annotated[
-        str | None, typer.Option(help="Test data size: 4GiB (default: 5% of free space).")
-    ] = None,
-    time_limit: Annotated[float, typer.Option(help="Hard time limit, seconds.")] = 300.0,
-    engine: Annotated[str, typer.Option(help="auto, cpu-direct, libcufile or gdsio.")] = "auto",
-    save_raw: Annotated[
-        Path | None, typer.Option("--save-raw", help="Write fio JSON / gdsio text here (for `analyze`).")
-    ] = None,
-    fmt: FormatOpt = Format.text,
-) -> None:
+    path: Path, size: str | None, time_limit: float, engine: str, save_raw: Path | None, fmt: str
+) -> int:
     """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
     from gdsdoctor import bench as runner
 
@@ -624,12 +399,13 @@ def bench(
         raise UserError(str(error)) from None
     if save_raw:
         save_raw.write_bytes(result.raw)
-    if fmt is Format.json:
+    if fmt == "json":
         import json
 
-        typer.echo(json.dumps(runner.to_dict(result), indent=2))
+        print(json.dumps(runner.to_dict(result), indent=2))
     else:
-        typer.echo(runner.render_text(result), nl=False)
+        sys.stdout.write(runner.render_text(result))
+    return 0
 
 
 def _size(text: str) -> int:
@@ -643,11 +419,10 @@ def _size(text: str) -> int:
 
 def _progress_bar():  # type: ignore[no-untyped-def]
     """A progress callback drawing a bar on stderr when it is a terminal, silent otherwise."""
-    from rich.console import Console
-    from rich.progress import Progress
-
     if not sys.stderr.isatty():
         return contextlib.nullcontext(lambda fraction, message: None)
+    from rich.console import Console
+    from rich.progress import Progress
 
     @contextlib.contextmanager
     def bar():  # type: ignore[no-untyped-def]
@@ -662,20 +437,16 @@ def _progress_bar():  # type: ignore[no-untyped-def]
     return bar()
 
 
-@rules_app.command("list")
-def rules_list(
-    fmt: FormatOpt = Format.text,
-    rules_dir: RulesDirOpt = None,
-) -> None:
+def rules_list(fmt: str, rules_dir: list[Path] | None) -> int:
     """List the causes of the diagnostic matrix."""
     from gdsdoctor.catalogue import render_catalogue
     from gdsdoctor.pipeline import rules
 
-    typer.echo(render_catalogue(rules(rules_dir or []), str(fmt)), nl=False)
+    sys.stdout.write(render_catalogue(rules(rules_dir or []), fmt))
+    return 0
 
 
-@rules_app.command("show")
-def rules_show(cause_id: str, rules_dir: RulesDirOpt = None) -> None:
+def rules_show(cause_id: str, rules_dir: list[Path] | None) -> int:
     """Show one cause in full."""
     from gdsdoctor.catalogue import render_cause
     from gdsdoctor.pipeline import rules
@@ -683,13 +454,11 @@ def rules_show(cause_id: str, rules_dir: RulesDirOpt = None) -> None:
     found = [c for c in rules(rules_dir or []) if c.id == cause_id]
     if not found:
         raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
-    typer.echo(render_cause(found[0]), nl=False)
+    sys.stdout.write(render_cause(found[0]))
+    return 0
 
 
-@rules_app.command("lint")
-def rules_lint(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Rule files or directories.")] = None,
-) -> None:
+def rules_lint(paths: list[Path]) -> int:
     """Check rule files against the schema and for semantic errors (file:line: message)."""
     from gdsdoctor.engine.rules import builtin_rules_dir, lint_paths
     from gdsdoctor.pipeline import KNOWN_SECTIONS
@@ -700,61 +469,344 @@ def rules_lint(
         raise UserError(f"{missing[0]}: no such file or directory")
     causes, issues = lint_paths(targets, KNOWN_SECTIONS)
     for issue in issues:
-        typer.echo(str(issue))
-    typer.echo(f"{len(causes)} cause(s), {len(issues)} problem(s)", err=True)
-    raise typer.Exit(UNKNOWN_EXIT if issues else 0)
+        print(issue)
+    print(f"{len(causes)} cause(s), {len(issues)} problem(s)", file=sys.stderr)
+    return UNKNOWN_EXIT if issues else 0
 
 
-def narrowed(argv: Sequence[str]) -> typer.Typer:
-    """The app with only the command named first on the command line. Typer builds every
-    command's parameters from its type hints at each start (~25 ms for all of them, a tenth of
-    a `check`); a run needs one. Its help, usage and errors read the same (a test compares
-    them). Anything else (no command, an option first, a typo) gets the whole app."""
-    import copy
-
-    from typer.main import get_command_name
-
-    name = argv[0] if argv else ""
-    commands = [
-        command
-        for command in app.registered_commands
-        if (command.name or get_command_name(getattr(command.callback, "__name__", ""))) == name
-    ]
-    groups = [group for group in app.registered_groups if group.name == name]
-    if len(commands) + len(groups) != 1:
-        return app
-    only = copy.copy(app)
-    only.registered_commands, only.registered_groups = commands, groups
-    return only
+# ---- the parser ------------------------------------------------------------------------------
 
 
-def main() -> None:
-    """Entry point: run the app, turning every expected failure into one line and exit 3."""
+class _Parser(argparse.ArgumentParser):
+    """argparse with gdsdoctor's error convention: one line, exit 3 (UNKNOWN). Options are never
+    abbreviated: a health check's `--dead 30` must not mean something else after an upgrade."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{message} (`{self.prog} --help` shows the usage)")
+
+
+def _positive_int(text: str) -> int:
     try:
-        code = narrowed(sys.argv[1:])(standalone_mode=False)
-    except _EXIT as done:
-        code = getattr(done, "exit_code", 0)
-    except _ABORT:
-        typer.echo("gdsdoctor: aborted", err=True)
-        code = UNKNOWN_EXIT
-    except _CLICK_ERROR as error:
-        typer.echo(f"gdsdoctor: {error.format_message()}", err=True)
-        code = UNKNOWN_EXIT
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
+def _add_path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--path", help="Narrow the diagnosis to the checkpoint directory PATH.")
+
+
+def _add_host_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host-root",
+        type=Path,
+        default=Path("/"),
+        metavar="DIR",
+        help="Where the host's / is mounted (e.g. /host in a container; default /).",
+    )
+
+
+def _add_deadline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        metavar="SECONDS",
+        help=f"Global time limit for capture (default {DEFAULT_DEADLINE_S:g}).",
+    )
+
+
+def _add_rules_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules-dir",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="Extra (site) rule directory; repeatable.",
+    )
+
+
+def _add_format(
+    parser: argparse.ArgumentParser, choices: Sequence[str], default: str | None, help: str
+) -> None:
+    parser.add_argument(
+        "--format", "-f", dest="fmt", choices=choices, default=default, metavar="FORMAT", help=help
+    )
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output",
+        "-o",
+        action="append",
+        metavar="FORMAT=PATH",
+        help="Also write FORMAT to PATH, atomically (e.g. prometheus=/var/lib/node_exporter/gdsdoctor.prom); "
+        "repeatable; PATH - is stdout.",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        metavar="SEVERITY",
+        help="Lowest severity that fails (non-zero exit): %(choices)s. Default: monitoring-plugin "
+        "codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). UNKNOWN always fails.",
+    )
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    """What every diagnosing command shares: formats, outputs, exit policy, rules, verbosity."""
+    _add_format(
+        parser,
+        REPORT_FORMATS,
+        None,
+        "Format on stdout: %(choices)s (default text; none when only --output is given).",
+    )
+    _add_outputs(parser)
+    parser.add_argument(
+        "--npd",
+        action="store_true",
+        help="Kubernetes node-problem-detector custom plugin: exit 0 OK, 1 problem, 2 unknown; "
+        "one short message on stdout.",
+    )
+    _add_rules_dir(parser)
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="Show every source and inconclusive cause."
+    )
+
+
+def _add_job_options(parser: argparse.ArgumentParser) -> None:
+    """The checkpoint job (see `_job`): turns a measured throughput into the stall it causes."""
+    job = parser.add_argument_group("checkpoint job")
+    job.add_argument("--params", help="Model parameter count (70B): judge the checkpoint stall and space.")
+    job.add_argument("--preset", help="What a checkpoint saves (see `estimate`).")
+    job.add_argument("--interval", help="Time between checkpoints (default 1h).")
+    job.add_argument("--budget", help="Stall budget, share of wall time (default 5%%).")
+    job.add_argument("--gpus", type=int, help="GPUs the checkpoint stalls (default 1).")
+    job.add_argument(
+        "--site-config",
+        type=Path,
+        metavar="YAML",
+        help="YAML with a `checkpoint:` job description (params, ...).",
+    )
+
+
+def _command(
+    commands: argparse._SubParsersAction[_Parser], name: str, function: Callable[..., int]
+) -> argparse.ArgumentParser:
+    """A sub-command running ``function``, described by its docstring."""
+    summary = (function.__doc__ or "").strip()
+    parser = commands.add_parser(name, help=summary, description=summary)
+    parser.set_defaults(command=function, command_parser=parser)
+    return parser
+
+
+def _group(
+    commands: argparse._SubParsersAction[_Parser], name: str, summary: str
+) -> argparse._SubParsersAction[_Parser]:
+    parser = commands.add_parser(name, help=summary, description=summary)
+    return parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gdsdoctor",
+        description="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA, "
+        "filesystems. `gdsdoctor COMMAND --help` describes each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"gdsdoctor {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    check_parser = _command(commands, "check", check)
+    _add_path(check_parser)
+    _add_host_root(check_parser)
+    _add_report_options(check_parser)
+    _add_deadline(check_parser)
+    check_parser.add_argument(
+        "--bench",
+        action="store_true",
+        help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
+    )
+    check_parser.add_argument(
+        "--bench-size", metavar="SIZE", help="Data --bench writes: 4GiB (default 5%% of free space)."
+    )
+    _add_job_options(check_parser)
+
+    collect_parser = _command(commands, "collect", collect)
+    collect_parser.add_argument(
+        "--output", "-o", type=Path, required=True, help="Bundle to write: NAME.tar.gz or a directory."
+    )
+    _add_path(collect_parser)
+    _add_host_root(collect_parser)
+    _add_deadline(collect_parser)
+    collect_parser.add_argument(
+        "--redact",
+        action="store_true",
+        help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
+        "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
+    )
+
+    redact_parser = _command(commands, "redact", redact)
+    redact_parser.add_argument(
+        "files", type=Path, nargs="+", metavar="FILE", help="Pasted text files to redact."
+    )
+    redact_parser.add_argument(
+        "--output-dir", type=Path, metavar="DIR", help="Where to write the copies (default: next to each)."
+    )
+
+    analyze_parser = _command(commands, "analyze", analyze)
+    analyze_parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
+        "of bundles, several bundles, a quoted glob) for a fleet summary.",
+    )
+    _add_path(analyze_parser)
+    _add_report_options(analyze_parser)
+    analyze_parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="Fleet: parallel processes (default: every core).",
+    )
+    analyze_parser.add_argument(
+        "--fleet", action="store_true", help="Summarise as a fleet even for one bundle."
+    )
+    _add_job_options(analyze_parser)
+
+    explain_parser = _command(commands, "explain", explain)
+    explain_parser.add_argument(
+        "cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`."
+    )
+    explain_parser.add_argument(
+        "inputs", type=Path, nargs="*", metavar="INPUT", help="Bundle or pasted files; none: this host."
+    )
+    _add_rules_dir(explain_parser)
+
+    topo_parser = _command(commands, "topo", topo)
+    topo_parser.add_argument(
+        "inputs",
+        type=Path,
+        nargs="*",
+        metavar="INPUT",
+        help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host.",
+    )
+    _add_host_root(topo_parser)
+    _add_format(
+        topo_parser,
+        TOPO_FORMATS,
+        "auto",
+        "%(choices)s: a rich tree (terminal), plain text or markdown for tickets, json "
+        "(default auto: rich on a terminal, else text).",
+    )
+
+    probes_parser = _command(commands, "probes", probes)
+    _add_format(probes_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+
+    estimate_parser = _command(commands, "estimate", estimate)
+    estimate_parser.add_argument("--params", required=True, help="Parameter count: 70B, 7e10, 405b.")
+    estimate_parser.add_argument(
+        "--throughput", required=True, help="Storage write throughput: 1.2GB/s, 400Gbit/s."
+    )
+    estimate_parser.add_argument(
+        "--preset", default="bf16-adamw", help="What is saved per parameter (default bf16-adamw)."
+    )
+    estimate_parser.add_argument(
+        "--component", action="append", metavar="NAME=BYTES", help="Override bytes/param; repeatable."
+    )
+    estimate_parser.add_argument(
+        "--fsync", default="0s", help="fsync/metadata time per checkpoint: 2s, 500ms."
+    )
+    estimate_parser.add_argument("--interval", default="1h", help="Time between checkpoint starts: 1h, 30m.")
+    estimate_parser.add_argument("--gpus", type=int, default=1, help="GPUs stalled by the checkpoint.")
+    estimate_parser.add_argument("--budget", help="Stall budget as share of wall time: 2%%, 0.02.")
+    estimate_parser.add_argument(
+        "--archive-throughput", help="Archive tier throughput for the asynchronous flush."
+    )
+    estimate_parser.add_argument(
+        "--units",
+        choices=("si", "iec"),
+        default="si",
+        metavar="UNITS",
+        help="Output units: si (GB) or iec (GiB); default si.",
+    )
+    _add_format(estimate_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+
+    bench_parser = _command(commands, "bench", bench)
+    bench_parser.add_argument("path", type=Path, help="Directory on the checkpoint filesystem to measure.")
+    bench_parser.add_argument("--size", help="Test data size: 4GiB (default: 5%% of free space).")
+    bench_parser.add_argument(
+        "--time-limit", type=float, default=300.0, metavar="SECONDS", help="Hard time limit (default 300)."
+    )
+    bench_parser.add_argument("--engine", default="auto", help="auto, cpu-direct, libcufile or gdsio.")
+    bench_parser.add_argument(
+        "--save-raw", type=Path, metavar="FILE", help="Write fio JSON / gdsio text here (for `analyze`)."
+    )
+    _add_format(bench_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+
+    rules_commands = _group(commands, "rules", "List, show and lint the diagnostic rules.")
+    list_parser = _command(rules_commands, "list", rules_list)
+    _add_format(list_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+    _add_rules_dir(list_parser)
+    show_parser = _command(rules_commands, "show", rules_show)
+    show_parser.add_argument("cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")
+    _add_rules_dir(show_parser)
+    lint_parser = _command(rules_commands, "lint", rules_lint)
+    lint_parser.add_argument("paths", type=Path, nargs="*", metavar="PATH", help="Rule files or directories.")
+
+    fleet_commands = _group(commands, "fleet", "Fleet summaries: merge the shards of a fleet analysis.")
+    merge_parser = _command(fleet_commands, "merge", fleet_merge)
+    merge_parser.add_argument(
+        "summaries",
+        type=Path,
+        nargs="+",
+        metavar="SUMMARY",
+        help="Fleet summaries (`analyze … --format json`).",
+    )
+    _add_format(merge_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+    _add_outputs(merge_parser)
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run the command; every expected failure is one line and exit 3."""
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        print("gdsdoctor: give a command (listed above)", file=sys.stderr)
+        return UNKNOWN_EXIT
+    try:
+        namespace, unknown = parser.parse_known_args(argv)
+        options = vars(namespace)
+        command, command_parser = options.pop("command"), options.pop("command_parser")
+        if unknown:  # said by the command's parser, so that the error names its --help
+            command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return command(**options)
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else 0
     except _input_errors() as error:
-        typer.echo(f"gdsdoctor: {error}", err=True)
-        code = UNKNOWN_EXIT
+        print(f"gdsdoctor: {error}", file=sys.stderr)
     except KeyboardInterrupt:
-        typer.echo("gdsdoctor: interrupted", err=True)
-        code = UNKNOWN_EXIT
+        print("gdsdoctor: interrupted", file=sys.stderr)
     except Exception as error:  # a bug: still one line and UNKNOWN, traceback only on request
         if os.environ.get("GDSDOCTOR_DEBUG"):
             raise
-        typer.echo(
+        print(
             f"gdsdoctor: internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)",
-            err=True,
+            file=sys.stderr,
         )
-        code = UNKNOWN_EXIT
-    exit_now(code if isinstance(code, int) else 0)
+    return UNKNOWN_EXIT
+
+
+def main() -> NoReturn:
+    """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`)."""
+    exit_now(run(sys.argv[1:]))
 
 
 def exit_now(code: int) -> NoReturn:
