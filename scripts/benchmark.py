@@ -221,14 +221,21 @@ def write_fleet(capture: Any, root: Path, size: int) -> Path:
     """``size`` bundles: this host's capture under other names, one in 20 with a mount-option
     outlier and one in 50 without the module list, so groups and outliers are not trivial."""
     from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
     from gdsdoctor.model import Artifact, ArtifactStatus
 
     root.mkdir(parents=True, exist_ok=True)
     mounts_name = (capture.assignments.get("mounts") or [None])[0]
     for index in range(size):
-        node = dataclasses.replace(capture, host={**capture.host, "hostname": f"gpu{index:05d}"})
-        node.artifacts = dict(capture.artifacts)
-        node.assignments = {k: list(v) for k, v in capture.assignments.items()}
+        node = Capture(
+            capture.origin,
+            dict(capture.artifacts),
+            {k: list(v) for k, v in capture.assignments.items()},
+            {**capture.host, "hostname": f"gpu{index:05d}"},
+            capture.options,
+            capture.notes,
+            capture.label,
+        )
         if mounts_name and index % 20 == 0:
             extra = b"/dev/nvme9n1 /mnt/ckpt ext4 rw,relatime,data=journal 0 0\n"
             node.artifacts[mounts_name] = Artifact(
@@ -330,11 +337,7 @@ def replicated_rules(times: int) -> list[Any]:
     from gdsdoctor.pipeline import rules
 
     shipped = rules()
-    return [
-        dataclasses.replace(cause, id=f"{cause.id}-{n}", explains=())
-        for n in range(times)
-        for cause in shipped
-    ]
+    return [cause._replace(id=f"{cause.id}-{n}", explains=()) for n in range(times) for cause in shipped]
 
 
 def facts_for(mounts: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:

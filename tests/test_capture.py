@@ -74,32 +74,24 @@ def test_probe_threads_parse_and_facts_reuse_only_what_the_capture_still_holds(t
     from gdsdoctor.model import Artifact
     from gdsdoctor.probes import BY_SECTION
 
-    probe = BY_SECTION["cmdline"]
     host = write_tree(tmp_path / "host", {"proc/cmdline": "BOOT_IMAGE=/vmlinuz iommu=pt\n"})
     calls: list[str] = []
-    original = probe.parse
+    original = BY_SECTION["cmdline"].parse
 
     def counting(text: str, name: str) -> dict:
         calls.append(text)
         return original(text, name)
 
-    object.__setattr__(probe, "parse", counting)
-    try:
-        live = LiveCapture(host, probes=[probe], parse=section_from)
-        capture = live.finish()
-        assert len(calls) == 1 and "cmdline" in live.parsed  # parsed in the probe's thread
-        facts = build_facts(capture, [probe], live.parsed)
-        assert len(calls) == 1 and facts["cmdline"] == section_from(
-            probe, [capture.artifacts["proc/cmdline"]]
-        )
-        # replaced after the capture (as check --bench adds its result): parsed again, not reused
-        capture.add(
-            "cmdline", Artifact("proc/cmdline", ArtifactStatus.OK, b"BOOT_IMAGE=/vmlinuz iommu=off\n")
-        )
-        facts = build_facts(capture, [probe], live.parsed)
-        assert calls[-1].endswith("iommu=off\n") and facts["cmdline"] != live.parsed["cmdline"][1]
-    finally:
-        object.__setattr__(probe, "parse", original)
+    probe = BY_SECTION["cmdline"]._replace(parse=counting)
+    live = LiveCapture(host, probes=[probe], parse=section_from)
+    capture = live.finish()
+    assert len(calls) == 1 and "cmdline" in live.parsed  # parsed in the probe's thread
+    facts = build_facts(capture, [probe], live.parsed)
+    assert len(calls) == 1 and facts["cmdline"] == section_from(probe, [capture.artifacts["proc/cmdline"]])
+    # replaced after the capture (as check --bench adds its result): parsed again, not reused
+    capture.add("cmdline", Artifact("proc/cmdline", ArtifactStatus.OK, b"BOOT_IMAGE=/vmlinuz iommu=off\n"))
+    facts = build_facts(capture, [probe], live.parsed)
+    assert calls[-1].endswith("iommu=off\n") and facts["cmdline"] != live.parsed["cmdline"][1]
 
 
 def test_bundle_manifest_records_every_artifact(tmp_path: Path, isolated_path: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -270,13 +271,42 @@ def test_options_are_never_abbreviated() -> None:
     assert result.returncode == 3 and "--dead" in result.stderr
 
 
-def test_report_formats_are_the_renderers() -> None:
+def _subparser(parser: Any, words: list[str]) -> Any:
     import argparse
 
+    for word in words:
+        table = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = table.choices[word]
+    return parser
+
+
+@pytest.mark.parametrize("words", _all_command_lines(), ids=" ".join)
+def test_a_command_built_alone_reads_as_in_the_whole_parser(words: list[str]) -> None:
+    """A run builds only the command it names (start-up time): its help, its parse of options
+    and its errors must be those of the whole parser."""
+    from gdsdoctor import cli
+    from gdsdoctor.model import UserError
+
+    alone, whole = cli.build_parser(words[0]), cli.build_parser()
+    assert _subparser(alone, words).format_help() == _subparser(whole, words).format_help()
+    assert len(_subparser(alone, [])._actions[-1].choices) == 1
+    for argv in ([*words, "--no-such-option"], [*words, "--format"], [*words, "--path"]):
+        outcomes = []
+        for parser in (alone, whole):
+            try:
+                namespace, unknown = parser.parse_known_args(argv)
+                options = vars(namespace)
+                options.pop("command_parser")  # the parser itself: a new object each build
+                outcomes.append((options, unknown))
+            except UserError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+
+
+def test_report_formats_are_the_renderers() -> None:
     from gdsdoctor import cli
     from gdsdoctor.fleet import FLEET_FORMATS
 
-    subcommands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    fmt = next(a for a in subcommands.choices["check"]._actions if a.dest == "fmt")
+    fmt = next(a for a in _subparser(cli.build_parser(), ["check"])._actions if a.dest == "fmt")
     assert tuple(fmt.choices) == cli.REPORT_FORMATS
     assert cli.FORMATS == FLEET_FORMATS

@@ -120,7 +120,7 @@ def test_ranking_folds_symptoms_under_cause(tmp_path: Path) -> None:
     ranked = rank(evaluate(_rules(tmp_path), _facts(["nvidia"], False), {}))
     order = [(f.result.cause.id, f.explained_by) for f in ranked]
     assert order == [("root-cause", None), ("symptom", "root-cause"), ("unrelated-warning", None)]
-    assert ranked[0].explains == ["symptom"]
+    assert ranked[0].explains == ("symptom",)
 
 
 def test_remediation_values_are_shell_quoted() -> None:

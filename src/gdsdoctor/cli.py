@@ -595,9 +595,10 @@ def _add_job_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _command(
-    commands: argparse._SubParsersAction[_Parser], name: str, function: Callable[..., int]
-) -> argparse.ArgumentParser:
+Commands = argparse._SubParsersAction  # the sub-command table of a parser
+
+
+def _command(commands: Commands, name: str, function: Callable[..., int]) -> argparse.ArgumentParser:
     """A sub-command running ``function``, described by its docstring."""
     summary = (function.__doc__ or "").strip()
     parser = commands.add_parser(name, help=summary, description=summary)
@@ -605,14 +606,196 @@ def _command(
     return parser
 
 
-def _group(
-    commands: argparse._SubParsersAction[_Parser], name: str, summary: str
-) -> argparse._SubParsersAction[_Parser]:
+def _group(commands: Commands, name: str, summary: str) -> Commands:
     parser = commands.add_parser(name, help=summary, description=summary)
     return parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _define_check(commands: Commands) -> None:
+    parser = _command(commands, "check", check)
+    _add_path(parser)
+    _add_host_root(parser)
+    _add_report_options(parser)
+    _add_deadline(parser)
+    parser.add_argument(
+        "--bench",
+        action="store_true",
+        help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
+    )
+    parser.add_argument(
+        "--bench-size", metavar="SIZE", help="Data --bench writes: 4GiB (default 5%% of free space)."
+    )
+    _add_job_options(parser)
+
+
+def _define_collect(commands: Commands) -> None:
+    parser = _command(commands, "collect", collect)
+    parser.add_argument(
+        "--output", "-o", type=Path, required=True, help="Bundle to write: NAME.tar.gz or a directory."
+    )
+    _add_path(parser)
+    _add_host_root(parser)
+    _add_deadline(parser)
+    parser.add_argument(
+        "--redact",
+        action="store_true",
+        help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
+        "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
+    )
+
+
+def _define_redact(commands: Commands) -> None:
+    parser = _command(commands, "redact", redact)
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="Pasted text files to redact.")
+    parser.add_argument(
+        "--output-dir", type=Path, metavar="DIR", help="Where to write the copies (default: next to each)."
+    )
+
+
+def _define_analyze(commands: Commands) -> None:
+    parser = _command(commands, "analyze", analyze)
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
+        "of bundles, several bundles, a quoted glob) for a fleet summary.",
+    )
+    _add_path(parser)
+    _add_report_options(parser)
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="Fleet: parallel processes (default: every core).",
+    )
+    parser.add_argument("--fleet", action="store_true", help="Summarise as a fleet even for one bundle.")
+    _add_job_options(parser)
+
+
+def _define_explain(commands: Commands) -> None:
+    parser = _command(commands, "explain", explain)
+    parser.add_argument("cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")
+    parser.add_argument(
+        "inputs", type=Path, nargs="*", metavar="INPUT", help="Bundle or pasted files; none: this host."
+    )
+    _add_rules_dir(parser)
+
+
+def _define_topo(commands: Commands) -> None:
+    parser = _command(commands, "topo", topo)
+    parser.add_argument(
+        "inputs",
+        type=Path,
+        nargs="*",
+        metavar="INPUT",
+        help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host.",
+    )
+    _add_host_root(parser)
+    _add_format(
+        parser,
+        TOPO_FORMATS,
+        "auto",
+        "%(choices)s: a rich tree (terminal), plain text or markdown for tickets, json "
+        "(default auto: rich on a terminal, else text).",
+    )
+
+
+def _define_probes(commands: Commands) -> None:
+    _add_format(
+        _command(commands, "probes", probes),
+        FORMATS,
+        "text",
+        "Output format: %(choices)s (default %(default)s).",
+    )
+
+
+def _define_estimate(commands: Commands) -> None:
+    parser = _command(commands, "estimate", estimate)
+    parser.add_argument("--params", required=True, help="Parameter count: 70B, 7e10, 405b.")
+    parser.add_argument("--throughput", required=True, help="Storage write throughput: 1.2GB/s, 400Gbit/s.")
+    parser.add_argument(
+        "--preset", default="bf16-adamw", help="What is saved per parameter (default bf16-adamw)."
+    )
+    parser.add_argument(
+        "--component", action="append", metavar="NAME=BYTES", help="Override bytes/param; repeatable."
+    )
+    parser.add_argument("--fsync", default="0s", help="fsync/metadata time per checkpoint: 2s, 500ms.")
+    parser.add_argument("--interval", default="1h", help="Time between checkpoint starts: 1h, 30m.")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs stalled by the checkpoint.")
+    parser.add_argument("--budget", help="Stall budget as share of wall time: 2%%, 0.02.")
+    parser.add_argument("--archive-throughput", help="Archive tier throughput for the asynchronous flush.")
+    parser.add_argument(
+        "--units",
+        choices=("si", "iec"),
+        default="si",
+        metavar="UNITS",
+        help="Output units: si (GB) or iec (GiB); default si.",
+    )
+    _add_format(parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+
+
+def _define_bench(commands: Commands) -> None:
+    parser = _command(commands, "bench", bench)
+    parser.add_argument("path", type=Path, help="Directory on the checkpoint filesystem to measure.")
+    parser.add_argument("--size", help="Test data size: 4GiB (default: 5%% of free space).")
+    parser.add_argument(
+        "--time-limit", type=float, default=300.0, metavar="SECONDS", help="Hard time limit (default 300)."
+    )
+    parser.add_argument("--engine", default="auto", help="auto, cpu-direct, libcufile or gdsio.")
+    parser.add_argument(
+        "--save-raw", type=Path, metavar="FILE", help="Write fio JSON / gdsio text here (for `analyze`)."
+    )
+    _add_format(parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+
+
+def _define_rules(commands: Commands) -> None:
+    group = _group(commands, "rules", "List, show and lint the diagnostic rules.")
+    listing = _command(group, "list", rules_list)
+    _add_format(listing, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+    _add_rules_dir(listing)
+    show = _command(group, "show", rules_show)
+    show.add_argument("cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")
+    _add_rules_dir(show)
+    lint = _command(group, "lint", rules_lint)
+    lint.add_argument("paths", type=Path, nargs="*", metavar="PATH", help="Rule files or directories.")
+
+
+def _define_fleet(commands: Commands) -> None:
+    group = _group(commands, "fleet", "Fleet summaries: merge the shards of a fleet analysis.")
+    merge = _command(group, "merge", fleet_merge)
+    merge.add_argument(
+        "summaries",
+        type=Path,
+        nargs="+",
+        metavar="SUMMARY",
+        help="Fleet summaries (`analyze … --format json`).",
+    )
+    _add_format(merge, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
+    _add_outputs(merge)
+
+
+# In the order `gdsdoctor --help` lists them.
+COMMANDS: dict[str, Callable[[Commands], None]] = {
+    "check": _define_check,
+    "collect": _define_collect,
+    "redact": _define_redact,
+    "analyze": _define_analyze,
+    "explain": _define_explain,
+    "topo": _define_topo,
+    "probes": _define_probes,
+    "estimate": _define_estimate,
+    "bench": _define_bench,
+    "rules": _define_rules,
+    "fleet": _define_fleet,
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only`` (a command name), that command alone. Each parser costs
+    ~0.5 ms (argparse looks up message catalogues for its headings), and a health check runs
+    one command: a test checks that a command parses, helps and errs the same either way."""
     parser = _Parser(
         prog="gdsdoctor",
         description="Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA, "
@@ -620,163 +803,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gdsdoctor {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-
-    check_parser = _command(commands, "check", check)
-    _add_path(check_parser)
-    _add_host_root(check_parser)
-    _add_report_options(check_parser)
-    _add_deadline(check_parser)
-    check_parser.add_argument(
-        "--bench",
-        action="store_true",
-        help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
-    )
-    check_parser.add_argument(
-        "--bench-size", metavar="SIZE", help="Data --bench writes: 4GiB (default 5%% of free space)."
-    )
-    _add_job_options(check_parser)
-
-    collect_parser = _command(commands, "collect", collect)
-    collect_parser.add_argument(
-        "--output", "-o", type=Path, required=True, help="Bundle to write: NAME.tar.gz or a directory."
-    )
-    _add_path(collect_parser)
-    _add_host_root(collect_parser)
-    _add_deadline(collect_parser)
-    collect_parser.add_argument(
-        "--redact",
-        action="store_true",
-        help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
-        "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
-    )
-
-    redact_parser = _command(commands, "redact", redact)
-    redact_parser.add_argument(
-        "files", type=Path, nargs="+", metavar="FILE", help="Pasted text files to redact."
-    )
-    redact_parser.add_argument(
-        "--output-dir", type=Path, metavar="DIR", help="Where to write the copies (default: next to each)."
-    )
-
-    analyze_parser = _command(commands, "analyze", analyze)
-    analyze_parser.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="INPUT",
-        help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
-        "of bundles, several bundles, a quoted glob) for a fleet summary.",
-    )
-    _add_path(analyze_parser)
-    _add_report_options(analyze_parser)
-    analyze_parser.add_argument(
-        "--jobs",
-        "-j",
-        type=_positive_int,
-        metavar="N",
-        help="Fleet: parallel processes (default: every core).",
-    )
-    analyze_parser.add_argument(
-        "--fleet", action="store_true", help="Summarise as a fleet even for one bundle."
-    )
-    _add_job_options(analyze_parser)
-
-    explain_parser = _command(commands, "explain", explain)
-    explain_parser.add_argument(
-        "cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`."
-    )
-    explain_parser.add_argument(
-        "inputs", type=Path, nargs="*", metavar="INPUT", help="Bundle or pasted files; none: this host."
-    )
-    _add_rules_dir(explain_parser)
-
-    topo_parser = _command(commands, "topo", topo)
-    topo_parser.add_argument(
-        "inputs",
-        type=Path,
-        nargs="*",
-        metavar="INPUT",
-        help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host.",
-    )
-    _add_host_root(topo_parser)
-    _add_format(
-        topo_parser,
-        TOPO_FORMATS,
-        "auto",
-        "%(choices)s: a rich tree (terminal), plain text or markdown for tickets, json "
-        "(default auto: rich on a terminal, else text).",
-    )
-
-    probes_parser = _command(commands, "probes", probes)
-    _add_format(probes_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
-
-    estimate_parser = _command(commands, "estimate", estimate)
-    estimate_parser.add_argument("--params", required=True, help="Parameter count: 70B, 7e10, 405b.")
-    estimate_parser.add_argument(
-        "--throughput", required=True, help="Storage write throughput: 1.2GB/s, 400Gbit/s."
-    )
-    estimate_parser.add_argument(
-        "--preset", default="bf16-adamw", help="What is saved per parameter (default bf16-adamw)."
-    )
-    estimate_parser.add_argument(
-        "--component", action="append", metavar="NAME=BYTES", help="Override bytes/param; repeatable."
-    )
-    estimate_parser.add_argument(
-        "--fsync", default="0s", help="fsync/metadata time per checkpoint: 2s, 500ms."
-    )
-    estimate_parser.add_argument("--interval", default="1h", help="Time between checkpoint starts: 1h, 30m.")
-    estimate_parser.add_argument("--gpus", type=int, default=1, help="GPUs stalled by the checkpoint.")
-    estimate_parser.add_argument("--budget", help="Stall budget as share of wall time: 2%%, 0.02.")
-    estimate_parser.add_argument(
-        "--archive-throughput", help="Archive tier throughput for the asynchronous flush."
-    )
-    estimate_parser.add_argument(
-        "--units",
-        choices=("si", "iec"),
-        default="si",
-        metavar="UNITS",
-        help="Output units: si (GB) or iec (GiB); default si.",
-    )
-    _add_format(estimate_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
-
-    bench_parser = _command(commands, "bench", bench)
-    bench_parser.add_argument("path", type=Path, help="Directory on the checkpoint filesystem to measure.")
-    bench_parser.add_argument("--size", help="Test data size: 4GiB (default: 5%% of free space).")
-    bench_parser.add_argument(
-        "--time-limit", type=float, default=300.0, metavar="SECONDS", help="Hard time limit (default 300)."
-    )
-    bench_parser.add_argument("--engine", default="auto", help="auto, cpu-direct, libcufile or gdsio.")
-    bench_parser.add_argument(
-        "--save-raw", type=Path, metavar="FILE", help="Write fio JSON / gdsio text here (for `analyze`)."
-    )
-    _add_format(bench_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
-
-    rules_commands = _group(commands, "rules", "List, show and lint the diagnostic rules.")
-    list_parser = _command(rules_commands, "list", rules_list)
-    _add_format(list_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
-    _add_rules_dir(list_parser)
-    show_parser = _command(rules_commands, "show", rules_show)
-    show_parser.add_argument("cause_id", metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")
-    _add_rules_dir(show_parser)
-    lint_parser = _command(rules_commands, "lint", rules_lint)
-    lint_parser.add_argument("paths", type=Path, nargs="*", metavar="PATH", help="Rule files or directories.")
-
-    fleet_commands = _group(commands, "fleet", "Fleet summaries: merge the shards of a fleet analysis.")
-    merge_parser = _command(fleet_commands, "merge", fleet_merge)
-    merge_parser.add_argument(
-        "summaries",
-        type=Path,
-        nargs="+",
-        metavar="SUMMARY",
-        help="Fleet summaries (`analyze … --format json`).",
-    )
-    _add_format(merge_parser, FORMATS, "text", "Output format: %(choices)s (default %(default)s).")
-    _add_outputs(merge_parser)
+    for name, define in COMMANDS.items():
+        if only is None or name == only:
+            define(commands)
     return parser
 
 
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` and run the command; every expected failure is one line and exit 3."""
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     if not argv:
         parser.print_help()
         print("gdsdoctor: give a command (listed above)", file=sys.stderr)

@@ -7,8 +7,8 @@ a status with a one-line detail.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class ArtifactStatus(StrEnum):
@@ -19,8 +19,7 @@ class ArtifactStatus(StrEnum):
     ERROR = "error"  # non-zero exit (stderr in detail) or unreadable
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     """One captured command output or file, as raw bytes, with how the capture went."""
 
     name: str  # bundle-relative path, e.g. "proc/mounts", "cmd/gdscheck-p.txt"
@@ -30,7 +29,6 @@ class Artifact:
     detail: str = ""  # one line: why it is not ok, or stderr of a failed command
     exit_code: int | None = None
     duration_s: float = 0.0
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:

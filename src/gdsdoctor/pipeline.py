@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
@@ -33,8 +32,7 @@ HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
 }
 
 
-@dataclass
-class Analysis:
+class Analysis(NamedTuple):
     capture: Capture
     facts: dict[str, Any]
     results: list[CauseResult]

@@ -35,7 +35,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -473,8 +473,7 @@ def redact_capture(capture: Capture, redactor: Redactor | None = None) -> tuple[
         else redactor.text(capture.label),
     )
     for name, artifact in capture.artifacts.items():
-        redacted.artifacts[name] = replace(
-            artifact,
+        redacted.artifacts[name] = artifact._replace(
             data=redactor.data(artifact.data),
             source=redactor.text(artifact.source),
             detail=redactor.text(artifact.detail),

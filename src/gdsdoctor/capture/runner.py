@@ -23,7 +23,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from gdsdoctor.model import Artifact, ArtifactStatus
 
@@ -48,12 +47,14 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
-@dataclass
 class _Outcome:
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    timed_out: bool = False
-    overflow: str = ""  # "stdout" or "stderr" when a cap was hit
+    __slots__ = ("overflow", "stderr", "stdout", "timed_out")
+
+    def __init__(self) -> None:
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.timed_out = False
+        self.overflow = ""  # "stdout" or "stderr" when a cap was hit
 
 
 def run_command(

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from jmespath.exceptions import JMESPathError
 
@@ -42,8 +41,7 @@ class Outcome(StrEnum):
     NOT_APPLICABLE = "not_applicable"
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(NamedTuple):
     text: str
     artifact: str | None = None
     line: int | None = None
@@ -53,22 +51,35 @@ class Evidence:
         return {"text": self.text, "artifact": self.artifact, "line": self.line, "signal": self.signal}
 
 
-@dataclass(frozen=True, slots=True)
-class SignalResult:
+class SignalResult(NamedTuple):
     signal: Signal
     held: bool
     error: str = ""
 
 
-@dataclass
 class CauseResult:
-    cause: Cause
-    outcome: Outcome
-    certainty: float = 0.0
-    signals: list[SignalResult] = field(default_factory=list)
-    evidence: list[Evidence] = field(default_factory=list)
-    remediation: list[str] = field(default_factory=list)
-    missing: list[dict[str, str]] = field(default_factory=list)
+    """How one cause came out; a fired one gets its evidence and remediation afterwards."""
+
+    __slots__ = ("cause", "certainty", "evidence", "missing", "outcome", "remediation", "signals")
+
+    def __init__(
+        self,
+        cause: Cause,
+        outcome: Outcome,
+        certainty: float = 0.0,
+        signals: list[SignalResult] | None = None,
+        missing: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.cause = cause
+        self.outcome = outcome
+        self.certainty = certainty
+        self.signals = signals or []
+        self.evidence: list[Evidence] = []
+        self.remediation: list[str] = []
+        self.missing = missing or []
+
+    def __repr__(self) -> str:
+        return f"CauseResult({self.cause.id!r}, {self.outcome!r}, certainty={self.certainty})"
 
 
 def combine(a: float, b: float) -> float:

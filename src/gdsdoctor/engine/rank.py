@@ -10,18 +10,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 
 SEVERITY_WEIGHT = {"critical": 3, "warning": 2, "info": 1}
 
 
-@dataclass
-class RankedFinding:
+class RankedFinding(NamedTuple):
     result: CauseResult
     explained_by: str | None = None
-    explains: list[str] = field(default_factory=list)
+    explains: tuple[str, ...] = ()
 
 
 def score(result: CauseResult) -> tuple[float, int, str]:
@@ -46,12 +45,10 @@ def rank(results: Sequence[CauseResult]) -> list[RankedFinding]:
         if root.cause.id in placed:
             continue
         placed.add(root.cause.id)
-        finding = RankedFinding(root)
         symptoms = sorted(
             (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=score
         )
-        finding.explains = [s.cause.id for s in symptoms]
-        ranked.append(finding)
+        ranked.append(RankedFinding(root, explains=tuple(s.cause.id for s in symptoms)))
         for symptom in symptoms:
             placed.add(symptom.cause.id)
             ranked.append(RankedFinding(symptom, explained_by=root.cause.id))

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jmespath.exceptions import JMESPathError
 
@@ -27,8 +26,7 @@ Location = tuple[str | int, ...]
 _PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
+class Signal(NamedTuple):
     id: str
     when: str
     certainty: float
@@ -37,8 +35,7 @@ class Signal:
     boost: bool = False  # context: adds certainty only when a non-boost signal holds
 
 
-@dataclass(frozen=True, slots=True)
-class Cause:
+class Cause(NamedTuple):
     id: str
     title: str
     category: str
@@ -46,9 +43,9 @@ class Cause:
     explanation: str
     requires: tuple[str | tuple[str, ...], ...]
     signals: tuple[Signal, ...]
+    vars: dict[str, str]  # placeholder -> expression, for the remediation commands
     applies_when: str | None = None
     min_certainty: float = 0.2
-    vars: dict[str, str] = field(default_factory=dict)
     fix: str = ""
     remediation: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
@@ -58,8 +55,7 @@ class Cause:
     line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class LintIssue:
+class LintIssue(NamedTuple):
     file: str
     line: int
     message: str

@@ -53,9 +53,9 @@ def _tree_text(tree: Any) -> str:
 
 
 def _cause_record(cause: Cause, rules_dir: Path) -> dict[str, Any]:
-    record = {name: getattr(cause, name) for name in cause.__slots__}
+    record = cause._asdict()
     record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
-    record["signals"] = [{name: getattr(s, name) for name in s.__slots__} for s in cause.signals]
+    record["signals"] = [s._asdict() for s in cause.signals]
     return record
 
 

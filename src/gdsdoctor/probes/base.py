@@ -13,9 +13,8 @@ provenance record made by :func:`src`, so a finding can show the exact line.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 Section = dict[str, Any]
 Parser = Callable[[str, str], Section]
@@ -34,8 +33,7 @@ class ParseError(ValueError):
         self.line = line
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     """One way to capture a probe's input: a command, a host file, or a reader."""
 
     artifact: str  # bundle-relative name, e.g. "proc/modules", "cmd/lsmod.txt"
@@ -55,8 +53,7 @@ class Source:
         return self.path or self.how or f"(reads {self.artifact})"
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
+class Probe(NamedTuple):
     section: str  # key in the facts document
     title: str  # what it is, for `gdsdoctor probes` and "how to collect" hints
     sources: tuple[Source, ...]
@@ -64,7 +61,7 @@ class Probe:
     recognise: Recogniser | None = None  # True if a pasted text is this source's output
     paste_hint: str = ""  # what a user should paste, e.g. "output of `gdscheck -p`"
     targeted: bool = False  # captured only with --path
-    tags: tuple[str, ...] = field(default=())
+    tags: tuple[str, ...] = ()
 
     def how_to_collect(self) -> str:
         if not self.sources:

@@ -44,8 +44,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
@@ -86,8 +85,7 @@ _BANNER = lazy_compile(r"Linux version (?P<release>\S+)")
 _CMDLINE = lazy_compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
 
 
-@dataclass(slots=True)
-class LogLine:
+class LogLine(NamedTuple):
     """One kernel message with its prefix taken apart."""
 
     number: int
@@ -575,17 +573,19 @@ def classify(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Boots:
     """Boot boundaries: a separator, a banner, or a seconds-since-boot clock going backwards."""
 
-    index: int = 0
-    lines_in_boot: int = 0
-    last_monotonic: float | None = None
-    release: str | None = None
-    cmdline: str | None = None
-    boot_id: Any = None  # journalctl -o json _BOOT_ID of the last record
-    forms: set[str] = field(default_factory=set)
+    __slots__ = ("boot_id", "cmdline", "forms", "index", "last_monotonic", "lines_in_boot", "release")
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.lines_in_boot = 0
+        self.last_monotonic: float | None = None
+        self.release: str | None = None
+        self.cmdline: str | None = None
+        self.boot_id: Any = None  # journalctl -o json _BOOT_ID of the last record
+        self.forms: set[str] = set()
 
     def new_boot(self) -> None:
         if self.lines_in_boot:
