@@ -516,3 +516,23 @@ def test_gated_classification_equals_trying_every_pattern() -> None:
         assert dmesg.classify(message) == expected, message
         assert dmesg.classify(message, dmesg.hints_in(message)) == expected, message
     assert hits > 200
+
+
+_HINT_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(sorted(dmesg._KINDS_OF_HINT)),
+        st.sampled_from([" ", "\n", "\t", "  ", ":", "-", "x", "A", "Ext4", "IOMMU"]),
+        st.text(alphabet="abcdeimnorstuvx :-_/\n\t", max_size=8),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(_HINT_TEXT)
+@settings(max_examples=400, deadline=None)
+def test_hints_found_in_the_distinct_words_are_those_in_the_text(text: str) -> None:
+    """hints_in looks in the log's distinct words (and confirms hints with spaces in the text):
+    it must find exactly the hints a plain substring test of the whole text finds."""
+    lowered = text.lower()
+    expected = [hint for hint in dmesg._KINDS_OF_HINT if hint in lowered]
+    assert [hint for hint, _ in dmesg.hints_in(text)] == expected

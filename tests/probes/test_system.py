@@ -214,6 +214,17 @@ def test_kallsyms_chunked_scan_equals_line_by_line(lines: list[str], chunk: int)
     text = "\n".join(lines)
     scan = system.scan_kallsyms(system._line_chunks(io.StringIO(text), chunk))
     assert {k: scan[k] for k in ("lines_scanned", "addresses_hidden", "found")} == _scan_line_by_line(text)
+    # the live reader's count: every line (it reads the kernel's own table); the rest is the same
+    read = system.scan_kallsyms(system._line_chunks(io.StringIO(text), chunk), table_only=False)
+    assert read["lines_scanned"] == (len(text.split("\n")) - text.endswith("\n") if text else 0)
+    assert {k: read[k] for k in ("addresses_hidden", "found")} == {
+        k: scan[k] for k in ("addresses_hidden", "found")
+    }
+
+
+def test_every_symbol_of_interest_contains_a_search_anchor() -> None:
+    for name in (*system.KALLSYMS_OF_INTEREST, *system._KALLSYMS_PREFIXES):
+        assert any(anchor in name for anchor in system._KALLSYMS_ANCHORS), name
 
 
 def test_kallsyms_zero_addresses_still_count(tmp_path: Path) -> None:

@@ -109,7 +109,9 @@ def _level_name(value: Any) -> str | None:
 
 def _strip_ident(message: str) -> str:
     """Drop a leftover ``host kernel:`` (journalctl short-monotonic, bare syslog excerpts)."""
-    return _BARE_IDENT.sub("", message, count=1)
+    # Every line of a log comes here: a substring test the pattern needs is ~10x cheaper than
+    # running it (the same holds for the other `in` tests guarding patterns in this module).
+    return _BARE_IDENT.sub("", message, count=1) if "kernel" in message else message
 
 
 def split_line(number: int, raw: str) -> LogLine:
@@ -536,11 +538,26 @@ def _detail(value: str) -> int | str:
     return int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
 
 
+# hint -> its whitespace-free pieces, and whether it has whitespace (to be confirmed in the text)
+_HINT_PIECES = {hint: (tuple(hint.split()), hint != "".join(hint.split())) for hint in _KINDS_OF_HINT}
+
+
 def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The hints that occur anywhere in ``text`` (with the kinds they gate): what is worth
-    looking for in each of its lines. A log has a handful of the ~90."""
+    looking for in each of its lines. A log has a handful of the ~90.
+
+    Each hint is a scan of the text, so they are looked for in its distinct words instead (a
+    log repeats itself: a third of the text of a test VM's log, 7.7 -> 3.8 ms): a hint without
+    whitespace occurs in the text exactly when it occurs in one of its words. A hint with
+    whitespace needs each of its pieces in the words, and is then confirmed in the text."""
     lowered = text.lower()
-    return [(hint, kinds) for hint, kinds in _KINDS_OF_HINT.items() if hint in lowered]
+    words = " ".join(set(lowered.split()))
+    found = []
+    for hint, kinds in _KINDS_OF_HINT.items():
+        pieces, spaced = _HINT_PIECES[hint]
+        if all(piece in words for piece in pieces) and (not spaced or hint in lowered):
+            found.append((hint, kinds))
+    return found
 
 
 def classify(
@@ -597,10 +614,10 @@ class _Boots:
         back = line.monotonic_s is not None and self.last_monotonic is not None
         if back and line.monotonic_s < self.last_monotonic - 1.0:  # type: ignore[operator]
             self.new_boot()
-        if m := _BANNER.search(line.message):
+        if "Linux version" in line.message and (m := _BANNER.search(line.message)):
             self.new_boot()
             self.release = m["release"]
-        if m := _CMDLINE.match(line.message):
+        if "ommand line: " in line.message and (m := _CMDLINE.match(line.message)):
             self.cmdline = m["cmdline"].strip()
         if line.monotonic_s is not None:
             self.last_monotonic = line.monotonic_s
@@ -635,11 +652,14 @@ def _json_lines(text: str) -> Iterator[LogLine]:
 def _text_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
     for number, raw in numbered_lines(text):
         stripped = raw.strip()
-        if not stripped or _JOURNAL_NOTE.match(stripped) or _CONTINUATION.match(raw):
+        if not stripped or (raw[0].isspace() and _CONTINUATION.match(raw)):
             continue
-        if _BOOT_SEPARATOR.match(stripped):
-            boots.new_boot()
-            continue
+        if stripped.startswith("-- "):
+            if _JOURNAL_NOTE.match(stripped):
+                continue
+            if _BOOT_SEPARATOR.match(stripped):
+                boots.new_boot()
+                continue
         record = _journal_json(stripped) if stripped.startswith("{") else None
         if record is None:
             yield split_line(number, raw)
