@@ -28,7 +28,9 @@ def test_shipped_pack_is_current(parsed: list) -> None:
     expected = rules_pack.build_pack(rules_dir, rule_files([rules_dir]), parsed)
     shipped = json.loads(rules_pack.PACK_FILE.read_text())
     assert shipped["digest"] == expected["digest"], REBUILD
+    trees = expected.pop("trees")
     assert shipped == json.loads(json.dumps(expected)), REBUILD
+    assert rules_pack.trees_file(rules_pack.PACK_FILE).read_text() == trees, REBUILD
 
 
 def test_pack_gives_the_same_causes_as_the_yaml(parsed: list) -> None:
@@ -40,9 +42,10 @@ def test_pack_gives_the_same_causes_as_the_yaml(parsed: list) -> None:
 
 
 def test_pack_syntax_trees_are_what_jmespath_compiles() -> None:
-    trees = json.loads(rules_pack.PACK_FILE.read_text())["expressions"]
-    assert len(trees) > 400
-    for expression, tree in trees.items():
+    expressions = json.loads(rules_pack.PACK_FILE.read_text())["expressions"]
+    lines = rules_pack.trees_file(rules_pack.PACK_FILE).read_text().split("\n")
+    assert len(expressions) > 400 and len(lines) == len(expressions)
+    for expression, tree in zip(expressions, lines, strict=True):
         assert jmespath.compile(expression).parsed == json.loads(tree), expression
         assert functions.compile_expression(expression).parsed == json.loads(tree)
 
@@ -52,6 +55,7 @@ def copy_rules(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(builtin_rules_dir(), rules_dir)
     pack = tmp_path / "pack.json"
     shutil.copy(rules_pack.PACK_FILE, pack)
+    shutil.copy(rules_pack.trees_file(rules_pack.PACK_FILE), rules_pack.trees_file(pack))
     return rules_dir, pack
 
 
@@ -86,6 +90,26 @@ def test_a_stale_pack_is_never_used(tmp_path: Path, change) -> None:
 def test_a_broken_pack_is_ignored(tmp_path: Path, content: str) -> None:
     rules_dir, pack = copy_rules(tmp_path)
     pack.write_text(content)
+    assert rules_pack.read_pack(rules_dir, rule_files([rules_dir]), pack) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda text: text.replace('"field"', '"fielt"', 1),  # edited: its CRC no longer matches
+        lambda text: text.rsplit("\n", 1)[0],  # a tree short
+        lambda text: text + "\n{}",  # a tree too many
+        None,  # missing
+    ],
+    ids=["edited", "short", "long", "missing"],
+)
+def test_a_pack_whose_trees_file_does_not_match_is_never_used(tmp_path: Path, change) -> None:
+    rules_dir, pack = copy_rules(tmp_path)
+    trees = rules_pack.trees_file(pack)
+    if change is None:
+        trees.unlink()
+    else:
+        trees.write_text(change(trees.read_text()))
     assert rules_pack.read_pack(rules_dir, rule_files([rules_dir]), pack) is None
 
 
