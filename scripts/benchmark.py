@@ -9,7 +9,8 @@ Measures (medians of --repeat runs, wall clock):
 1. ``check`` against its floor: the bare sources it captures (each probe's commands run and
    files read directly, in parallel threads like check does), plus interpreter start-up
    (``python -c pass``). Target: check <= 1.5 x (floor + start-up).
-   ``gdsdoctor --version`` against ``python -c pass``.
+   ``gdsdoctor --version`` against ``python -c pass``. These four run in turns, at least 15
+   rounds, so that a change in a shared machine's load weighs on each alike.
 2. ``analyze``: one typical bundle (this host's own capture) in-process after start-up
    (target < 100 ms), and a fleet of generated bundles through the CLI on --jobs processes
    (target: 1,000 bundles in < 60 s on 2 cores), with peak memory (largest process).
@@ -84,6 +85,21 @@ def timed(action: Callable[[], Any], repeat: int) -> Timing:
         if walls[-1] > 2.0:
             break
     return Timing(statistics.median(walls), statistics.median(cpus))
+
+
+def timed_in_turns(actions: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Timing]:
+    """Median wall and CPU time of each action, run in turns (a, b, c, a, b, c, ...): a change
+    in the machine's load during the run then weighs on every measure alike, which matters for
+    ratios between them on a shared machine."""
+    walls: dict[str, list[float]] = {name: [] for name in actions}
+    cpus: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(rounds):
+        for name, action in actions.items():
+            started, cpu = time.perf_counter(), _cpu_now()
+            action()
+            walls[name].append(time.perf_counter() - started)
+            cpus[name].append(_cpu_now() - cpu)
+    return {name: Timing(statistics.median(walls[name]), statistics.median(cpus[name])) for name in actions}
 
 
 def wall(action: Callable[[], Any], repeat: int) -> float:
@@ -175,13 +191,20 @@ def floor_capture() -> None:
         thread.join()
 
 
-def bench_check(repeat: int) -> list[Row]:
+def bench_check(rounds: int) -> list[Row]:
     for warm_up in ("--version", "check"):  # fills the bytecode cache
         run(*gdsdoctor(warm_up))()
-    startup = timed(run(sys.executable, "-c", "pass"), repeat)
-    version = timed(run(*gdsdoctor("--version")), repeat)
-    floor = timed(floor_capture, repeat)
-    check = timed(run(*gdsdoctor("check", "--format", "json")), repeat)
+    floor_capture()  # imports the probe registry, which the floor does not count
+    measured = timed_in_turns(
+        {
+            "startup": run(sys.executable, "-c", "pass"),
+            "version": run(*gdsdoctor("--version")),
+            "floor": floor_capture,
+            "check": run(*gdsdoctor("check", "--format", "json")),
+        },
+        rounds,
+    )
+    startup, version, floor, check = (measured[k] for k in ("startup", "version", "floor", "check"))
     wall_ratio = check.wall / (floor.wall + startup.wall)
     fixed = check.wall - floor.wall - startup.wall
     # check = floor + start-up + fixed <= 1.5 (floor + start-up)  <=>  floor >= 2 fixed - start-up
@@ -283,6 +306,7 @@ def bench_analyze(repeat: int, fleet_size: int, jobs: int, work: Path) -> list[R
 # ---- 3. rule-engine scaling -------------------------------------------------------------------------
 
 BIG = 10_000  # items of the large node (--big)
+CHECK_ROUNDS = 15  # at least, for the check rows: their ratio is what varies most on a shared machine
 
 
 def big_mounts(count: int) -> str:
@@ -510,7 +534,7 @@ def main() -> None:
         work = Path(tmp)
         ENV["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         sections: dict[str, Callable[[], list[Row]]] = {
-            "check": lambda: bench_check(repeat),
+            "check": lambda: bench_check(repeat if args.quick else max(repeat, CHECK_ROUNDS)),
             "analyze": lambda: bench_analyze(repeat, fleet_size, args.jobs, work),
             "rules": lambda: bench_rules(repeat, big),
             "collect": lambda: bench_collect(repeat, work),
