@@ -259,6 +259,18 @@ def test_every_command_has_help_and_one_line_usage_errors(words: list[str]) -> N
     assert wrong.stderr.count("\n") == 1 and f"`gdsdoctor {' '.join(words)} --help`" in wrong.stderr
 
 
+def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gdsdoctor", "rules", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before gdsdoctor writes: its write fails with EPIPE
+    assert process.wait(timeout=60) == 3
+    assert process.stderr.read() == b""
+
+
 def test_no_command_prints_the_commands_and_exits_unknown() -> None:
     result = gdsdoctor()
     assert result.returncode == 3 and "check" in result.stdout and "analyze" in result.stdout

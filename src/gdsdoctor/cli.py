@@ -829,6 +829,8 @@ def run(argv: Sequence[str]) -> int:
         print(f"gdsdoctor: {error}", file=sys.stderr)
     except KeyboardInterrupt:
         print("gdsdoctor: interrupted", file=sys.stderr)
+    except BrokenPipeError:  # the reader went away (`| head`): as quiet as a SIGPIPE would be
+        pass
     except Exception as error:  # a bug: still one line and UNKNOWN, traceback only on request
         if os.environ.get("GDSDOCTOR_DEBUG"):
             raise
