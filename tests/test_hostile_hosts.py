@@ -359,3 +359,64 @@ def test_collect_to_a_read_only_place_is_one_line(tmp_path: Path, isolated_path:
         result.returncode == 3 and "Traceback" not in result.stderr and "internal error" not in result.stderr
     )
     assert result.stderr.startswith("gdsdoctor: cannot write /proc/gdsdoctor-test.tar.gz.partial")
+
+
+SECRET = "SECRET-OUTSIDE-THE-HOST-ROOT"
+
+
+def _sysfs_with_links_out(tmp_path: Path) -> Path:
+    """A --host-root whose sysfs leads out of itself at every level a reader walks: attribute
+    files, device directories, and the lists inside them, all linking to a secret tree."""
+    from gdsdoctor.probes import nvme_sysfs, pci, rdma
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    names = {*pci.ATTRS, *rdma.IB_DEVICE_ATTRS, *rdma.IB_PORT_ATTRS, *nvme_sysfs.CONTROLLER_ATTRS}
+    names |= {*nvme_sysfs.BLOCK_ATTRS, *nvme_sysfs.QUEUE_ATTRS, "mtu", "operstate", "speed", "type"}
+    names |= {"cpulist", "distance", "meminfo", SECRET}
+    for name in names:
+        (outside / name).write_text(f"{SECRET}\n")
+    host = tmp_path / "host"
+    directories = {
+        "sys/bus/pci/devices/0000:00:01.0": pci.ATTRS,
+        "sys/kernel/iommu_groups/0": ("type",),
+        "sys/devices/system/node/node0": ("cpulist", "distance", "meminfo"),
+        "sys/class/infiniband/mlx5_0": rdma.IB_DEVICE_ATTRS,
+        "sys/class/infiniband/mlx5_0/ports/1": rdma.IB_PORT_ATTRS,
+        "sys/class/net/eth0": ("mtu", "operstate", "speed"),
+        "sys/class/nvme/nvme0": nvme_sysfs.CONTROLLER_ATTRS,
+        "sys/block/nvme0n1": nvme_sysfs.BLOCK_ATTRS,
+        "sys/block/nvme0n1/queue": nvme_sysfs.QUEUE_ATTRS,
+    }
+    for directory, attributes in directories.items():  # every attribute a link out
+        (host / directory).mkdir(parents=True)
+        for name in attributes:
+            (host / directory / name).symlink_to(outside / name)
+    for link in (  # whole directories (and the lists in them) linking out
+        "sys/bus/pci/devices/0000:00:02.0",
+        "sys/kernel/iommu_groups/1",
+        "sys/kernel/iommu_groups/0/devices",
+        "sys/devices/system/node/node1",
+        "sys/class/infiniband/mlx5_1",
+        "sys/class/infiniband/mlx5_0/ports/2",
+        "sys/class/infiniband/mlx5_0/ports/1/counters",
+        "sys/class/infiniband/mlx5_0/ports/1/hw_counters",
+        "sys/class/net/eth1",
+        "sys/class/nvme/nvme1",
+        "sys/block/nvme1n1",
+        "sys/module/nvme_core/parameters",
+    ):
+        (host / link).parent.mkdir(parents=True, exist_ok=True)
+        (host / link).symlink_to(outside)
+    return host
+
+
+def test_no_reader_reads_through_a_link_out_of_the_host_root(tmp_path: Path) -> None:
+    from gdsdoctor.probes import PROBES
+
+    host = _sysfs_with_links_out(tmp_path)
+    readers = [source for probe in PROBES for source in probe.sources if source.reader is not None]
+    assert len(readers) > 10
+    for source in readers:
+        output = source.reader(host) or b""
+        assert SECRET.encode() not in output, source.artifact

@@ -167,6 +167,25 @@ def test_links_out_of_the_host_root_are_not_followed(tmp_path: Path) -> None:
     assert section["controllers"][0]["state"] is None
 
 
+def test_an_attribute_linking_out_of_the_host_root_is_not_read(tmp_path: Path) -> None:
+    """The reader resolves each directory once and then checks only attributes that are links
+    themselves: such a link leading out is not followed, one staying inside is read."""
+    outside = tmp_path / "real-host"
+    outside.mkdir()
+    (outside / "secret").write_text("live\n")
+    root = tmp_path / "dump"
+    controller = root / "sys/class/nvme/nvme9"
+    controller.mkdir(parents=True)
+    (controller / "state").symlink_to(outside / "secret")  # absolute, out
+    (controller / "model").symlink_to("../../../../../real-host/secret")  # relative, out
+    (root / "sys/serial").write_text("S123\n")
+    (controller / "serial").symlink_to("../../../serial")  # relative, inside
+    (controller / "transport").write_text("pcie\n")
+    raw = json.loads(nvme_sysfs.read_sysfs(root))["controllers"]["nvme9"]
+    assert "state" not in raw and "model" not in raw
+    assert raw["serial"] == "S123" and raw["transport"] == "pcie"
+
+
 def test_reader_never_raises_on_a_missing_root(tmp_path: Path) -> None:
     section = nvme_sysfs.parse(nvme_sysfs.read_sysfs(tmp_path / "nope").decode(), "x")
     assert section["controllers"] == [] and section["block"] == []

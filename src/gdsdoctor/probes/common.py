@@ -9,9 +9,12 @@ Parsers (pure, they look at text or values, never at the host):
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
 Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
-- ``is_inside`` / ``within`` / ``resolve_inside``: does a path (symlinks resolved) stay under the root.
-- ``read_under_root`` (a whole file), ``read_attr`` (one sysfs attribute), ``link_name``, ``list_dir``,
-  ``relative_to_root``, ``bdfs_in``.
+- ``is_inside`` / ``within`` / ``resolve_inside`` / ``real_inside`` / ``child_inside``: does a path
+  (symlinks resolved) stay under the root.
+- ``attrs_inside`` / ``attrs_of_real`` / ``list_inside``: the attributes and the names of a sysfs
+  directory, read only inside the root; ``read_under_root`` (a whole file), ``read_attr`` (one
+  sysfs attribute at a path already checked), ``link_name``, ``list_dir``, ``relative_to_root``,
+  ``bdfs_in``.
 - ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
   provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +248,9 @@ BDF = lazy_compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
 
 
-def read_attr(path: Path) -> str | None:
-    """The stripped text of one sysfs attribute, or None when it is missing or unreadable."""
+def read_attr(path: Path | str) -> str | None:
+    """The stripped text of one sysfs attribute, or None when it is missing or unreadable. It
+    follows links: readers reach it through ``attrs_inside``, which checks them."""
     try:
         with open(path, "rb") as handle:
             return handle.read(_MAX_ATTR).decode("utf-8", "replace").strip()
@@ -273,6 +277,48 @@ def is_inside(real_root: str, path: Path | str) -> bool:
         return within(real_root, os.path.realpath(path))
     except (OSError, ValueError):
         return False
+
+
+def real_inside(real_root: str, path: Path | str) -> str | None:
+    """``path`` with every symlink resolved; None when that leaves ``real_root`` (a realpath)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return real if within(real_root, real) else None
+
+
+def child_inside(real_root: str, real_directory: str, name: str) -> str | None:
+    """``name`` in a directory already resolved inside ``real_root``; None when it is a link that
+    leads out. Only a link of its own can, so one lstat does what a realpath walk (an lstat of
+    every component, and sysfs paths run through links) would."""
+    path = os.path.join(real_directory, name)
+    return None if os.path.islink(path) and not is_inside(real_root, path) else path
+
+
+def attrs_inside(real_root: str, directory: Path | str | None, names: Iterable[str]) -> dict[str, str | None]:
+    """The attributes ``names`` of a sysfs directory (see ``read_attr``), None for each one
+    missing or reached only through a link out of ``real_root``. The directory is resolved
+    once, not once per attribute."""
+    real = real_inside(real_root, directory) if directory is not None else None
+    return attrs_of_real(real_root, real, names)
+
+
+def attrs_of_real(
+    real_root: str, real_directory: Path | str | None, names: Iterable[str]
+) -> dict[str, str | None]:
+    """``attrs_inside`` for a directory already resolved inside ``real_root`` (or None)."""
+    found: dict[str, str | None] = {}
+    for name in names:
+        path = child_inside(real_root, str(real_directory), name) if real_directory is not None else None
+        found[name] = read_attr(path) if path is not None else None
+    return found
+
+
+def list_inside(real_root: str, directory: Path | str | None) -> list[str]:
+    """The sorted names in a directory; empty when it is missing or leads out of ``real_root``."""
+    real = real_inside(real_root, directory) if directory is not None else None
+    return list_dir(real) if real is not None else []
 
 
 def resolve_inside(host_root: Path, path: Path) -> Path | None:
@@ -310,7 +356,7 @@ def relative_to_root(host_root: Path, path: Path | None) -> str | None:
         return None
 
 
-def list_dir(path: Path) -> list[str]:
+def list_dir(path: Path | str) -> list[str]:
     """The sorted names in a directory; empty when it is missing or unreadable."""
     try:
         return sorted(os.listdir(path))

@@ -41,11 +41,12 @@ from typing import Any
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
 from gdsdoctor.probes.common import (
-    is_inside,
+    child_inside,
     line_finder,
     link_name,
-    list_dir,
+    list_inside,
     load_pasted_json,
+    real_inside,
     split_address,
     text_or_none,
     to_bool,
@@ -76,9 +77,7 @@ _MAX_READ = 65536
 # reader (I/O; never raises, never leaves the host root)
 
 
-def _read_attr(root: str, path: Path) -> str | None:
-    if not is_inside(root, path):
-        return None
+def _read_attr(path: str) -> str | None:
     try:
         with open(path, "rb") as handle:
             # dumps made with tar pad attribute files with NULs up to the page size
@@ -88,13 +87,18 @@ def _read_attr(root: str, path: Path) -> str | None:
 
 
 def _list(root: str, path: Path) -> list[str]:
-    return list_dir(path)[:_MAX_ENTRIES] if is_inside(root, path) else []
+    return list_inside(root, path)[:_MAX_ENTRIES]
 
 
 def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]:
-    found = {}
+    """The attributes present (common.attrs_inside's checks, this module's decoding)."""
+    real = real_inside(root, directory)
+    if real is None:
+        return {}
+    found: dict[str, str] = {}
     for name in names:
-        value = _read_attr(root, directory / name)
+        path = child_inside(root, real, name)
+        value = _read_attr(path) if path is not None else None
         if value is not None:
             found[name] = value
     return found

@@ -46,6 +46,7 @@ when the capabilities were not readable, never False.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -55,13 +56,15 @@ from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_l
 from gdsdoctor.probes.common import (
     BDF,
     MISSING,
+    attrs_inside,
+    attrs_of_real,
     bdfs_in,
     json_bytes,
     link_name,
     list_dir,
+    list_inside,
     load_reader_json,
     provenance_finder,
-    read_attr,
     reader_items,
     relative_to_root,
     resolve_inside,
@@ -98,7 +101,7 @@ def read_pci_device(host_root: Path, entry: Path) -> dict[str, Any]:
     return {
         "bdf": entry.name,
         "path": relative_to_root(host_root, resolved),
-        "attrs": {name: read_attr(resolved / name) if resolved else None for name in ATTRS},
+        "attrs": attrs_of_real(os.path.realpath(host_root), resolved, ATTRS),
         "links": {
             name: link_name(resolved / name) if resolved else None for name in ("driver", "iommu_group")
         },
@@ -118,13 +121,14 @@ def read_iommu_groups(host_root: Path) -> bytes:
     groups_dir = host_root / IOMMU_GROUPS
     if not groups_dir.is_dir():
         return MISSING
+    root = os.path.realpath(host_root)
     groups = [
         {
             "group": name,
-            "type": read_attr(groups_dir / name / "type"),
-            "devices": list_dir(groups_dir / name / "devices"),
+            "type": attrs_inside(root, groups_dir / name, ("type",))["type"],
+            "devices": list_inside(root, groups_dir / name / "devices"),
         }
-        for name in list_dir(groups_dir)
+        for name in list_inside(root, groups_dir)
     ]
     return json_bytes({"reader": "iommu_groups", "groups": groups})
 
@@ -499,16 +503,12 @@ def read_numa(host_root: Path) -> bytes:
     base = host_root / NODES
     if not base.is_dir():
         return MISSING
-    nodes = [
-        {
-            "node": name,
-            "cpulist": read_attr(base / name / "cpulist"),
-            "distance": read_attr(base / name / "distance"),
-            "meminfo": (read_attr(base / name / "meminfo") or "")[:200] or None,
-        }
-        for name in list_dir(base)
-        if _NODE_DIR.match(name)
-    ]
+    root = os.path.realpath(host_root)
+    nodes = []
+    for name in list_inside(root, base):
+        if _NODE_DIR.match(name):
+            attrs = attrs_inside(root, base / name, ("cpulist", "distance", "meminfo"))
+            nodes.append({"node": name, **attrs, "meminfo": (attrs["meminfo"] or "")[:200] or None})
     return json_bytes({"reader": "numa", "nodes": nodes})
 
 

@@ -34,6 +34,7 @@ Section ``memlock`` (reader: ``resource.getrlimit(RLIMIT_MEMLOCK)`` of the gdsdo
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 from pathlib import Path
@@ -43,13 +44,15 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.common import (
     MISSING,
+    attrs_inside,
+    attrs_of_real,
     bdfs_in,
     json_bytes,
     link_name,
     list_dir,
+    list_inside,
     load_reader_json,
     provenance_finder,
-    read_attr,
     reader_items,
     resolve_inside,
     to_int,
@@ -80,29 +83,30 @@ _RATE = lazy_compile(r"^\s*(\d+(?:\.\d+)?)")
 # --- readers ------------------------------------------------------------------------------------
 
 
-def counters(directory: Path) -> dict[str, str | None]:
-    return {name: read_attr(directory / name) for name in list_dir(directory)}
+def counters(root: str, directory: Path) -> dict[str, str | None]:
+    return attrs_inside(root, directory, list_inside(root, directory))
 
 
 def read_ib_device(host_root: Path, entry: Path) -> dict[str, Any]:
     path = resolve_inside(host_root, entry)
     if path is None:  # the class link leaves host_root: report the name only
         return {"name": entry.name, "attrs": {}, "bdf": None, "netdevs": [], "ports": []}
+    root = os.path.realpath(host_root)
     device = resolve_inside(host_root, path / "device")
     ports = [
         {
             "port": port,
-            "attrs": {name: read_attr(path / "ports" / port / name) for name in IB_PORT_ATTRS},
-            "counters": counters(path / "ports" / port / "counters"),
-            "hw_counters": counters(path / "ports" / port / "hw_counters"),
+            "attrs": attrs_inside(root, path / "ports" / port, IB_PORT_ATTRS),
+            "counters": counters(root, path / "ports" / port / "counters"),
+            "hw_counters": counters(root, path / "ports" / port / "hw_counters"),
         }
-        for port in list_dir(path / "ports")
+        for port in list_inside(root, path / "ports")
     ]
     return {
         "name": entry.name,
-        "attrs": {name: read_attr(path / name) for name in IB_DEVICE_ATTRS},
+        "attrs": attrs_of_real(root, path, IB_DEVICE_ATTRS),
         "bdf": (bdfs_in(device) or [None])[-1] if device else None,
-        "netdevs": list_dir(device / "net") if device else [],
+        "netdevs": list_inside(root, device / "net") if device else [],
         "ports": ports,
     }
 
@@ -126,9 +130,7 @@ def read_netdev(host_root: Path) -> bytes:
         interfaces.append(
             {
                 "name": name,
-                "attrs": {
-                    attr: read_attr(path / attr) if path else None for attr in ("mtu", "operstate", "speed")
-                },
+                "attrs": attrs_of_real(os.path.realpath(host_root), path, ("mtu", "operstate", "speed")),
                 "bdf": (bdfs_in(device) or [None])[-1] if device else None,
                 "driver": link_name(device / "driver") if device else None,
                 "has_device": device is not None,
