@@ -536,3 +536,36 @@ def test_hints_found_in_the_distinct_words_are_those_in_the_text(text: str) -> N
     lowered = text.lower()
     expected = [hint for hint in dmesg._KINDS_OF_HINT if hint in lowered]
     assert [hint for hint, _ in dmesg.hints_in(text)] == expected
+
+
+@given(_HINT_TEXT)
+@settings(max_examples=300, deadline=None)
+def test_hinted_lines_are_the_lines_holding_a_hint(text: str) -> None:
+    hints = dmesg.hints_in(text)
+    expected = {
+        number
+        for number, line in dmesg.numbered_lines(text)
+        if any(hint in line.lower() for hint, _ in hints)
+    }
+    assert dmesg.hinted_lines(text, hints) == expected
+
+
+def test_skipping_lines_without_a_hint_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse() classifies only the lines holding a hint; every test and fixture log must give
+    the same section as classifying every line."""
+    root = Path(__file__).parent.parent.parent
+    logs = [*DATA.glob("*.txt"), *root.glob("fixtures/**/dmesg*"), *root.glob("fixtures/**/journal*")]
+    texts = [file.read_text(errors="replace") for file in logs if file.is_file()]
+    assert len(texts) > 20
+    skipping = [dmesg.parse(text, "x") if _is_log(text) else None for text in texts]
+    monkeypatch.setattr(dmesg, "hinted_lines", lambda text, hints: set(range(1, text.count("\n") + 2)))
+    assert [dmesg.parse(text, "x") if _is_log(text) else None for text in texts] == skipping
+    assert sum(len(section["events"]) for section in skipping if section) > 50
+
+
+def _is_log(text: str) -> bool:
+    try:
+        dmesg.parse(text, "x")
+    except dmesg.ParseError:
+        return False
+    return True

@@ -41,6 +41,8 @@ docs/facts/dmesg.md. The event kinds are :data:`KINDS`.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -560,6 +562,23 @@ def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     return found
 
 
+def hinted_lines(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> set[int]:
+    """The numbers (1-based, as ``numbered_lines`` counts) of the lines of ``text`` in which one
+    of ``hints`` occurs: only those can hold an event, and a log's other lines then cost no
+    classification at all. Found by searching the whole lowered text for each hint (lowering
+    neither adds nor removes newlines, so its line numbers are the text's)."""
+    lowered = text.lower()
+    ends = list(itertools.accumulate(len(line) + 1 for line in lowered.split("\n")))
+    found: set[int] = set()
+    for hint, _ in hints:
+        at = lowered.find(hint)
+        while at != -1:
+            number = bisect.bisect_right(ends, at) + 1
+            found.add(number)
+            at = lowered.find(hint, ends[number - 1])  # the next line: one hit a line is enough
+    return found
+
+
 def classify(
     message: str, hints: Sequence[tuple[str, tuple[int, ...]]] | None = None
 ) -> tuple[str, str | None, dict[str, Any]] | None:
@@ -721,9 +740,12 @@ def parse(text: str, artifact: str) -> Section:
     line_count = 0
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
     hints = hints_in(text) if "\\" not in text else None
+    candidates = hinted_lines(text, hints) if hints is not None else None
     for line in lines:
         line_count += 1
         boot = boots.see(line)
+        if candidates is not None and line.number not in candidates:
+            continue  # no hint anywhere in the line, so none in its message: no event
         hit = classify(line.message.strip(), hints)
         if hit is None:
             continue
