@@ -569,3 +569,50 @@ def _is_log(text: str) -> bool:
     except dmesg.ParseError:
         return False
     return True
+
+
+_LOG_LINES = st.lists(
+    st.sampled_from(
+        [
+            "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu SMP",
+            "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz iommu=pt",
+            "[    1.500000] pci 0000:00:01.0: [8086:1234] type 00 class 0x060400",
+            "[    2.000000] host kernel: nvme nvme0: I/O 12 QID 3 timeout, aborting",
+            "[    3.000000] nvme nvme0: I/O 12 QID 3 timeout, aborting",
+            "[    3.5] EXT4-fs (nvme0n1): mounted filesystem with ordered data mode",
+            "[ 9000.000000] loop0: detected capacity change from 0 to 4194304",
+            "[   12.000000 <    0.000100>] usb 1-1: new high-speed USB device",
+            "[    0.400000] a clock going back",
+            "-- Boot 0123456789abcdef --",
+            "<6>[    4.000000] xfs: mounting",
+            "Nov 30 01:02:03 node kernel: [    5.000000] nvidia-fs: loaded",
+            "  SUBSYSTEM=pci",
+            "",
+            "[",
+            "[ 7.0]",
+            "plain text without a prefix",
+        ]
+    ),
+    max_size=40,
+).map("\n".join)
+
+
+@given(_LOG_LINES)
+@settings(max_examples=300, deadline=None)
+def test_quiet_lines_read_by_their_clock_alone_give_the_same_section(text: str) -> None:
+    """parse() reads a plain line that holds no hint, banner, command line or ident by its clock
+    alone (speed); the section must be what making a LogLine of every line gives."""
+    try:
+        fast = dmesg.parse(text, "x")
+    except dmesg.ParseError:
+        fast = None
+    original = dmesg._quiet_clock
+    dmesg._quiet_clock = lambda raw: None  # type: ignore[assignment]
+    try:
+        try:
+            slow = dmesg.parse(text, "x")
+        except dmesg.ParseError:
+            slow = None
+    finally:
+        dmesg._quiet_clock = original  # type: ignore[assignment]
+    assert fast == slow

@@ -630,19 +630,30 @@ class _Boots:
         self.last_monotonic = None
 
     def see(self, line: LogLine) -> int:
-        back = line.monotonic_s is not None and self.last_monotonic is not None
-        if back and line.monotonic_s < self.last_monotonic - 1.0:  # type: ignore[operator]
-            self.new_boot()
+        self._clock(line.monotonic_s)
         if "Linux version" in line.message and (m := _BANNER.search(line.message)):
             self.new_boot()
             self.release = m["release"]
         if "ommand line: " in line.message and (m := _CMDLINE.match(line.message)):
             self.cmdline = m["cmdline"].strip()
-        if line.monotonic_s is not None:
-            self.last_monotonic = line.monotonic_s
-        self.lines_in_boot += 1
-        self.forms.add(line.form)
+        self._counted(line.monotonic_s, line.form)
         return self.index
+
+    def see_clock(self, monotonic: float) -> None:
+        """A plain `dmesg` line with nothing but its clock to give (see ``_quiet_clock``)."""
+        self._clock(monotonic)
+        self._counted(monotonic, "dmesg")
+
+    def _clock(self, monotonic: float | None) -> None:
+        last = self.last_monotonic
+        if monotonic is not None and last is not None and monotonic < last - 1.0:
+            self.new_boot()
+
+    def _counted(self, monotonic: float | None, form: str) -> None:
+        if monotonic is not None:
+            self.last_monotonic = monotonic
+        self.lines_in_boot += 1
+        self.forms.add(form)
 
 
 def _json_lines(text: str) -> Iterator[LogLine]:
@@ -668,8 +679,14 @@ def _json_lines(text: str) -> Iterator[LogLine]:
         yield LogLine(number, text.split("\n")[number - 1], entry["msg"], "json", timestamp, monotonic, level)
 
 
-def _text_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
+def _text_lines(text: str, boots: _Boots, hinted: set[int] | None = None) -> Iterator[LogLine | float]:
+    """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
+    outside it with nothing else to give yields only its clock: most lines of a log, and making
+    each a LogLine was most of the parse (a 10,700-line log: 90 -> 65 ms)."""
     for number, raw in numbered_lines(text):
+        if hinted is not None and number not in hinted and (clock := _quiet_clock(raw)) is not None:
+            yield clock
+            continue
         stripped = raw.strip()
         if not stripped or (raw[0].isspace() and _CONTINUATION.match(raw)):
             continue
@@ -687,6 +704,16 @@ def _text_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
             boots.new_boot()
         boots.boot_id = record.get("_BOOT_ID")
         yield _journal_json_line(number, raw, record)
+
+
+def _quiet_clock(raw: str) -> float | None:
+    """The clock of a plain `dmesg` line (``[   12.345678] msg``) that gives the boot record
+    nothing but that clock: no banner, no command line, and no ``kernel:`` ident to strip (its
+    form is then "dmesg", as ``split_line`` would say). None for any other line."""
+    if not raw.startswith("[") or "kernel" in raw or "Linux version" in raw or "ommand line: " in raw:
+        return None
+    m = _MONO.match(raw.rstrip())
+    return float(m["ts"]) if m else None
 
 
 def _journal_json(line: str) -> dict[str, Any] | None:
@@ -735,14 +762,17 @@ def _summarise(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def parse(text: str, artifact: str) -> Section:
     boots = _Boots()
-    lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots)
-    events: list[dict[str, Any]] = []
-    line_count = 0
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
     hints = hints_in(text) if "\\" not in text else None
     candidates = hinted_lines(text, hints) if hints is not None else None
+    lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots, candidates)
+    events: list[dict[str, Any]] = []
+    line_count = 0
     for line in lines:
         line_count += 1
+        if isinstance(line, float):  # a quiet plain line: its clock is all there is
+            boots.see_clock(line)
+            continue
         boot = boots.see(line)
         if candidates is not None and line.number not in candidates:
             continue  # no hint anywhere in the line, so none in its message: no event
