@@ -113,6 +113,19 @@ def test_a_pack_whose_trees_file_does_not_match_is_never_used(tmp_path: Path, ch
     assert rules_pack.read_pack(rules_dir, rule_files([rules_dir]), pack) is None
 
 
+def test_a_trees_file_of_another_length_is_never_used_even_with_its_crc(tmp_path: Path) -> None:
+    """The CRC in the pack catches an edited trees file; the line count catches one written
+    for another expression list (its CRC rewritten to match, as a hand edit of both might)."""
+    rules_dir, pack = copy_rules(tmp_path)
+    trees = rules_pack.trees_file(pack)
+    shorter = trees.read_text().rsplit("\n", 1)[0]
+    trees.write_text(shorter)
+    document = json.loads(pack.read_text())
+    document["trees_crc"] = rules_pack._crc(shorter.encode())
+    pack.write_text(json.dumps(document))
+    assert rules_pack.read_pack(rules_dir, rule_files([rules_dir]), pack) is None
+
+
 def test_broken_records_behind_a_matching_digest_are_ignored(tmp_path: Path) -> None:
     rules_dir, pack = copy_rules(tmp_path)
     document = json.loads(pack.read_text())

@@ -96,14 +96,12 @@ def _site_job(path: Path) -> dict[str, Any]:
 
 def _targets(outputs: list[str] | None) -> list[tuple[str, str]]:
     """``FORMAT=PATH`` options, checked before any work is done."""
-    from gdsdoctor.report.render import FORMATS
-
     targets = []
     for option in outputs or []:
         fmt, sep, path = option.partition("=")
-        if not sep or not path or fmt not in FORMATS:
+        if not sep or not path or fmt not in REPORT_FORMATS:
             raise UserError(
-                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}"
+                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(REPORT_FORMATS)}"
             )
         targets.append((fmt, path))
     return targets

@@ -21,11 +21,10 @@ from typing import Any, NamedTuple
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.functions import search, truthy
-from gdsdoctor.engine.rules import Cause, Signal
+from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal
 from gdsdoctor.patterns import lazy_compile
 
 MAX_EVIDENCE_PER_SIGNAL = 12
-_PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Characters that must never reach a terminal or a pasted command as they are: C0/C1 controls
 # (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
 # characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that
@@ -244,7 +243,7 @@ def _after_end_of_options(template: str, name: str) -> bool:
 
 def fill_text(template: str, values: dict[str, Any]) -> str:
     """Fill ``{name}`` in prose; values are shown, not executed (renderers escape them)."""
-    return _PLACEHOLDER.sub(lambda m: _display(values.get(m[1])), template)
+    return PLACEHOLDER.sub(lambda m: _display(values.get(m[1])), template)
 
 
 def _display(value: Any) -> str:
@@ -262,7 +261,7 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
     starting with ``-``, which the command would read as an option (a mountpoint ``-a``),
     unless the template ends the options with ``--`` before it.
     """
-    names = _PLACEHOLDER.findall(template)
+    names = PLACEHOLDER.findall(template)
     list_names = [n for n in names if isinstance(values.get(n), list)]
     rows: list[dict[str, Any]] = [values]
     if list_names:
@@ -275,5 +274,5 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
             names_text = ", ".join(sorted(set(bad)))
             commands.append(f"# withheld: {template.split()[0]} … ({names_text} unknown or unsafe to paste)")
             continue
-        commands.append(_PLACEHOLDER.sub(lambda m, r=row: shlex.quote(str(r[m[1]])), template))
+        commands.append(PLACEHOLDER.sub(lambda m, r=row: shlex.quote(str(r[m[1]])), template))
     return commands

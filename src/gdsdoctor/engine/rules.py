@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import yaml
 
 Location = tuple[str | int, ...]
-_PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")
+PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
 
 
 class Signal(NamedTuple):
@@ -242,7 +242,7 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
             issue(("signals", i, "id"), f"duplicate signal id {signal.id!r}")
         seen.add(signal.id)
     templates = [*cause.remediation, *(s.says for s in cause.signals)]
-    for name in sorted({m for t in templates for m in _PLACEHOLDER.findall(t)} - set(cause.vars)):
+    for name in sorted({m for t in templates for m in PLACEHOLDER.findall(t)} - set(cause.vars)):
         issue(("remediation",), f"placeholder {{{name}}} has no entry in vars")
     return issues
 

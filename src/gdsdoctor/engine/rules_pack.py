@@ -84,12 +84,13 @@ def read_pack(rules_dir: Path, files: Sequence[Path], pack_file: Path = PACK_FIL
             return None
         trees = trees_file(pack_file).read_bytes()
         expressions = pack["expressions"]
-        lines = trees.decode().split("\n")
-        if _crc(trees) != pack["trees_crc"] or len(lines) != len(expressions):
+        if _crc(trees) != pack["trees_crc"]:
             return None
+        # strict: a trees file written for another expression list raises (ValueError)
+        syntax_trees = dict(zip(expressions, trees.decode().split("\n"), strict=True))
         directory = str(rules_dir)
         causes = [_cause_from(record, directory) for record in pack["causes"]]
-        prime_expressions(dict(zip(expressions, lines, strict=True)))
+        prime_expressions(syntax_trees)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return causes

@@ -9,12 +9,11 @@ Parsers (pure, they look at text or values, never at the host):
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
 Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
-- ``is_inside`` / ``within`` / ``resolve_inside`` / ``real_inside`` / ``child_inside``: does a path
-  (symlinks resolved) stay under the root.
+- ``is_inside`` / ``within`` / ``real_inside`` / ``child_inside``: does a path (symlinks
+  resolved) stay under the root.
 - ``attrs_inside`` / ``attrs_of_real`` / ``list_inside``: the attributes and the names of a sysfs
   directory, read only inside the root; ``read_under_root`` (a whole file), ``read_attr`` (one
-  sysfs attribute at a path already checked), ``link_name``, ``list_dir``, ``relative_to_root``,
-  ``bdfs_in``.
+  sysfs attribute at a path already checked), ``link_name``, ``list_dir``, ``bdfs_in``.
 - ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
   provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
 """
@@ -280,8 +279,11 @@ def is_inside(real_root: str, path: Path | str) -> bool:
 
 
 def real_inside(real_root: str, path: Path | str) -> str | None:
-    """``path`` with every symlink resolved; None when that leaves ``real_root`` (a realpath)."""
+    """``path`` with every symlink resolved; None when it is missing or leaves ``real_root``
+    (the host root, already a realpath: readers resolve it once, not once per device)."""
     try:
+        if not os.path.lexists(path):
+            return None
         real = os.path.realpath(path)
     except (OSError, ValueError):
         return None
@@ -321,18 +323,6 @@ def list_inside(real_root: str, directory: Path | str | None) -> list[str]:
     return list_dir(real) if real is not None else []
 
 
-def resolve_inside(host_root: Path, path: Path) -> Path | None:
-    """``path`` with every symlink resolved; None when it is missing or leaves ``host_root``."""
-    if not os.path.lexists(path):
-        return None
-    try:
-        resolved = os.path.realpath(path)
-        root = os.path.realpath(host_root)
-    except (OSError, ValueError):
-        return None
-    return Path(resolved) if within(root, resolved) else None
-
-
 def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
     """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root."""
     try:
@@ -343,16 +333,6 @@ def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -
         with open(target, "rb") as handle:
             return handle.read(limit).decode("utf-8", "replace")
     except (OSError, ValueError):
-        return None
-
-
-def relative_to_root(host_root: Path, path: Path | None) -> str | None:
-    """A resolved path as text relative to the host root (``sys/devices/pci0000:00/...``)."""
-    if path is None:
-        return None
-    try:
-        return str(path.relative_to(os.path.realpath(host_root)))
-    except ValueError:
         return None
 
 

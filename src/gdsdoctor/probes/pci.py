@@ -61,13 +61,11 @@ from gdsdoctor.probes.common import (
     bdfs_in,
     json_bytes,
     link_name,
-    list_dir,
     list_inside,
     load_reader_json,
     provenance_finder,
     reader_items,
-    relative_to_root,
-    resolve_inside,
+    real_inside,
     to_int,
 )
 
@@ -94,16 +92,17 @@ NVIDIA = 0x10DE
 # --- reader -------------------------------------------------------------------------------------
 
 
-def read_pci_device(host_root: Path, entry: Path) -> dict[str, Any]:
+def read_pci_device(root: str, entry: Path) -> dict[str, Any]:
     """One function's attributes, read through its resolved path (never through a link that leaves
-    ``host_root``: then only the name is known)."""
-    resolved = resolve_inside(host_root, entry)
+    the host root ``root``, a realpath: then only the name is known)."""
+    real = real_inside(root, entry)
     return {
         "bdf": entry.name,
-        "path": relative_to_root(host_root, resolved),
-        "attrs": attrs_of_real(os.path.realpath(host_root), resolved, ATTRS),
+        "path": os.path.relpath(real, root) if real is not None else None,  # sys/devices/pci0000:00/…
+        "attrs": attrs_of_real(root, real, ATTRS),
         "links": {
-            name: link_name(resolved / name) if resolved else None for name in ("driver", "iommu_group")
+            name: link_name(Path(real, name)) if real is not None else None
+            for name in ("driver", "iommu_group")
         },
     }
 
@@ -112,8 +111,9 @@ def read_pci(host_root: Path) -> bytes:
     devices_dir = host_root / PCI_DEVICES
     if not devices_dir.is_dir():
         return MISSING
-    names = list_dir(devices_dir)
-    devices = [read_pci_device(host_root, devices_dir / name) for name in names]
+    root = os.path.realpath(host_root)
+    names = list_inside(root, devices_dir)
+    devices = [read_pci_device(root, devices_dir / name) for name in names]
     return json_bytes({"reader": "pci", "entries": names, "devices": devices})
 
 

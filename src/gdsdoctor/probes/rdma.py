@@ -49,12 +49,11 @@ from gdsdoctor.probes.common import (
     bdfs_in,
     json_bytes,
     link_name,
-    list_dir,
     list_inside,
     load_reader_json,
     provenance_finder,
     reader_items,
-    resolve_inside,
+    real_inside,
     to_int,
 )
 
@@ -87,12 +86,12 @@ def counters(root: str, directory: Path) -> dict[str, str | None]:
     return attrs_inside(root, directory, list_inside(root, directory))
 
 
-def read_ib_device(host_root: Path, entry: Path) -> dict[str, Any]:
-    path = resolve_inside(host_root, entry)
-    if path is None:  # the class link leaves host_root: report the name only
+def read_ib_device(root: str, entry: Path) -> dict[str, Any]:
+    real = real_inside(root, entry)
+    if real is None:  # the class link leaves the host root: report the name only
         return {"name": entry.name, "attrs": {}, "bdf": None, "netdevs": [], "ports": []}
-    root = os.path.realpath(host_root)
-    device = resolve_inside(host_root, path / "device")
+    path = Path(real)
+    device = real_inside(root, path / "device")
     ports = [
         {
             "port": port,
@@ -106,7 +105,7 @@ def read_ib_device(host_root: Path, entry: Path) -> dict[str, Any]:
         "name": entry.name,
         "attrs": attrs_of_real(root, path, IB_DEVICE_ATTRS),
         "bdf": (bdfs_in(device) or [None])[-1] if device else None,
-        "netdevs": list_inside(root, device / "net") if device else [],
+        "netdevs": list_inside(root, Path(device, "net")) if device else [],
         "ports": ports,
     }
 
@@ -115,7 +114,8 @@ def read_infiniband(host_root: Path) -> bytes:
     base = host_root / IB_CLASS
     if not base.is_dir():  # no RDMA stack loaded (or not readable): the ibstat fallback may still tell
         return MISSING
-    devices = [read_ib_device(host_root, base / name) for name in list_dir(base)]
+    root = os.path.realpath(host_root)
+    devices = [read_ib_device(root, base / name) for name in list_inside(root, base)]
     return json_bytes({"reader": "infiniband", "devices": devices})
 
 
@@ -123,16 +123,17 @@ def read_netdev(host_root: Path) -> bytes:
     base = host_root / NET_CLASS
     if not base.is_dir():
         return MISSING
+    root = os.path.realpath(host_root)
     interfaces = []
-    for name in list_dir(base):
-        path = resolve_inside(host_root, base / name)
-        device = resolve_inside(host_root, path / "device") if path else None
+    for name in list_inside(root, base):
+        path = real_inside(root, base / name)
+        device = real_inside(root, Path(path, "device")) if path else None
         interfaces.append(
             {
                 "name": name,
-                "attrs": attrs_of_real(os.path.realpath(host_root), path, ("mtu", "operstate", "speed")),
+                "attrs": attrs_of_real(root, path, ("mtu", "operstate", "speed")),
                 "bdf": (bdfs_in(device) or [None])[-1] if device else None,
-                "driver": link_name(device / "driver") if device else None,
+                "driver": link_name(Path(device, "driver")) if device else None,
                 "has_device": device is not None,
             }
         )

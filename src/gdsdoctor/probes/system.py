@@ -308,14 +308,14 @@ def scan_kallsyms(chunks: Iterable[str], table_only: bool = True) -> dict[str, A
     scanned = 0
     table = nonzero = False  # a line in the table's format seen; one with a non-zero address
     for chunk in chunks:
+        text = "\n" + chunk  # the patterns find a line by the newline before it
         if table_only:
-            scanned += len(_KALLSYMS_TABLE_LINE.findall("\n" + chunk))
+            scanned += len(_KALLSYMS_TABLE_LINE.findall(text))
         elif chunk:
             scanned += chunk.count("\n") + (not chunk.endswith("\n"))
-        chunk = "\n" + chunk
-        table = table or _KALLSYMS_TABLE_LINE.search(chunk) is not None
-        nonzero = nonzero or _KALLSYMS_NONZERO.search(chunk) is not None
-        for line in _lines_containing(chunk, _KALLSYMS_ANCHORS):
+        table = table or _KALLSYMS_TABLE_LINE.search(text) is not None
+        nonzero = nonzero or _KALLSYMS_NONZERO.search(text) is not None
+        for line in _lines_containing(text, _KALLSYMS_ANCHORS):
             m = _KALLSYMS_LINE.match(line)
             if m and (m["name"] in KALLSYMS_OF_INTEREST or m["name"].startswith(_KALLSYMS_PREFIXES)):
                 found.setdefault(m["name"], {"name": m["name"], "module": m["module"], "type": m["type"]})
