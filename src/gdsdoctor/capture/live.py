@@ -20,7 +20,7 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
-from gdsdoctor.probes.base import Probe, Source
+from gdsdoctor.probes.base import Probe, Source, Unavailable
 
 DEFAULT_DEADLINE_S = 60.0
 
@@ -148,6 +148,8 @@ def _run_reader(source: Source, host_root: Path) -> Artifact:
     started = time.monotonic()
     try:
         data = source.reader(host_root)  # type: ignore[misc]
+    except Unavailable as error:
+        return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=str(error))
     except PermissionError as error:
         return Artifact(source.artifact, ArtifactStatus.DENIED, source=source.describe, detail=str(error))
     except Exception as error:  # a reader bug must not sink the whole check

@@ -20,6 +20,7 @@ from gdsdoctor.probes import (
     rdma,
     system,
     target,
+    udev,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
@@ -40,6 +41,7 @@ PROBES: tuple[Probe, ...] = (
     *rdma.PROBES,
     *bench.PROBES,
     *app_log.PROBES,
+    *udev.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}

@@ -33,6 +33,11 @@ class ParseError(ValueError):
         self.line = line
 
 
+class Unavailable(Exception):
+    """Raised by a reader whose source does not exist on this host (no libudev, say): the
+    capture records the source as missing, with the message as the reason."""
+
+
 class Source(NamedTuple):
     """One way to capture a probe's input: a command, a host file, or a reader."""
 
