@@ -319,8 +319,13 @@ def _device(raw: dict[str, Any], rdma_bdfs: set[str], source: dict[str, Any]) ->
     }
 
 
-def _section(via: str, database: dict[str, Any], raws: list[tuple[dict[str, Any], dict[str, Any]]]) -> Section:
-    rdma_bdfs = {bdfs[-1] for raw, _ in raws if raw["subsystem"] == "infiniband" and (bdfs := bdfs_in(raw["sys_path"]))}
+Raw = tuple[dict[str, Any], dict[str, Any]]  # a device as the artifact keeps it, and its provenance
+
+
+def _section(via: str, database: dict[str, Any], raws: list[Raw]) -> Section:
+    # a net interface is an RDMA one when its PCI function also has an infiniband-class device
+    rdma_bdfs = {bdfs_in(raw["sys_path"])[-1] for raw, _ in raws if raw["subsystem"] == "infiniband"
+                 and bdfs_in(raw["sys_path"])}  # fmt: skip
     devices = [_device(raw, rdma_bdfs, source) for raw, source in raws]
     present, entries = database.get("present"), database.get("entries")
     populated = None if present is None or (present and entries is None) else bool(present and entries)
@@ -418,7 +423,7 @@ def recognise(text: str) -> bool:
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="udev",
-        title="udev devices (block, NVMe, PCI GPU/NVMe/NIC, RDMA, net) with their properties, and the udev database",
+        title="udev devices (block, NVMe, PCI GPU/NVMe/NIC, RDMA, net), their properties, the udev database",
         sources=(Source("run/udev/udev.json", reader=read_udev),),
         parse=parse,
         recognise=recognise,
