@@ -92,10 +92,14 @@ _RECORD_LINE = lazy_compile(r"^([A-Z]):\s?(.*)$")
 # one record's lines (pure): the database files and `udevadm info --export-db` share this
 
 
-def record_fields(lines: Iterable[str]) -> tuple[dict[str, str], list[str], dict[str, str]]:
+def record_fields(
+    lines: Iterable[str], database_file: bool = False
+) -> tuple[dict[str, str], list[str], dict[str, str]]:
     """``(properties, symlinks, other)`` from ``X:value`` lines (``E: KEY=V`` with export-db's
-    space too). ``I:`` (initialised, in µs) becomes ``USEC_INITIALIZED`` as libudev reports it;
-    ``other`` keeps the first ``P:`` (devpath) and ``N:`` (node name) of an export-db record."""
+    space too). In a database file ``I:`` is when udev initialised the device (µs), which
+    libudev reports as ``USEC_INITIALIZED``; in export-db it is a net ifindex, and the record has
+    ``E: USEC_INITIALIZED`` itself. ``other`` keeps export-db's first ``P:`` (devpath), ``M:``
+    (name), ``U:`` (subsystem) and ``N:`` (node name)."""
     properties: dict[str, str] = {}
     links: list[str] = []
     other: dict[str, str] = {}
@@ -110,16 +114,17 @@ def record_fields(lines: Iterable[str]) -> tuple[dict[str, str], list[str], dict
                 properties[key] = rest
         elif tag == "S":
             links.append(value.strip())
-        elif tag == "I":
+        elif tag == "I" and database_file:
             properties.setdefault("USEC_INITIALIZED", value.strip())
-        elif tag in "PN":
+        elif tag in "PMUN":
             other.setdefault(tag, value.strip())
     return properties, links, other
 
 
 def with_devlinks(properties: dict[str, str], links: list[str]) -> dict[str, str]:
-    """libudev's DEVLINKS: the record's symlinks, under /dev, space-separated."""
-    if links and "DEVLINKS" not in properties:
+    """libudev's DEVLINKS: the record's symlinks under /dev, space-separated. They win over a
+    DEVLINKS line, which `udevadm info` in a pager cuts at the screen width (``…/by-id/w>``)."""
+    if links:
         return {**properties, "DEVLINKS": " ".join("/dev/" + link.lstrip("/") for link in links)}
     return properties
 
@@ -227,7 +232,7 @@ def _file_device(host_root: Path, root: str, subsystem: str, name: str, real: st
     if properties.get("DEVNAME") and not properties["DEVNAME"].startswith("/"):
         properties["DEVNAME"] = "/dev/" + properties["DEVNAME"]  # uevent names it relative to /dev
     entry = read_under_root(host_root, f"{DATABASE}/{database_key(subsystem, name, properties)}", 1 << 20)
-    stored, links, _ = record_fields((entry or "").split("\n"))
+    stored, links, _ = record_fields((entry or "").split("\n"), database_file=True)
     properties = with_devlinks({**properties, **stored}, links)
     return device_record(subsystem, sys_path, name, properties.get("DEVNAME"), properties)
 
@@ -389,10 +394,10 @@ def parse_export_db(text: str, artifact: str) -> Section:
     for number, first, lines in export_db_records(text):
         properties, links, other = record_fields(lines)
         devpath = other.get("P") or properties.get("DEVPATH", "")
-        subsystem = properties.get("SUBSYSTEM", "")
+        subsystem = properties.get("SUBSYSTEM") or other.get("U", "")
+        name = other.get("M") or devpath.rsplit("/", 1)[-1]
         node = properties.get("DEVNAME") or ("/dev/" + other["N"] if other.get("N") else None)
-        raw = device_record(subsystem, "/sys" + devpath, devpath.rsplit("/", 1)[-1], node,
-                            with_devlinks(properties, links))  # fmt: skip
+        raw = device_record(subsystem, "/sys" + devpath, name, node, with_devlinks(properties, links))
         if raw is not None:
             raws.append((raw, src(artifact, number, first)))
     if not raws:
