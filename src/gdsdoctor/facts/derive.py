@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gdsdoctor.facts import derive_gds, derive_storage, derive_topology
+from gdsdoctor.facts import derive_gds, derive_storage, derive_topology, derive_udev
 
 Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
@@ -39,7 +39,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
         "checkpoint_stall": checkpoint_stall(facts),
     }
     # Domain derivations see the facts and what is derived so far; each owns its keys.
-    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive):
+    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive):
         derived.update(derivation(facts, derived))
     return derived
 

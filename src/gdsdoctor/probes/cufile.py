@@ -236,6 +236,8 @@ def read_cufile_json(host_root: Path) -> bytes:
 
 def recognise_cufile_json(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
+    if re.search(r'^ "reader": "', head, re.MULTILINE):
+        return False  # a gdsdoctor reader's artifact (the udev one has "properties" objects)
     keys = re.findall(
         r'"(properties|logging|profile|execution|fs|denylist|allow_compat_mode|max_direct_io_size_kb|'
         r'use_pci_p2pdma|rdma_dev_addr_list|max_device_pinned_mem_size_kb)"\s*:',

@@ -23,7 +23,7 @@ Shape::
 
     {"via": "pyudev"|"files"|"export-db",
      "database": {"path": "/run/udev/data", "present": bool|None, "entries": int|None,
-                  "control": bool|None, "src"},
+                  "control": bool|None, "src"},   # export-db: entries = records udev initialised
      "populated": bool|None,        # present with at least one entry (None: cannot tell)
      "count": int, "initialized_count": int,
      "devices": [{"subsystem", "name", "sys_path", "device_node", "devtype", "kind", "pci_bdf",
@@ -359,7 +359,8 @@ def parse_reader(text: str, artifact: str) -> Section:
     if not isinstance(database, dict) or not isinstance(database.get("present"), bool):
         raise ParseError('the udev reader\'s JSON has no "database" with "present"')
     find = line_finder(text)
-    database_src = src(artifact, *find(r'^\s*"database": \{'))
+    find(r'^\s*"database": \{')
+    database_src = src(artifact, *find(r'^\s*"present": '))  # the line that says it
     raws = [
         (raw, src(artifact, *find(rf'^\s*"sys_path": "{re.escape(raw["sys_path"])}"')))
         for raw in data.get("devices") or []
@@ -402,11 +403,12 @@ def parse_export_db(text: str, artifact: str) -> Section:
             raws.append((raw, src(artifact, number, first)))
     if not raws:
         raise ParseError("no P:/E: device records (expected `udevadm info --export-db` output)")
-    # A device udev has processed carries USEC_INITIALIZED; none at all cannot say the database
-    # is absent (an old udev, a filtered paste), so it stays unknown.
-    initialized = any(raw["properties"].get("USEC_INITIALIZED") for raw, _ in raws)
-    database = {"path": DATABASE, "present": True if initialized else None, "entries": None, "control": None,
-                "src": raws[0][1]}  # fmt: skip
+    # A device udev has processed carries USEC_INITIALIZED, read from its database entry: those
+    # count the entries seen. None at all cannot say the database is absent (an old udev, a
+    # filtered paste), so it stays unknown.
+    initialized = sum(1 for raw, _ in raws if raw["properties"].get("USEC_INITIALIZED"))
+    database = {"path": DATABASE, "present": True if initialized else None, "entries": initialized or None,
+                "control": None, "src": raws[0][1]}  # fmt: skip
     return _section("export-db", database, raws)
 
 
