@@ -296,3 +296,20 @@ def test_a_hostile_reader_json_drops_malformed_devices() -> None:
     assert [d["name"] for d in section["devices"]] == ["sda"]
     assert section["devices"][0]["id_path"] == "3"
     assert section["populated"] is None  # entries unknown
+
+
+def test_redaction_removes_udev_serials_and_wwns(tmp_path: Path) -> None:
+    """ID_SERIAL_SHORT and ID_WWN are learned from udev records (export-db text and the reader's
+    JSON); the serial then goes wherever it is embedded (ID_SERIAL, by-id links)."""
+    from gdsdoctor.capture.redact import redact_capture
+
+    _gds_host(tmp_path)
+    capture = Capture(origin="files")
+    capture.add("udev", capture_source(SOURCE, tmp_path))
+    export_db = (DATA / "export-db-oracle-sda.txt").read_bytes()
+    capture.add("udev", capture.artifacts[SOURCE.artifact]._replace(name="export-db.txt", data=export_db))
+    redacted, _ = redact_capture(capture)
+    everything = b"\n".join(a.data for a in redacted.artifacts.values()).decode()
+    for identifier in ("12345ABCD678", "601666418e094990a94f6e388025315b", "0x601666418e094990"):
+        assert identifier not in everything, identifier
+    assert udev.parse(redacted.artifacts[SOURCE.artifact].data.decode(), SOURCE.artifact)["count"] == 9

@@ -76,6 +76,10 @@ _ID_KEYS = {
     "serial number": "serial",
     "device serial number": "serial",
     "wwn": "hexid",
+    "id_serial_short": "serial",  # udev (E:ID_SERIAL_SHORT=…): ID_SERIAL and by-id links embed it
+    "id_serial": "serial",  # learned when it has no space (SCSI: 3<naa>), else the short one covers it
+    "id_wwn": "hexid",
+    "id_wwn_with_extension": "hexid",
     "wwid": "hexid",
     "nguid": "hexid",
     "eui64": "hexid",
@@ -89,7 +93,7 @@ _ID_KEYS = {
 _KEY_NAMES = "|".join(sorted((re.escape(k) for k in _ID_KEYS), key=len, reverse=True))
 _JSON_ID = lazy_compile(rf'"(?P<key>(?i:{_KEY_NAMES}))"\s*:\s*"(?P<value>[^"\n]{{1,200}})"')
 _TEXT_ID = lazy_compile(
-    rf"^[ \t]*(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*(?P<value>\S[^\n]*?)[ \t]*$", re.M
+    rf"^[ \t]*(?:E:[ \t]?)?(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*(?P<value>\S[^\n]*?)[ \t]*$", re.M
 )
 _MOUNT_SERVER = lazy_compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
 _CIFS_SERVER = lazy_compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs
