@@ -313,3 +313,13 @@ def test_redaction_removes_udev_serials_and_wwns(tmp_path: Path) -> None:
     for identifier in ("12345ABCD678", "601666418e094990a94f6e388025315b", "0x601666418e094990"):
         assert identifier not in everything, identifier
     assert udev.parse(redacted.artifacts[SOURCE.artifact].data.decode(), SOURCE.artifact)["count"] == 9
+
+
+def test_export_db_pasted_after_its_prompt() -> None:
+    record = (DATA / "export-db-oracle-sda.txt").read_text()
+    text = "$ sudo udevadm info --export-db\n" + record + "\nP: /devices/virtual/net/lo\nM: lo\nU: net\nI: 1\n"
+    text += "E: DEVPATH=/devices/virtual/net/lo\nE: SUBSYSTEM=net\nE: INTERFACE=lo\nE: IFINDEX=1\n"
+    assert recognise(text) is BY_SECTION["udev"]
+    section = udev.parse(text, "paste")
+    assert [(d["name"], d["src"]["line"]) for d in section["devices"]] == [("sda", 2), ("lo", 53)]
+    assert section["devices"][1]["initialized"] is False  # its I: is the ifindex

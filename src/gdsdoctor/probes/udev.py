@@ -385,8 +385,9 @@ def export_db_records(text: str) -> Iterator[tuple[int, str, list[str]]]:
                 start = number
             lines.append(line.strip())
             continue
-        if lines and lines[0].startswith("P:"):
-            yield start, lines[0], lines
+        first = next((index for index, kept in enumerate(lines) if kept.startswith("P:")), None)
+        if first is not None:  # a prompt line pasted right above the first record is dropped
+            yield start + first, lines[first], lines[first:]
         lines = []
 
 
@@ -422,7 +423,7 @@ def recognise(text: str) -> bool:
     head = text.lstrip()[:4000]
     if head.startswith("{"):
         return bool(re.search(r'^\s*"reader": "udev",?$', text[:200_000], re.MULTILINE))
-    lines = [line.strip() for line in head.split("\n") if line.strip()]
+    lines = [line.strip() for line in head.split("\n") if line.strip() and not line.startswith(("$ ", "# "))]
     tagged = [line for line in lines if _RECORD_LINE.match(line)]
     return bool(lines) and lines[0].startswith("P: /devices/") and len(tagged) >= 0.9 * len(lines)
 
