@@ -317,9 +317,12 @@ def test_redaction_removes_udev_serials_and_wwns(tmp_path: Path) -> None:
 
 def test_export_db_pasted_after_its_prompt() -> None:
     record = (DATA / "export-db-oracle-sda.txt").read_text()
-    text = "$ sudo udevadm info --export-db\n" + record + "\nP: /devices/virtual/net/lo\nM: lo\nU: net\nI: 1\n"
-    text += "E: DEVPATH=/devices/virtual/net/lo\nE: SUBSYSTEM=net\nE: INTERFACE=lo\nE: IFINDEX=1\n"
+    eth = "/devices/pci0000:00/0000:00:03.0/virtio0/net/eth0"
+    text = "$ sudo udevadm info --export-db\n" + record + f"\nP: {eth}\nM: eth0\nU: net\nI: 2\n"
+    text += f"E: DEVPATH={eth}\nE: SUBSYSTEM=net\nE: INTERFACE=eth0\nE: IFINDEX=2\n\n"
+    text += "P: /devices/virtual/net/lo\nM: lo\nU: net\nI: 1\nE: SUBSYSTEM=net\nE: INTERFACE=lo\n"
     assert recognise(text) is BY_SECTION["udev"]
     section = udev.parse(text, "paste")
-    assert [(d["name"], d["src"]["line"]) for d in section["devices"]] == [("sda", 2), ("lo", 53)]
+    # lo is virtual: not listed
+    assert [(d["name"], d["src"]["line"]) for d in section["devices"]] == [("sda", 2), ("eth0", 53)]
     assert section["devices"][1]["initialized"] is False  # its I: is the ifindex

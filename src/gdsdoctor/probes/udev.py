@@ -15,9 +15,9 @@ or abort. Section ``udev`` (one JSON artifact, ``run/udev/udev.json``, replayed 
 - A pasted ``udevadm info --export-db``: records of ``P:``/``N:``/``S:``/``E:`` lines (the same
   line parser), one record per device, separated by blank lines.
 
-Devices: the ``block``, ``nvme``, ``nvme-subsystem``, ``infiniband`` and ``net`` classes, and
-PCI functions that are NVIDIA (vendor 0x10de), NVMe (class 0x0108) or network (0x02xx,
-InfiniBand 0x0207).
+Devices: the ``block``, ``nvme``, ``nvme-subsystem``, ``infiniband`` and ``net`` classes (not
+virtual network interfaces), and PCI functions that are NVIDIA (vendor 0x10de), NVMe (class
+0x0108) or network (0x02xx, InfiniBand 0x0207).
 
 Shape::
 
@@ -59,6 +59,7 @@ from gdsdoctor.probes.common import (
     load_reader_json,
     read_attr,
     read_under_root,
+    reader_items,
     real_inside,
     text_or_none,
     to_int,
@@ -148,8 +149,9 @@ def wanted(subsystem: str, properties: dict[str, str]) -> bool:
 def device_record(
     subsystem: str, sys_path: str, sys_name: str, device_node: str | None, properties: dict[str, str]
 ) -> dict[str, Any] | None:
-    """What the artifact keeps of one device (None for a device not wanted)."""
-    if not wanted(subsystem, properties):
+    """What the artifact keeps of one device (None for a device not wanted). Virtual network
+    interfaces (veth, bridges, lo: thousands on a Kubernetes node) carry no storage path."""
+    if not wanted(subsystem, properties) or (subsystem == "net" and "/devices/virtual/" in sys_path):
         return None
     kept = {k: v for k, v in properties.items() if k in KEPT or k.startswith(KEPT_PREFIXES)}
     return {
@@ -345,10 +347,9 @@ def _section(via: str, database: dict[str, Any], raws: list[Raw]) -> Section:
     }
 
 
-def _valid_raw(raw: Any) -> bool:
+def _valid_raw(raw: dict[str, Any]) -> bool:
     return (
-        isinstance(raw, dict)
-        and all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path"))
+        all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path"))
         and isinstance(raw.get("properties"), dict)
     )
 
@@ -363,7 +364,7 @@ def parse_reader(text: str, artifact: str) -> Section:
     database_src = src(artifact, *find(r'^\s*"present": '))  # the line that says it
     raws = [
         (raw, src(artifact, *find(rf'^\s*"sys_path": "{re.escape(raw["sys_path"])}"')))
-        for raw in data.get("devices") or []
+        for raw in reader_items(data, "devices")
         if _valid_raw(raw)
     ]
     state = {
