@@ -61,3 +61,12 @@ def test_md_level_comes_from_udev() -> None:
 def test_without_the_udev_section_nothing_is_derived() -> None:
     assert _layers(_mount("/dev/mapper/ckpt"), {"udev": {"status": "missing"}}) == []
     assert derive_udev.derive({}, {})["udev_checkpoint_layers"] == []
+
+
+def test_a_loop_device_is_a_layer() -> None:
+    record = (
+        "P: /devices/virtual/block/loop3\nN: loop3\nE: DEVNAME=/dev/loop3\nE: DEVTYPE=disk\n"
+        "E: MAJOR=7\nE: MINOR=3\nE: SUBSYSTEM=block\nE: USEC_INITIALIZED=7123456\nE: ID_FS_TYPE=xfs\n"
+    )
+    facts = {"udev": {"status": "ok", **udev.parse(record, "paste")}}
+    assert _layers(_mount("/dev/loop3"), facts)[0]["layer"] == "loop"

@@ -1,11 +1,11 @@
-"""Derived facts from udev: the device-mapper or md layer under each checkpoint mount.
+"""Derived facts from udev: the device-mapper, md or loop layer under each checkpoint mount.
 
 ``derive(facts, derived)`` returns (it runs after the storage derivation, whose mounts carry
 ``maj_min``):
 
 - ``udev_checkpoint_layers``: for each checkpoint mount whose block device udev lists as a
-  device-mapper or md device, ``{mountpoint, device (as mounted), udev_device (kernel name),
-  layer (lvm|crypt|multipath|dm|md), dm_name, dm_uuid, md_level, src (the udev device), mount_src}``.
+  device-mapper, md or loop device, ``{mountpoint, device (as mounted), udev_device (kernel name),
+  layer (lvm|crypt|multipath|dm|md|loop), dm_name, dm_uuid, md_level, src (the udev device), mount_src}``.
   The device is found by its node or one of its links (``/dev/mapper/vg-lv``, ``/dev/md/name``,
   ``/dev/disk/by-uuid/…``), else by ``major:minor``. [] when the ``udev`` section was not read.
 """

@@ -32,10 +32,10 @@ Shape::
                   "needs_id_path", "properties": {KEY: VALUE}, "src"}],
      "missing_id_path": [name]}     # devices that need ID_PATH and have none
 
-``kind``: block ``nvme``/``partition``/``dm``/``md``/``disk``; ``nvme_controller``,
+``kind``: block ``nvme``/``partition``/``dm``/``md``/``loop``/``disk``; ``nvme_controller``,
 ``nvme_subsystem``; PCI ``gpu``/``nvme``/``rdma``/``nic``/``other``; ``rdma`` (infiniband
 class), ``rdma_net`` (a net interface of a PCI function with an RDMA device), ``net``.
-``layer``: ``lvm``/``crypt``/``multipath`` (from ``DM_UUID``), ``dm``, ``md`` or None.
+``layer``: ``lvm``/``crypt``/``multipath`` (from ``DM_UUID``), ``dm``, ``md``, ``loop`` or None.
 ``needs_id_path``: PCIe NVMe namespaces and the net interfaces of RDMA NICs, the devices cuFile
 places on the PCIe tree.
 """
@@ -261,6 +261,8 @@ def _kind(subsystem: str, name: str, properties: dict[str, str], rdma_bdfs: set[
             return "dm"
         if name.startswith("md"):
             return "md"
+        if name.startswith("loop"):
+            return "loop"
         return "nvme" if _NVME_NAMESPACE.match(name) else "disk"
     if subsystem == "pci":
         klass = _hex(properties.get("PCI_CLASS")) or 0
@@ -287,7 +289,7 @@ def _layer(kind: str, properties: dict[str, str]) -> str | None:
         return "dm"
     if kind == "md" or properties.get("MD_LEVEL"):
         return "md"
-    return None
+    return "loop" if kind == "loop" else None
 
 
 def _device(raw: dict[str, Any], rdma_bdfs: set[str], source: dict[str, Any]) -> dict[str, Any]:
