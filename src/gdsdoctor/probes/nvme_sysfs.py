@@ -86,8 +86,8 @@ def _read_attr(path: str) -> str | None:
         return None
 
 
-def _list(root: str, path: Path) -> list[str]:
-    return list_inside(root, path)[:_MAX_ENTRIES]
+def _list(root: str, path: Path, *, raise_denied: bool = False) -> list[str]:
+    return list_inside(root, path, raise_denied=raise_denied)[:_MAX_ENTRIES]
 
 
 def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -117,7 +117,7 @@ def read_sysfs(host_root: Path) -> bytes:
     root = os.path.realpath(host_root)
     sys_dir = Path(root) / "sys"
     tree: dict[str, Any] = {"controllers": {}, "subsystems": {}, "block": {}, "modules": {}}
-    for name in _list(root, sys_dir / "class/nvme"):
+    for name in _list(root, sys_dir / "class/nvme", raise_denied=True):
         directory = sys_dir / "class/nvme" / name
         controller: dict[str, Any] = _attrs(root, directory, CONTROLLER_ATTRS)
         controller["device_link"] = link_name(directory / "device")
@@ -129,7 +129,7 @@ def read_sysfs(host_root: Path) -> bytes:
         for namespace in controller["namespaces"]:
             tree["block"][namespace] = _read_block(root, directory / namespace)
         tree["controllers"][name] = controller
-    for name in _list(root, sys_dir / "class/nvme-subsystem"):
+    for name in _list(root, sys_dir / "class/nvme-subsystem", raise_denied=True):
         directory = sys_dir / "class/nvme-subsystem" / name
         subsystem: dict[str, Any] = _attrs(root, directory, SUBSYSTEM_ATTRS)
         entries = _list(root, directory)
@@ -138,7 +138,7 @@ def read_sysfs(host_root: Path) -> bytes:
         for head in subsystem["namespaces"]:
             tree["block"][head] = _read_block(root, directory / head)
         tree["subsystems"][name] = subsystem
-    for name in _list(root, sys_dir / "block"):
+    for name in _list(root, sys_dir / "block", raise_denied=True):
         tree["block"][name] = _read_block(root, sys_dir / "block" / name)
     for module in MODULES:
         parameters = sys_dir / "module" / module / "parameters"
