@@ -458,3 +458,55 @@ def test_dkms_build_log_linking_out_is_refused(gpu_node: FakeHost) -> None:
         "/var/lib/dkms/nvidia-fs/2.17.5/build/make.log", "/outside/make.log", "nvidia-fs.ko error\n"
     )
     assert section(ROOT, "nvidia_fs_build")["status"] == "missing"
+
+
+# --- the other host files: cuFile's log, GRUB defaults, the DKMS build log, os-release's fallback ---
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+# real files, read before pyfakefs hides the real filesystem
+CUFILE_LOG = (DATA / "cufile/gdsnvfs-019--cufile.log").read_text()
+GRUB = (
+    (DATA / "system/etc-default-grub.amd_iommu_off-iommu_pt.stelline-puget.txt").read_text().split("\n", 1)[1]
+)
+MAKE_LOG = (DATA / "nvidia_fs/gdsnvfs-080--make.log").read_text()
+
+
+def test_cufile_log_named_by_the_environment(gpu_node: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu_node.set_file("/var/log/job/cufile.log", CUFILE_LOG)
+    monkeypatch.setenv("CUFILE_LOGFILE_PATH", "/var/log/job/cufile.log")
+    found = section(ROOT, "cufile_log")
+    assert found["status"] == "ok" and found["counts"]["by_level"]["ERROR"] == 7
+    assert "nvme_not_registered" in found["kinds"] and found["pids"] == [41294, 41337]
+
+
+def test_cufile_log_absent_or_unreadable(gpu_node: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUFILE_LOGFILE_PATH", "/var/log/job/cufile.log")
+    assert section(ROOT, "cufile_log")["status"] == "missing"
+    gpu_node.set_file("/var/log/job/cufile.log", CUFILE_LOG)
+    gpu_node.make_unreadable("/var/log/job/cufile.log")
+    assert section(ROOT, "cufile_log")["status"] == "denied"
+
+
+def test_grub_defaults_and_os_release_fallback(gpu_node: FakeHost) -> None:
+    gpu_node.set_file("/etc/default/grub", GRUB)
+    os.unlink(gpu_node.path("/etc/os-release"))  # a host with only /usr/lib/os-release
+    found = sections(ROOT, "etc_default_grub", "os_release")
+    assert found["etc_default_grub"]["iommu"]["amd_iommu"] == "off"
+    assert found["etc_default_grub"]["iommu"]["iommu"] == "pt"
+    assert found["os_release"]["artifact"] == "usr/lib/os-release" and found["os_release"]["id"] == "ubuntu"
+
+
+def test_newest_dkms_build_log(gpu_node: FakeHost) -> None:
+    old = gpu_node.set_file("/var/lib/dkms/nvidia-fs/2.17.5/build/make.log", "make: old build\n")
+    os.utime(old, (1_700_000_000, 1_700_000_000))
+    gpu_node.set_file("/var/lib/dkms/nvidia-fs/2.26.6/build/make.log", MAKE_LOG)
+    found = section(ROOT, "nvidia_fs_build")
+    assert found["status"] == "ok" and found["failed"] is True
+    assert found["kernel"] == "6.18.8-9.213.amzn2023.aarch64"
+
+
+def test_nvme_cli_readers_never_run_for_another_root(gpu_node: FakeHost) -> None:
+    # the nvme commands address this machine's /dev/nvmeX: under --host-root they would describe
+    # the wrong host, so the sections are missing, not filled from here
+    found = sections(ROOT, "nvme_smart", "nvme_id_ctrl")
+    assert found["nvme_smart"]["status"] == found["nvme_id_ctrl"]["status"] == "missing"
