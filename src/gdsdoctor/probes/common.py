@@ -329,12 +329,16 @@ def read_under_root(
     host_root: Path, path: str, limit: int = 16 * 1024 * 1024, *, raise_denied: bool = False
 ) -> str | None:
     """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root.
-    ``raise_denied``: a file there that cannot be read raises PermissionError (the capture then says
-    denied) instead of reading as absent."""
+    ``raise_denied``: a file there that cannot be read, or that links out of host_root, raises
+    PermissionError (the capture then says denied, as for kallsyms) instead of reading as absent."""
     try:
         root = os.path.realpath(host_root)
         target = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not within(root, target) or not os.path.isfile(target):
+        if not within(root, target):
+            if raise_denied:
+                raise PermissionError(f"{path} leads out of the host root ({target}); not followed")
+            return None
+        if not os.path.isfile(target):
             return None
         with open(target, "rb") as handle:
             return handle.read(limit).decode("utf-8", "replace")
