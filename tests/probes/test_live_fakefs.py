@@ -167,7 +167,9 @@ def test_nvidia_fs_proc_files_and_devices(gpu_node: FakeHost) -> None:
     devices = found["nvidia_fs_devices"]
     assert devices["count"] == 16 and devices["devcount"] == 16 and devices["proc_present"] is True
     assert devices["devices"][0] == "/dev/nvidia-fs0"
-    assert found["nvidia_fs_version"]["status"] == "ok" and found["nvidia_fs_modules"]["status"] == "ok"
+    assert found["nvidia_fs_version"]["version"] == "2.17"
+    assert found["nvidia_fs_modules"]["names"] == ["nvme", "nvme_rdma"]
+    assert found["nvidia_fs_modules"]["nvme_registered"] is True
 
 
 def test_modules_and_driver_version(gpu_node: FakeHost) -> None:
@@ -511,3 +513,19 @@ def test_nvme_cli_readers_never_run_for_another_root(gpu_node: FakeHost) -> None
     # the wrong host, so the sections are missing, not filled from here
     found = sections(ROOT, "nvme_smart", "nvme_id_ctrl")
     assert found["nvme_smart"]["status"] == found["nvme_id_ctrl"]["status"] == "missing"
+
+
+def test_an_empty_host_root_gives_no_section_ok_with_invented_data(fs: FakeFilesystem) -> None:
+    fs.create_dir(ROOT)
+    found = sections(ROOT, *HOST_SECTIONS)
+    # process-level sections (this process's environment and memlock limit) do not depend on the root;
+    # kallsyms and cufile.json say themselves that nothing was read
+    own = {"cufile_env", "memlock", "kallsyms", "cufile_json"}
+    assert {name for name, value in found.items() if value["status"] == "ok"} == own
+    assert found["kallsyms"]["readable"] is False and found["cufile_json"]["file"]["exists"] is False
+    assert (
+        found["nvme_sysfs"]["status"]
+        == found["nvidia_fs_devices"]["status"]
+        == found["pci"]["status"]
+        == "missing"
+    )

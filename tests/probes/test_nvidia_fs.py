@@ -87,6 +87,8 @@ def test_devices_reader(tmp_path: Path) -> None:
         "devcount": 2,
         "proc_present": True,
     }
+    assert nvidia_fs.read_devices(tmp_path / "nothing") == b""  # no /dev: missing, not "no devices"
+    (tmp_path / "nothing/dev").mkdir(parents=True)
     empty = nvidia_fs.parse_devices(nvidia_fs.read_devices(tmp_path / "nothing").decode(), "x")
     assert empty == {"devices": [], "count": 0, "devcount": None, "proc_present": False}
 

@@ -187,7 +187,9 @@ def test_an_attribute_linking_out_of_the_host_root_is_not_read(tmp_path: Path) -
 
 
 def test_reader_never_raises_on_a_missing_root(tmp_path: Path) -> None:
-    section = nvme_sysfs.parse(nvme_sysfs.read_sysfs(tmp_path / "nope").decode(), "x")
+    assert nvme_sysfs.read_sysfs(tmp_path / "nope") == b""  # captured as missing, not "no NVMe"
+    (tmp_path / "sys").mkdir()
+    section = nvme_sysfs.parse(nvme_sysfs.read_sysfs(tmp_path).decode(), "x")
     assert section["controllers"] == [] and section["block"] == []
 
 

@@ -220,7 +220,10 @@ def recognise_stats(text: str) -> bool:
 
 
 def read_devices(host_root: Path) -> bytes:
-    """{"devices": [...], "devcount": "text"|None, "proc_present": bool} from under host_root."""
+    """{"devices": [...], "devcount": "text"|None, "proc_present": bool} from under host_root; b"" (the
+    capture says missing) when there is no /dev at all: that is not a host without devices."""
+    if not (host_root / "dev").is_dir():
+        return b""
     result: dict[str, Any] = {"devices": [], "devcount": None, "proc_present": False}
     try:
         dev = host_root / "dev"

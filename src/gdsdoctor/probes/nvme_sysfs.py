@@ -113,9 +113,12 @@ def _read_block(root: str, directory: Path) -> dict[str, Any]:
 
 
 def read_sysfs(host_root: Path) -> bytes:
-    """Walk the NVMe/block parts of sysfs under ``host_root`` into JSON (the artifact)."""
+    """Walk the NVMe/block parts of sysfs under ``host_root`` into JSON (the artifact); b"" (the
+    capture says missing) without a /sys, which is not a host without NVMe devices."""
     root = os.path.realpath(host_root)
     sys_dir = Path(root) / "sys"
+    if not sys_dir.is_dir():
+        return b""
     tree: dict[str, Any] = {"controllers": {}, "subsystems": {}, "block": {}, "modules": {}}
     for name in _list(root, sys_dir / "class/nvme", raise_denied=True):
         directory = sys_dir / "class/nvme" / name
