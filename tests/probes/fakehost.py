@@ -180,7 +180,7 @@ class FakeHost:
         self._write_attrs(controller, {
             "state": state, "numa_node": str(numa), "serial": f"{serial}      ", "firmware_rev": "E2MU200 ",
             "subsysnqn": f"{nqn}      ", "cntlid": "0", "cntrltype": "io", "queue_count": "65",
-            "sqsize": "1023", "kato": "0", "dev": f"241:{number}",
+            "sqsize": "1023", "kato": "0", "dctype": "none", "dev": f"241:{number}",
         })  # fmt: skip
         for namespace in namespaces:
             self._write_attrs(controller / namespace, {"dev": self._next_block_dev(), "ro": "0"})

@@ -148,6 +148,19 @@ def test_nvme_controller_from_sysfs(gpu_node: FakeHost) -> None:
     )
 
 
+# what read_sysfs returns for libnvme's real tree-pcie dump (tests/data/nvme_sysfs/README.md)
+REAL_NVME_TREE = json.loads(
+    (Path(__file__).resolve().parents[1] / "data/nvme_sysfs/nvme-sysfs.tree-pcie.json").read_text()
+)
+
+
+def test_fake_nvme_controller_and_subsystem_carry_the_real_dumps_attributes(gpu_node: FakeHost) -> None:
+    artifact = capture_source(BY_SECTION["nvme_sysfs"].sources[0], Path(ROOT))
+    fake = json.loads(artifact.data)
+    assert set(fake["controllers"]["nvme0"]) == set(REAL_NVME_TREE["controllers"]["nvme1"])
+    assert set(fake["subsystems"]["nvme-subsys0"]) == set(REAL_NVME_TREE["subsystems"]["nvme-subsys1"])
+
+
 def test_netdev_and_rdma_port_of_the_nic(gpu_node: FakeHost) -> None:
     found = sections(ROOT, "netdev", "infiniband")
     interface = by(found["netdev"]["interfaces"], "name")["ens1f0np0"]
