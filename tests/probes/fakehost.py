@@ -91,8 +91,8 @@ class FakeHost:
         set_uid(UNPRIVILEGED_UID)
 
     def link_out(self, host_path: str, target: str, text: str = "outside the host root\n") -> Path:
-        """``host_path`` as an absolute link to ``target``, a file or directory outside the root (made,
-        with ``text`` in it, when it does not exist yet)."""
+        """``host_path`` (replaced if there) as an absolute link to ``target``, outside the root: a
+        directory made beforehand, or else a file made here holding ``text``."""
         if not os.path.lexists(target):
             self.fs.create_file(target, contents=text)
         link = self.path(host_path)
