@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyfakefs.fake_filesystem import FakeFilesystem
 
 NVIDIA, MELLANOX, MICRON, INTEL, BROADCOM = 0x10DE, 0x15B3, 0x1344, 0x8086, 0x1000
 GPU, NVME, NIC, BRIDGE = 0x030200, 0x010802, 0x020000, 0x060400
@@ -31,10 +35,34 @@ def relative_link(link: Path, target: Path) -> None:
 
 
 class FakeSysfs:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, fs: FakeFilesystem | None = None) -> None:
+        """``fs``: the pyfakefs filesystem the tree is in, written through directly (a third of the
+        time pathlib takes there); without it, the tree is written with pathlib (a real directory)."""
         self.root = root
         self.sys = root / "sys"
         self.paths: dict[str, Path] = {}
+        self.fs = fs
+
+    def write(self, path: Path, text: str) -> None:
+        if self.fs is None:
+            write(path, text)
+            return
+        try:
+            self.fs.create_file(path, contents=text + "\n")
+        except FileExistsError:
+            path.write_text(text + "\n")
+
+    def link(self, link: Path, target: Path) -> None:
+        if self.fs is None:
+            relative_link(link, target)
+        else:
+            self.fs.create_symlink(link, os.path.relpath(target, link.parent))
+
+    def make_dir(self, path: Path) -> None:
+        if self.fs is None:
+            path.mkdir(parents=True, exist_ok=True)
+        elif not self.fs.exists(path):
+            self.fs.create_dir(path)
 
     def add_pci(
         self,
@@ -69,24 +97,26 @@ class FakeSysfs:
             if number is not None:
                 attrs[name] = str(number)
         for name, value in attrs.items():
-            write(path / name, value)
-        relative_link(self.sys / "bus/pci/devices" / bdf, path)
+            self.write(path / name, value)
+        self.link(self.sys / "bus/pci/devices" / bdf, path)
         if driver:
             drivers = self.sys / "bus/pci/drivers" / driver
-            drivers.mkdir(parents=True, exist_ok=True)
-            relative_link(path / "driver", drivers)
+            self.make_dir(drivers)
+            self.link(path / "driver", drivers)
         if iommu_group is not None:
             group = self.sys / "kernel/iommu_groups" / str(iommu_group)
-            write(group / "type", "DMA-FQ")
-            relative_link(path / "iommu_group", group)
-            relative_link(group / "devices" / bdf, path)
+            self.write(group / "type", "DMA-FQ")
+            self.link(path / "iommu_group", group)
+            self.link(group / "devices" / bdf, path)
         return path
 
     def add_numa_node(self, node: int, cpulist: str, distances: list[int], mem_kb: int) -> Path:
         path = self.sys / "devices/system/node" / f"node{node}"
-        write(path / "cpulist", cpulist)
-        write(path / "distance", " ".join(map(str, distances)))
-        write(path / "meminfo", f"Node {node} MemTotal:       {mem_kb} kB\nNode {node} MemFree:        1 kB")
+        self.write(path / "cpulist", cpulist)
+        self.write(path / "distance", " ".join(map(str, distances)))
+        self.write(
+            path / "meminfo", f"Node {node} MemTotal:       {mem_kb} kB\nNode {node} MemFree:        1 kB"
+        )
         return path
 
     def add_netdev(
@@ -101,13 +131,13 @@ class FakeSysfs:
         """``/sys/class/net/<name>`` linked to ``devices/<pci path>/net/<name>`` (or virtual)."""
         base = self.paths[bdf] if bdf else self.sys / "devices/virtual"
         path = base / "net" / name
-        write(path / "mtu", str(mtu))
-        write(path / "operstate", operstate)
+        self.write(path / "mtu", str(mtu))
+        self.write(path / "operstate", operstate)
         if speed is not None:
-            write(path / "speed", str(speed))
+            self.write(path / "speed", str(speed))
         if bdf:
-            relative_link(path / "device", self.paths[bdf])
-        relative_link(self.sys / "class/net" / name, path)
+            self.link(path / "device", self.paths[bdf])
+        self.link(self.sys / "class/net" / name, path)
         return path
 
     def add_nvme(
@@ -117,13 +147,13 @@ class FakeSysfs:
         (bytes); each namespace also appears as ``/sys/block/<ns>``."""
         path = self.paths[bdf] / "nvme" / name
         for attr, value in (("transport", "pcie"), ("state", "live"), ("model", model), ("address", bdf)):
-            write(path / attr, value)
-        relative_link(path / "device", self.paths[bdf])
-        relative_link(self.sys / "class/nvme" / name, path)
+            self.write(path / attr, value)
+        self.link(path / "device", self.paths[bdf])
+        self.link(self.sys / "class/nvme" / name, path)
         for namespace, size in namespaces.items():
-            write(path / namespace / "size", str(size // 512))
-            write(path / namespace / "queue/scheduler", "[none] mq-deadline")
-            relative_link(self.sys / "block" / namespace, path / namespace)
+            self.write(path / namespace / "size", str(size // 512))
+            self.write(path / namespace / "queue/scheduler", "[none] mq-deadline")
+            self.link(self.sys / "block" / namespace, path / namespace)
         return path
 
     def add_ib(self, name: str, bdf: str, ports: dict[int, dict[str, str]]) -> Path:
@@ -131,9 +161,9 @@ class FakeSysfs:
         path = self.paths[bdf] / "infiniband" / name
         for port, attrs in ports.items():
             for attr, value in attrs.items():
-                write(path / "ports" / str(port) / attr, value)
-        relative_link(path / "device", self.paths[bdf])
-        relative_link(self.sys / "class/infiniband" / name, path)
+                self.write(path / "ports" / str(port) / attr, value)
+        self.link(path / "device", self.paths[bdf])
+        self.link(self.sys / "class/infiniband" / name, path)
         return path
 
 

@@ -93,8 +93,9 @@ def test_reader_does_not_follow_links_out_of_host_root(
     (root / "etc").mkdir(parents=True)
     (root / "etc/cufile.json").symlink_to(outside)
     monkeypatch.delenv("CUFILE_ENV_PATH_JSON", raising=False)
-    wrapper = json.loads(cufile.read_cufile_json(root))
-    assert wrapper["exists"] is False
+    # not read, and not "absent" either (cuFile's defaults would be a guess): the capture says denied
+    with pytest.raises(PermissionError, match="leads out of the host root"):
+        cufile.read_cufile_json(root)
 
 
 def test_pasted_excerpt_is_read_leniently() -> None:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gdsdoctor.probes import nvidia_fs
-from gdsdoctor.probes.base import ParseError
+from gdsdoctor.probes.base import ParseError, Unavailable
 
 MIB = 1024 * 1024
 
@@ -87,6 +87,9 @@ def test_devices_reader(tmp_path: Path) -> None:
         "devcount": 2,
         "proc_present": True,
     }
+    with pytest.raises(Unavailable, match="no /dev"):  # missing, not "no devices"
+        nvidia_fs.read_devices(tmp_path / "nothing")
+    (tmp_path / "nothing/dev").mkdir(parents=True)
     empty = nvidia_fs.parse_devices(nvidia_fs.read_devices(tmp_path / "nothing").decode(), "x")
     assert empty == {"devices": [], "count": 0, "devcount": None, "proc_present": False}
 

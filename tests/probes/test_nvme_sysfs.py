@@ -9,7 +9,7 @@ import pytest
 from blockfuzz import DATA, check_damaged, check_garbage, read
 
 from gdsdoctor.probes import nvme_sysfs
-from gdsdoctor.probes.base import ParseError
+from gdsdoctor.probes.base import ParseError, Unavailable
 
 
 def capture(tmp_path: Path, tarball: str) -> dict:
@@ -186,8 +186,11 @@ def test_an_attribute_linking_out_of_the_host_root_is_not_read(tmp_path: Path) -
     assert raw["serial"] == "S123" and raw["transport"] == "pcie"
 
 
-def test_reader_never_raises_on_a_missing_root(tmp_path: Path) -> None:
-    section = nvme_sysfs.parse(nvme_sysfs.read_sysfs(tmp_path / "nope").decode(), "x")
+def test_reader_says_missing_for_a_missing_root(tmp_path: Path) -> None:
+    with pytest.raises(Unavailable, match="no /sys"):  # captured as missing, not "no NVMe"
+        nvme_sysfs.read_sysfs(tmp_path / "nope")
+    (tmp_path / "sys").mkdir()
+    section = nvme_sysfs.parse(nvme_sysfs.read_sysfs(tmp_path).decode(), "x")
     assert section["controllers"] == [] and section["block"] == []
 
 

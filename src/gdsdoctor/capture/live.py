@@ -21,6 +21,7 @@ from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source, Unavailable
+from gdsdoctor.probes.common import within
 
 DEFAULT_DEADLINE_S = 60.0
 
@@ -120,7 +121,13 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     full = host_root / path.lstrip("/")
     started = time.monotonic()
     try:
-        data = _read_regular_file(full)
+        # A link leading out of --host-root (an absolute /proc/cmdline -> /proc/...) would read this
+        # machine's file as the host's: refused. The real path is opened, so it cannot change between.
+        real = os.path.realpath(full)
+        if not within(os.path.realpath(host_root), real):
+            detail = f"{path} leads out of the host root ({real}); not followed"
+            return Artifact(name, ArtifactStatus.ERROR, source=path, detail=detail)
+        data = _read_regular_file(real)
     except FileNotFoundError:
         return Artifact(name, ArtifactStatus.MISSING, source=path, detail=f"{path} does not exist")
     except PermissionError:
@@ -130,7 +137,7 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     return Artifact(name, ArtifactStatus.OK, data, path, duration_s=time.monotonic() - started)
 
 
-def _read_regular_file(path: Path) -> bytes:
+def _read_regular_file(path: Path | str) -> bytes:
     """Read at most MAX_OUTPUT_BYTES; a fifo, socket or device under --host-root is refused
     instead of blocking the probe (O_NONBLOCK open, then a type check)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -8,7 +8,8 @@ Parsers (pure, they look at text or values, never at the host):
 - ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
-Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
+Readers (I/O under ``host_root``; they never follow a symlink that leaves it, and never raise but a
+PermissionError where a caller asks for it, so that the capture says denied, not "nothing there"):
 - ``is_inside`` / ``within`` / ``real_inside`` / ``child_inside``: does a path (symlinks
   resolved) stay under the root.
 - ``attrs_inside`` / ``attrs_of_real`` / ``list_inside``: the attributes and the names of a sysfs
@@ -317,29 +318,48 @@ def attrs_of_real(
     return found
 
 
-def list_inside(real_root: str, directory: Path | str | None) -> list[str]:
-    """The sorted names in a directory; empty when it is missing or leads out of ``real_root``."""
+def list_inside(real_root: str, directory: Path | str | None, *, raise_denied: bool = False) -> list[str]:
+    """The sorted names in a directory; empty when it is missing or leads out of ``real_root``.
+    ``raise_denied``: see ``list_dir``."""
     real = real_inside(real_root, directory) if directory is not None else None
-    return list_dir(real) if real is not None else []
+    return list_dir(real, raise_denied=raise_denied) if real is not None else []
 
 
-def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
-    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root."""
+def read_under_root(
+    host_root: Path, path: str, limit: int = 16 * 1024 * 1024, *, raise_denied: bool = False
+) -> str | None:
+    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root.
+    ``raise_denied``: a file there that cannot be read, or that links out of host_root, raises
+    PermissionError (the capture then says denied, as for kallsyms) instead of reading as absent."""
     try:
         root = os.path.realpath(host_root)
         target = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not within(root, target) or not os.path.isfile(target):
+        if not within(root, target):
+            if raise_denied:
+                raise PermissionError(f"{path} leads out of the host root ({target}); not followed")
+            return None
+        if not os.path.isfile(target):
             return None
         with open(target, "rb") as handle:
             return handle.read(limit).decode("utf-8", "replace")
+    except PermissionError:
+        if raise_denied:
+            raise
+        return None
     except (OSError, ValueError):
         return None
 
 
-def list_dir(path: Path | str) -> list[str]:
-    """The sorted names in a directory; empty when it is missing or unreadable."""
+def list_dir(path: Path | str, *, raise_denied: bool = False) -> list[str]:
+    """The sorted names in a directory; empty when it is missing or unreadable. ``raise_denied``: an
+    unreadable directory raises PermissionError instead (a reader's top directory: the capture
+    then says denied, not "no devices")."""
     try:
         return sorted(os.listdir(path))
+    except PermissionError:
+        if raise_denied:
+            raise
+        return []
     except (OSError, ValueError):
         return []
 

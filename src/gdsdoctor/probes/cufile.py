@@ -228,7 +228,7 @@ def read_cufile_json(host_root: Path) -> bytes:
         "exists": False,
         "text": None,
     }
-    body = read_under_root(host_root, path)
+    body = read_under_root(host_root, path, raise_denied=True)
     if body is not None:
         wrapper.update(exists=True, text=body)
     return json.dumps(wrapper).encode()
@@ -472,7 +472,7 @@ def recognise_cufile_log(text: str) -> bool:
 def read_cufile_log(host_root: Path) -> bytes:
     """$CUFILE_LOGFILE_PATH, else ./cufile.log (libcufile's default is the process's cwd); b"" if absent."""
     path = os.environ.get("CUFILE_LOGFILE_PATH") or str(Path.cwd() / "cufile.log")
-    body = read_under_root(host_root, path)
+    body = read_under_root(host_root, path, raise_denied=True)
     return (body or "").encode()
 
 

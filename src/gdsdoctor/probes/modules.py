@@ -30,12 +30,15 @@ def parse(text: str, artifact: str) -> Section:
         if not match:
             continue
         name = match["name"].replace("-", "_")
-        used_by = [m for m in re.split(r"[,\s]+", match["rest"]) if re.fullmatch(r"[a-z0-9_]+", m)]
+        # the users are the first field after the refcount ("nvme,nvme_tcp," or "-"); /proc/modules
+        # goes on with the state and the load address ("Live 0xffffffffc0a1a000"), which are not users
+        users = match["rest"].split(None, 1)[0] if match["rest"].strip() else ""
+        used_by = [m for m in users.split(",") if re.fullmatch(r"[a-z0-9_]+", m)]
         modules[name] = {
             "name": name,
             "size": int(match["size"]),
             "refcount": 0 if match["used"] == "-" else int(match["used"]),
-            "used_by": [m for m in used_by if m not in ("live", "loading", "unloading")],
+            "used_by": used_by,
             "src": src(artifact, number, line),
         }
     if not modules:

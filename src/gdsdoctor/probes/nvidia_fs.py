@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, numbered_lines, src
 from gdsdoctor.probes.common import read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 
@@ -220,7 +220,10 @@ def recognise_stats(text: str) -> bool:
 
 
 def read_devices(host_root: Path) -> bytes:
-    """{"devices": [...], "devcount": "text"|None, "proc_present": bool} from under host_root."""
+    """{"devices": [...], "devcount": "text"|None, "proc_present": bool} from under host_root; missing
+    when there is no /dev at all: that is not a host without devices."""
+    if not (host_root / "dev").is_dir():
+        raise Unavailable("no /dev under the host root")
     result: dict[str, Any] = {"devices": [], "devcount": None, "proc_present": False}
     try:
         dev = host_root / "dev"

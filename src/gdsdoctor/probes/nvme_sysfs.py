@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
+from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, src
 from gdsdoctor.probes.common import (
     child_inside,
     line_finder,
@@ -86,8 +86,8 @@ def _read_attr(path: str) -> str | None:
         return None
 
 
-def _list(root: str, path: Path) -> list[str]:
-    return list_inside(root, path)[:_MAX_ENTRIES]
+def _list(root: str, path: Path, *, raise_denied: bool = False) -> list[str]:
+    return list_inside(root, path, raise_denied=raise_denied)[:_MAX_ENTRIES]
 
 
 def _attrs(root: str, directory: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -113,11 +113,14 @@ def _read_block(root: str, directory: Path) -> dict[str, Any]:
 
 
 def read_sysfs(host_root: Path) -> bytes:
-    """Walk the NVMe/block parts of sysfs under ``host_root`` into JSON (the artifact)."""
+    """Walk the NVMe/block parts of sysfs under ``host_root`` into JSON (the artifact); missing
+    without a /sys, which is not a host without NVMe devices."""
     root = os.path.realpath(host_root)
     sys_dir = Path(root) / "sys"
+    if not sys_dir.is_dir():
+        raise Unavailable("no /sys under the host root")
     tree: dict[str, Any] = {"controllers": {}, "subsystems": {}, "block": {}, "modules": {}}
-    for name in _list(root, sys_dir / "class/nvme"):
+    for name in _list(root, sys_dir / "class/nvme", raise_denied=True):
         directory = sys_dir / "class/nvme" / name
         controller: dict[str, Any] = _attrs(root, directory, CONTROLLER_ATTRS)
         controller["device_link"] = link_name(directory / "device")
@@ -129,7 +132,7 @@ def read_sysfs(host_root: Path) -> bytes:
         for namespace in controller["namespaces"]:
             tree["block"][namespace] = _read_block(root, directory / namespace)
         tree["controllers"][name] = controller
-    for name in _list(root, sys_dir / "class/nvme-subsystem"):
+    for name in _list(root, sys_dir / "class/nvme-subsystem", raise_denied=True):
         directory = sys_dir / "class/nvme-subsystem" / name
         subsystem: dict[str, Any] = _attrs(root, directory, SUBSYSTEM_ATTRS)
         entries = _list(root, directory)
@@ -138,7 +141,7 @@ def read_sysfs(host_root: Path) -> bytes:
         for head in subsystem["namespaces"]:
             tree["block"][head] = _read_block(root, directory / head)
         tree["subsystems"][name] = subsystem
-    for name in _list(root, sys_dir / "block"):
+    for name in _list(root, sys_dir / "block", raise_denied=True):
         tree["block"][name] = _read_block(root, sys_dir / "block" / name)
     for module in MODULES:
         parameters = sys_dir / "module" / module / "parameters"

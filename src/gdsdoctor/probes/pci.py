@@ -112,7 +112,7 @@ def read_pci(host_root: Path) -> bytes:
     if not devices_dir.is_dir():
         return MISSING
     root = os.path.realpath(host_root)
-    names = list_inside(root, devices_dir)
+    names = list_inside(root, devices_dir, raise_denied=True)
     devices = [read_pci_device(root, devices_dir / name) for name in names]
     return json_bytes({"reader": "pci", "entries": names, "devices": devices})
 
@@ -128,7 +128,7 @@ def read_iommu_groups(host_root: Path) -> bytes:
             "type": attrs_inside(root, groups_dir / name, ("type",))["type"],
             "devices": list_inside(root, groups_dir / name / "devices"),
         }
-        for name in list_inside(root, groups_dir)
+        for name in list_inside(root, groups_dir, raise_denied=True)
     ]
     return json_bytes({"reader": "iommu_groups", "groups": groups})
 
@@ -505,7 +505,7 @@ def read_numa(host_root: Path) -> bytes:
         return MISSING
     root = os.path.realpath(host_root)
     nodes = []
-    for name in list_inside(root, base):
+    for name in list_inside(root, base, raise_denied=True):
         if _NODE_DIR.match(name):
             attrs = attrs_inside(root, base / name, ("cpulist", "distance", "meminfo"))
             nodes.append({"node": name, **attrs, "meminfo": (attrs["meminfo"] or "")[:200] or None})

@@ -115,7 +115,7 @@ def read_infiniband(host_root: Path) -> bytes:
     if not base.is_dir():  # no RDMA stack loaded (or not readable): the ibstat fallback may still tell
         return MISSING
     root = os.path.realpath(host_root)
-    devices = [read_ib_device(root, base / name) for name in list_inside(root, base)]
+    devices = [read_ib_device(root, base / name) for name in list_inside(root, base, raise_denied=True)]
     return json_bytes({"reader": "infiniband", "devices": devices})
 
 
@@ -125,7 +125,7 @@ def read_netdev(host_root: Path) -> bytes:
         return MISSING
     root = os.path.realpath(host_root)
     interfaces = []
-    for name in list_inside(root, base):
+    for name in list_inside(root, base, raise_denied=True):
         path = real_inside(root, base / name)
         device = real_inside(root, Path(path, "device")) if path else None
         interfaces.append(

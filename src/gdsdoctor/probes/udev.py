@@ -185,6 +185,8 @@ def database_state(host_root: Path) -> dict[str, Any]:
 def read_udev(host_root: Path) -> bytes:
     """The artifact: libudev on the running host, the database files under another root."""
     live = os.path.realpath(host_root) == "/"
+    if not live and not os.path.isdir(Path(host_root, "sys")):
+        raise Unavailable("no /sys under the host root")  # not a host without devices
     devices = list(_live_devices()) if live else list(file_devices(host_root))
     database = database_state(host_root)
     return json_bytes({"reader": "udev", "via": "pyudev" if live else "files", "database": database,
