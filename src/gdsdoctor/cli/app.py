@@ -143,7 +143,7 @@ def _invoke(argv: list[str]) -> int:
 
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` and run the command; every expected failure is one line and exit 3."""
-    if not argv:
+    if not argv and COMPLETE_VAR not in os.environ:
         run(["--help"])
         print(f"{PROGRAM}: give a command (listed above)", file=sys.stderr)
         return UNKNOWN_EXIT

@@ -31,6 +31,7 @@ HostRoot = Annotated[
     typer.Option(
         "--host-root",
         metavar="DIR",
+        show_default=False,
         help="Where the host's / is mounted (e.g. /host in a container; default /).",
     ),
 ]
@@ -39,6 +40,7 @@ Deadline = Annotated[
     typer.Option(
         "--deadline",
         metavar="SECONDS",
+        show_default=False,
         help=f"Global time limit for capture (default {DEFAULT_DEADLINE_S:g}).",
     ),
 ]
