@@ -133,7 +133,9 @@ class PipeSafeStream:
 
 
 def _invoke(argv: list[str]) -> int:
-    only = argv[0] if argv and argv[0] in COMMANDS and COMPLETE_VAR not in os.environ else None
+    only = None  # every command: for `--help`, completion and an unknown command's error
+    if COMPLETE_VAR not in os.environ and argv[0] in (*COMMANDS, "--version"):
+        only = argv[0]  # `--version` names no command: none is built
     command = typer.main.get_command(build_app(only))
     # The shell asking for completions (the script `--install-completion` installs): answer, exit.
     command._main_shell_completion({}, PROGRAM, COMPLETE_VAR)  # type: ignore[attr-defined]

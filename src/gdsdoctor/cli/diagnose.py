@@ -2,7 +2,6 @@
 the outputs, the exit policy. Each command imports the pipeline it needs when it runs."""
 
 import contextlib
-import difflib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -62,6 +61,8 @@ def job_of(
 def site_job(path: Path) -> dict[str, Any]:
     """The `checkpoint:` mapping of a site config. A misspelt key would silently leave the job
     unjudged (`parms: 70B` → OK): it is named, with the closest known key."""
+    import difflib
+
     import yaml
 
     try:
