@@ -311,3 +311,49 @@ def test_report_formats_are_the_renderers() -> None:
     fmt = next(p for p in _command(cli.build_app(), ["check"]).params if p.name == "fmt")
     assert tuple(fmt.type.choices) == cli.REPORT_FORMATS
     assert cli.FORMATS == FLEET_FORMATS
+
+
+@pytest.mark.parametrize(
+    ("raised", "line"),
+    [
+        (
+            RuntimeError("boom"),
+            "gdsdoctor: internal error: RuntimeError: boom (GDSDOCTOR_DEBUG=1 shows more)",
+        ),
+        (KeyboardInterrupt(), "gdsdoctor: interrupted"),
+    ],
+)
+def test_a_bug_or_an_interrupt_is_one_line_and_unknown(
+    raised: BaseException, line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gdsdoctor import cli
+    from gdsdoctor.cli import tools
+
+    def fail() -> None:
+        raise raised
+
+    monkeypatch.setattr(tools, "probes_list", fail)
+    monkeypatch.delenv("GDSDOCTOR_DEBUG", raising=False)
+    assert cli.run(["probes", "--format", "json"]) == 3
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_debug_shows_the_traceback_of_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gdsdoctor import cli
+    from gdsdoctor.cli import tools
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(tools, "probes_list", fail)
+    monkeypatch.setenv("GDSDOCTOR_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        cli.run(["probes", "--format", "json"])
+
+
+def test_short_help_option_and_rich_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from gdsdoctor import cli
+
+    assert cli.run(["estimate", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: gdsdoctor estimate" in out and "--throughput" in out and "╭─ Options" in out
