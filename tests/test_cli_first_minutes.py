@@ -91,8 +91,13 @@ def test_site_config_yaml_error_gives_line_and_column(tmp_path: Path) -> None:
     one_line_exit_3(result, f"{tmp_path / 'site.yaml'}:4:1: not valid YAML")
 
 
+# typer detects the user's shell from the parent processes; this switch (typer's own, for tests)
+# makes `--show-completion SHELL` / `--install-completion SHELL` take the shell named instead.
+NAMED_SHELL = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+
+
 def test_bash_completion_script_completes_commands(tmp_path: Path) -> None:
-    script = gdsdoctor("--show-completion", "bash")
+    script = gdsdoctor("--show-completion", "bash", env=NAMED_SHELL)
     assert (
         script.returncode == 0 and "complete -o default -F _gdsdoctor_completion gdsdoctor" in script.stdout
     )
@@ -110,14 +115,27 @@ def test_bash_completion_script_completes_commands(tmp_path: Path) -> None:
     assert asked.stdout.split() == ["rules"], asked.stderr
 
 
-@pytest.mark.parametrize("shell", ["zsh", "fish"])
-def test_other_shells_get_a_completion_script(shell: str) -> None:
+@pytest.mark.parametrize(
+    ("shell", "marker"), [("zsh", "#compdef gdsdoctor"), ("fish", "complete --command gdsdoctor")]
+)
+def test_other_shells_get_a_completion_script(shell: str, marker: str) -> None:
+    script = gdsdoctor("--show-completion", shell, env=NAMED_SHELL)
+    assert script.returncode == 0 and marker in script.stdout
     if shutil.which(shell) is None:
-        pytest.skip(f"{shell} is not installed")
-    script = gdsdoctor("--show-completion", shell)
-    assert script.returncode == 0 and "gdsdoctor" in script.stdout
+        pytest.skip(f"{shell} is not installed: its syntax check is left out")
     checked = subprocess.run([shell, "-n"], input=script.stdout, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_install_completion_writes_only_the_shell_configuration(tmp_path: Path) -> None:
+    """The one command that writes outside its outputs (SECURITY.md), because the user asks it to."""
+    home = tmp_path / "home"
+    home.mkdir()
+    result = gdsdoctor("--install-completion", "bash", env={**NAMED_SHELL, "HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+    assert written == [".bash_completions/gdsdoctor.sh", ".bashrc"]
+    assert "_gdsdoctor_completion" in (home / ".bash_completions/gdsdoctor.sh").read_text()
 
 
 def test_no_command_with_completion_asked_is_not_the_usage_error() -> None:
