@@ -317,11 +317,14 @@ def test_redact_command_writes_copies_and_one_map(tmp_path: Path) -> None:
     from tests.test_hostile_hosts import cli
 
     write_tree(tmp_path, {"mounts.txt": HOST_FILES["proc/mounts"], "ibstat.txt": SAMPLES["ibstat.txt"]})
-    result = cli(
-        "redact", str(tmp_path / "mounts.txt"), str(tmp_path / "ibstat.txt"), str(tmp_path / "nope"), env={}
+    missing = cli("redact", str(tmp_path / "mounts.txt"), str(tmp_path / "nope"), env={})
+    assert (
+        missing.returncode == 3
+        and missing.stderr == f"gdsdoctor: {tmp_path / 'nope'}: no such file or directory\n"
     )
+    assert not (tmp_path / "mounts.txt.redacted").exists()  # a typo is caught before anything is written
+    result = cli("redact", str(tmp_path / "mounts.txt"), str(tmp_path / "ibstat.txt"), env={})
     assert result.returncode == 0, result.stderr
-    assert f"{tmp_path / 'nope'}: no such file; skipped" in result.stderr
     copy = (tmp_path / "mounts.txt.redacted").read_text()
     assert "alice" not in copy and "10.1.2.3" not in copy and "/mnt/ckpt ext4 rw,data=journal" in copy
     assert stat.S_IMODE((tmp_path / "redaction-map.json").stat().st_mode) == 0o600

@@ -1,0 +1,205 @@
+"""The typer application: the command table, the sub-apps, and how a run ends.
+
+Exit codes (monitoring-plugin convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, which also
+covers bad input and usage errors. click exits 2 on a usage error, which here would read as
+CRITICAL and drain a node over a typo: the app runs with click's standalone mode off and every
+usage error becomes one line naming the command's `--help`, exit 3.
+"""
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+# typer 0.26-0.28 carry their own click as typer._click (pyproject.toml pins that range): its
+# exceptions are what a usage error raises; typer re-exports only some of them.
+from typer import Abort, Exit, TyperException
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+from gdsdoctor import __version__
+from gdsdoctor.cli import diagnose, tools
+from gdsdoctor.cli.options import UNKNOWN_EXIT
+from gdsdoctor.model import UserError
+
+PROGRAM = "gdsdoctor"
+COMPLETE_VAR = "_GDSDOCTOR_COMPLETE"  # set by the completion script when the shell asks for words
+SETTINGS: dict[str, Any] = {"help_option_names": ["--help", "-h"]}
+# (name, function or sub-app table, help of a sub-app): in the order `gdsdoctor --help` lists them.
+Table = dict[str, Callable[..., int]]
+COMMANDS: dict[str, Callable[..., int] | tuple[str, Table]] = {
+    "check": diagnose.check,
+    "collect": tools.collect,
+    "redact": tools.redact,
+    "analyze": diagnose.analyze,
+    "explain": tools.explain,
+    "topo": tools.topo,
+    "probes": tools.probes,
+    "estimate": tools.estimate,
+    "bench": tools.bench,
+    "rules": (
+        "List, show and lint the diagnostic rules.",
+        {"list": tools.rules_list, "show": tools.rules_show, "lint": tools.rules_lint},
+    ),
+    "fleet": ("Fleet summaries: merge the shards of a fleet analysis.", {"merge": diagnose.fleet_merge}),
+}
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"{PROGRAM} {__version__}")
+        raise typer.Exit()
+
+
+def _program(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Diagnose the GPU checkpoint storage path: GPUDirect Storage, NVMe/NVMe-oF, PCIe/NUMA,
+    filesystems. `gdsdoctor COMMAND --help` describes each command.
+
+    Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also every usage or input error)."""
+
+
+def _typer(help_text: str | None = None, completion: bool = False) -> typer.Typer:
+    return typer.Typer(
+        help=help_text,
+        rich_markup_mode="rich",
+        add_completion=completion,
+        pretty_exceptions_enable=False,  # an error is one line (GDSDOCTOR_DEBUG=1 shows the traceback)
+        context_settings=SETTINGS,
+    )
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command line; with ``only`` (a command name), that command alone: a health check runs
+    one command, and typer reads each command's signature when the app is built. A test checks
+    that a command helps and errs the same either way."""
+    app = _typer(completion=True)
+    app.callback()(_program)
+    for name, entry in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        if isinstance(entry, tuple):
+            summary, table = entry
+            group = _typer(summary)
+            for sub_name, function in table.items():
+                group.command(sub_name)(function)
+            app.add_typer(group, name=name)
+        else:
+            app.command(name)(entry)
+    return app
+
+
+def usage_line(error: UsageError) -> str:
+    """A click usage error as one line naming the `--help` of the command it concerns."""
+    command = error.ctx.command_path if error.ctx is not None else PROGRAM
+    if isinstance(error, NoArgsIsHelpError):  # a group named without its command
+        message = "give a command"
+    else:
+        message = " ".join(error.format_message().split())
+    return f"{message} (`{command} --help` shows the usage)"
+
+
+class PipeSafeStream:
+    """stdout whose reader may go away (`| head -1`): what is written after that is dropped and
+    the command ends with its own exit code. A closed pipe is the reader's choice, not an error."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self.reader_gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self.reader_gone = True
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno…: the real stream's
+        return getattr(self._stream, name)
+
+
+def _invoke(argv: list[str]) -> int:
+    only = None  # every command: for `--help`, completion and an unknown command's error
+    if COMPLETE_VAR not in os.environ and argv[0] in (*COMMANDS, "--version"):
+        only = argv[0]  # `--version` names no command: none is built
+    command = typer.main.get_command(build_app(only))
+    # The shell asking for completions (the script `--install-completion` installs): answer, exit.
+    command._main_shell_completion({}, PROGRAM, COMPLETE_VAR)  # type: ignore[attr-defined]
+    with command.make_context(PROGRAM, argv) as context:
+        return int(command.invoke(context) or 0)
+
+
+def run(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run the command; every expected failure is one line and exit 3."""
+    if not argv and COMPLETE_VAR not in os.environ:
+        run(["--help"])
+        print(f"{PROGRAM}: give a command (listed above)", file=sys.stderr)
+        return UNKNOWN_EXIT
+    stdout, sys.stdout = sys.stdout, PipeSafeStream(sys.stdout)
+    try:
+        return _invoke(list(argv))
+    except (Exit, SystemExit) as done:  # --help, --version, --show-completion, a completion answer
+        code = done.exit_code if isinstance(done, Exit) else done.code
+        return code if isinstance(code, int) else 0
+    except UsageError as error:
+        print(f"{PROGRAM}: {usage_line(error)}", file=sys.stderr)
+    except (TyperException, Abort) as error:
+        print(f"{PROGRAM}: {' '.join(str(error).split()) or 'aborted'}", file=sys.stderr)
+    except _input_errors() as error:
+        print(f"{PROGRAM}: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{PROGRAM}: interrupted", file=sys.stderr)
+    except BrokenPipeError:  # a pipe other than stdout went away: as quiet as a SIGPIPE would be
+        pass
+    except Exception as error:  # a bug: still one line and UNKNOWN, traceback only on request
+        if os.environ.get("GDSDOCTOR_DEBUG"):
+            raise
+        print(
+            f"{PROGRAM}: internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)",
+            file=sys.stderr,
+        )
+    finally:
+        sys.stdout = stdout
+    return UNKNOWN_EXIT
+
+
+def _input_errors() -> tuple[type[Exception], ...]:
+    """Errors the user can fix (one line, exit 3). An ``except`` clause evaluates this only when
+    something was raised, so their modules are not imported at start-up."""
+    from gdsdoctor.capture.bundle import BundleError
+    from gdsdoctor.engine.rules import RuleError
+
+    return (UserError, BundleError, RuleError)
+
+
+def main() -> NoReturn:
+    """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`)."""
+    exit_now(run(sys.argv[1:]))
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave without the interpreter's teardown: freeing every module and object took ~25 ms,
+    a tenth of a `check` that health checks run every few minutes. What teardown would do that
+    matters is done here: the commands still running are killed (the runner's exit handler),
+    and what we wrote is flushed (a reader that went away is not an error of ours)."""
+    runner = sys.modules.get("gdsdoctor.capture.runner")
+    if runner is not None:
+        runner.kill_running()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

@@ -1,0 +1,322 @@
+"""The diagnosing commands (`check`, `analyze`, `fleet merge`) and what they share: the job,
+the outputs, the exit policy. Each command imports the pipeline it needs when it runs."""
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gdsdoctor.cli.options import (
+    DEFAULT_DEADLINE_S,
+    REPORT_FORMATS,
+    Budget,
+    Deadline,
+    FailOn,
+    Format,
+    Gpus,
+    HostRoot,
+    Interval,
+    Npd,
+    Outputs,
+    Params,
+    Preset,
+    ReportFormat,
+    RulesDirs,
+    SiteConfig,
+    TargetPath,
+    Verbose,
+)
+from gdsdoctor.model import UserError
+
+JOB_KEYS = ("params", "preset", "interval", "budget", "gpus")
+
+
+def job_of(
+    params: str | None,
+    preset: str | None,
+    interval: str | None,
+    budget: str | None,
+    gpus: int | None,
+    site_config: Path | None,
+) -> dict[str, Any]:
+    """The checkpoint job from the site config, overridden by options given on the command line."""
+    job: dict[str, Any] = site_job(site_config) if site_config is not None else {}
+    given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
+    job.update({k: v for k, v in given.items() if v is not None})
+    if not job:
+        return job  # nothing to check (and the estimate model, ~10 ms of imports, is not needed)
+    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.facts.job import validate
+
+    try:
+        validate(job)
+    except EstimateError as error:
+        raise UserError(str(error)) from None
+    return job
+
+
+def site_job(path: Path) -> dict[str, Any]:
+    """The `checkpoint:` mapping of a site config. A misspelt key would silently leave the job
+    unjudged (`parms: 70B` → OK): it is named, with the closest known key."""
+    import difflib
+
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise UserError(f"{path}{where}: not valid YAML: {error.problem or error.context}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise UserError(f"{path}: cannot read site config ({type(error).__name__})") from None
+    job = document.get("checkpoint") if isinstance(document, dict) else None
+    if not isinstance(job, dict):
+        raise UserError(f"{path}: expected a mapping `checkpoint:` with {', '.join(JOB_KEYS)}")
+    for key in job:
+        if str(key) not in JOB_KEYS:
+            close = difflib.get_close_matches(str(key), JOB_KEYS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UserError(f"{path}: unknown key checkpoint.{key}{hint}; known: {', '.join(JOB_KEYS)}")
+    return {str(k): v for k, v in job.items()}
+
+
+def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
+    """``FORMAT=PATH`` options, checked before any work is done."""
+    targets = []
+    for option in outputs or []:
+        fmt, sep, path = option.partition("=")
+        if not sep or not path or fmt not in REPORT_FORMATS:
+            raise UserError(
+                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(REPORT_FORMATS)}"
+            )
+        targets.append((fmt, path))
+    return targets
+
+
+def existing(paths: Sequence[Path]) -> list[Path]:
+    """Inputs named on the command line must exist: a typo is one line, not an empty report."""
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"{path}: no such file or directory")
+    return list(paths)
+
+
+def write_output(text: str, path: str) -> None:
+    from gdsdoctor.report.files import write_atomic
+
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(path), text)
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def finish(
+    report: dict[str, Any],
+    fmt: str | None,
+    verbose: bool,
+    outputs: Sequence[tuple[str, str]] = (),
+    fail_on: str | None = None,
+    npd: bool = False,
+) -> int:
+    """Write every requested output and return the exit code the report (and --fail-on) says;
+    the last line printed says why (stdout's status line for text and markdown, else stderr)."""
+    from gdsdoctor.report.build import apply_fail_on, exit_line
+    from gdsdoctor.report.render import MACHINE_FORMATS, render
+
+    report = apply_fail_on(report, fail_on)
+    for target_format, path in outputs:
+        write_output(render(report, target_format, verbose), path)
+    if npd:
+        from gdsdoctor.report.oneline import npd_result
+
+        code, message = npd_result(report)
+        print(message)
+        return code
+    shown = fmt if fmt is not None else (None if outputs else "text")
+    if shown is not None:
+        color = shown == "text" and sys.stdout.isatty()
+        sys.stdout.write(render(report, shown, verbose, color=color))
+    if shown is None or shown in MACHINE_FORMATS:
+        print(exit_line(report), file=sys.stderr)
+    return int(report["summary"]["exit_code"])
+
+
+def check(
+    path: TargetPath = None,
+    host_root: HostRoot = Path("/"),
+    fmt: ReportFormat = None,
+    output: Outputs = None,
+    fail_on: FailOn = None,
+    npd: Npd = False,
+    rules_dir: RulesDirs = None,
+    verbose: Verbose = False,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
+    bench: Annotated[
+        bool,
+        typer.Option(
+            "--bench",
+            help="Also measure --path with fio/gdsio (writes temporary files there, removed afterwards).",
+        ),
+    ] = False,
+    bench_size: Annotated[
+        str | None,
+        typer.Option(
+            "--bench-size", metavar="SIZE", help="Data --bench writes: 4GiB (default 5% of free space)."
+        ),
+    ] = None,
+    params: Params = None,
+    preset: Preset = None,
+    interval: Interval = None,
+    budget: Budget = None,
+    gpus: Gpus = None,
+    site_config: SiteConfig = None,
+) -> int:
+    """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
+    from gdsdoctor.cli.tools import progress_bar, size_of
+    from gdsdoctor.pipeline import check as run_check
+
+    targets = targets_of(output)
+    job = job_of(params, preset, interval, budget, gpus, site_config)
+    if bench and not path:
+        raise UserError("--bench needs --path: the directory to measure")
+    bench_bytes = size_of(bench_size) if bench_size else None
+    with progress_bar() if bench else contextlib.nullcontext(None) as progress:
+        measure = None if progress is None else (progress, bench_bytes)
+        report = run_check(host_root, path, rules_dir or [], deadline, job, measure).report
+    return finish(report, fmt, verbose, targets, fail_on, npd)
+
+
+def analyze(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="INPUT...",
+            help="A bundle (.tar.gz or directory) or pasted text files; or many bundles (a directory "
+            "of bundles, several bundles, a quoted glob) for a fleet summary.",
+        ),
+    ],
+    path: TargetPath = None,
+    fmt: ReportFormat = None,
+    output: Outputs = None,
+    fail_on: FailOn = None,
+    npd: Npd = False,
+    rules_dir: RulesDirs = None,
+    verbose: Verbose = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", min=1, metavar="N", help="Fleet: parallel processes (default: every core)."
+        ),
+    ] = None,
+    fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
+    params: Params = None,
+    preset: Preset = None,
+    interval: Interval = None,
+    budget: Budget = None,
+    gpus: Gpus = None,
+    site_config: SiteConfig = None,
+) -> int:
+    """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
+    from gdsdoctor.fleet import expand_inputs, is_fleet
+    from gdsdoctor.pipeline import analyze_paths
+
+    paths = existing(expand_inputs(inputs))
+    if not paths:
+        raise UserError(f"nothing matches {' '.join(inputs)}")
+    job = job_of(params, preset, interval, budget, gpus, site_config)
+    targets = targets_of(output)
+    if fleet or is_fleet(paths):
+        if npd:
+            raise UserError("--npd reports on one node; a fleet summary has no NPD form")
+        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job)
+    report = analyze_paths(paths, path, rules_dir or [], job).report
+    return finish(report, fmt, verbose, targets, fail_on, npd)
+
+
+def _fleet(
+    paths: list[Path],
+    path: str | None,
+    rules_dirs: list[Path],
+    jobs: int | None,
+    fmt: str | None,
+    targets: list[tuple[str, str]],
+    fail_on: str | None,
+    job: dict[str, Any] | None = None,
+) -> int:
+    from gdsdoctor import fleet
+
+    _check_fleet_formats(fmt, targets)
+    with _progress(len(paths)) as advance:
+        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job)
+    return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets)
+
+
+def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> None:
+    from gdsdoctor.fleet import FLEET_FORMATS
+
+    for name in [*([fmt] if fmt else []), *(f for f, _ in targets)]:
+        if name not in FLEET_FORMATS:
+            raise UserError(f"a fleet summary is written as {', '.join(FLEET_FORMATS)}, not {name}")
+
+
+def _finish_fleet(summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]]) -> int:
+    from gdsdoctor import fleet
+
+    for target_format, target in targets:
+        write_output(fleet.render(summary, target_format), target)
+    shown = fmt if fmt is not None else (None if targets else "text")
+    if shown is not None:
+        sys.stdout.write(fleet.render(summary, shown, color=shown == "text" and sys.stdout.isatty()))
+    if shown != "text":
+        print(fleet.exit_line(summary), file=sys.stderr)
+    return int(summary["summary"]["exit_code"])
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise (logs stay clean)."""
+    if not sys.stderr.isatty() or total < 2:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("analysing", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("bundles", total=total)
+        yield lambda done: bar.advance(task, done)
+
+
+def fleet_merge(
+    summaries: Annotated[
+        list[Path], typer.Argument(metavar="SUMMARY...", help="Fleet summaries (`analyze … --format json`).")
+    ],
+    fmt: Format = "text",
+    output: Outputs = None,
+    fail_on: FailOn = None,
+) -> int:
+    """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""
+    import json
+
+    from gdsdoctor import fleet
+
+    targets = targets_of(output)
+    _check_fleet_formats(None, targets)
+    loaded = []
+    for file in summaries:
+        try:
+            loaded.append(json.loads(file.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            raise UserError(f"{file}: cannot read a fleet summary ({type(error).__name__})") from None
+    try:
+        merged = fleet.merge(loaded)
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(f"cannot merge: {error}") from None
+    return _finish_fleet(fleet.apply_fail_on(merged, fail_on), fmt, targets)

@@ -1,0 +1,132 @@
+"""The options several commands share, as ``Annotated`` types: one definition, one help text.
+
+Only typer and the report format names are imported here: `--version` and `--help` must start
+fast, so what a command needs is imported inside that command (see ``gdsdoctor.cli``).
+"""
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from gdsdoctor.report.render import FORMATS as REPORT_FORMATS
+
+UNKNOWN_EXIT = 3
+# tests/test_api.py checks this default equals capture.live's (not imported here: start-up time).
+DEFAULT_DEADLINE_S = 60.0
+FORMATS = ("text", "json", "markdown")
+FAIL_ON = ("critical", "warning")
+TOPO_FORMATS = ("auto", "rich", "text", "markdown", "json")
+JOB_PANEL = "Checkpoint job"
+
+# Literal[tuple] is Literal[*tuple]: the choices are the renderers' own names.
+ReportFormatName = Literal[REPORT_FORMATS]  # type: ignore[valid-type]
+FormatName = Literal[FORMATS]  # type: ignore[valid-type]
+
+TargetPath = Annotated[
+    str | None, typer.Option("--path", help="Narrow the diagnosis to the checkpoint directory PATH.")
+]
+HostRoot = Annotated[
+    Path,
+    typer.Option(
+        "--host-root",
+        metavar="DIR",
+        show_default=False,
+        help="Where the host's / is mounted (e.g. /host in a container; default /).",
+    ),
+]
+Deadline = Annotated[
+    float,
+    typer.Option(
+        "--deadline",
+        metavar="SECONDS",
+        show_default=False,
+        help=f"Global time limit for capture (default {DEFAULT_DEADLINE_S:g}).",
+    ),
+]
+RulesDirs = Annotated[
+    list[Path] | None,
+    typer.Option("--rules-dir", metavar="DIR", help="Extra (site) rule directory; repeatable."),
+]
+ReportFormat = Annotated[
+    ReportFormatName | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help=f"Format on stdout: {', '.join(REPORT_FORMATS)} "
+        "(default text; none when only --output is given).",
+    ),
+]
+Format = Annotated[
+    FormatName,
+    typer.Option(
+        "--format", "-f", metavar="FORMAT", help=f"Output format: {', '.join(FORMATS)} (default text)."
+    ),
+]
+Outputs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT=PATH",
+        help="Also write FORMAT to PATH, atomically (e.g. prometheus=/var/lib/node_exporter/gdsdoctor.prom); "
+        "repeatable; PATH - is stdout.",
+    ),
+]
+FailOn = Annotated[
+    Literal[FAIL_ON] | None,  # type: ignore[valid-type]
+    typer.Option(
+        "--fail-on",
+        metavar="SEVERITY",
+        help="Lowest severity that fails (non-zero exit): critical, warning. Default: monitoring-plugin "
+        "codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). UNKNOWN always fails.",
+    ),
+]
+Npd = Annotated[
+    bool,
+    typer.Option(
+        "--npd",
+        help="Kubernetes node-problem-detector custom plugin: exit 0 OK, 1 problem, 2 unknown; "
+        "one short message on stdout.",
+    ),
+]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")]
+CauseId = Annotated[str, typer.Argument(metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")]
+
+# The checkpoint job (see ``diagnose.job_of``): turns a measured throughput into the stall it causes.
+Params = Annotated[
+    str | None,
+    typer.Option(
+        "--params",
+        help="Model parameter count (70B): judge the checkpoint stall and space.",
+        rich_help_panel=JOB_PANEL,
+    ),
+]
+Preset = Annotated[
+    str | None,
+    typer.Option("--preset", help="What a checkpoint saves (see `estimate`).", rich_help_panel=JOB_PANEL),
+]
+Interval = Annotated[
+    str | None,
+    typer.Option("--interval", help="Time between checkpoints (default 1h).", rich_help_panel=JOB_PANEL),
+]
+Budget = Annotated[
+    str | None,
+    typer.Option(
+        "--budget", help="Stall budget, share of wall time (default 5%).", rich_help_panel=JOB_PANEL
+    ),
+]
+Gpus = Annotated[
+    int | None,
+    typer.Option("--gpus", help="GPUs the checkpoint stalls (default 1).", rich_help_panel=JOB_PANEL),
+]
+SiteConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--site-config",
+        metavar="YAML",
+        help="YAML with a `checkpoint:` job description (params, preset, interval, budget, gpus).",
+        rich_help_panel=JOB_PANEL,
+    ),
+]

@@ -1,0 +1,360 @@
+"""The commands around the diagnosis: collect and redact inputs, explain a cause, draw the
+topology, list the probes, estimate and measure the checkpoint stall, and the rules."""
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from gdsdoctor.cli.diagnose import existing
+from gdsdoctor.cli.options import (
+    DEFAULT_DEADLINE_S,
+    TOPO_FORMATS,
+    UNKNOWN_EXIT,
+    CauseId,
+    Deadline,
+    Format,
+    HostRoot,
+    RulesDirs,
+    TargetPath,
+)
+from gdsdoctor.model import UserError
+
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
+
+
+def capture_live(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.live import capture_live as capture
+
+    return capture(*args, **kwargs)
+
+
+def write_bundle(*args: Any, **kwargs: Any) -> Any:
+    from gdsdoctor.capture.bundle import write_bundle as write
+
+    return write(*args, **kwargs)
+
+
+def bundle_target(raw: str) -> Path:
+    """Where `collect -o` writes: NAME.tar.gz is an archive; otherwise a directory. A name with
+    another extension (`x.json`) would silently become a directory: refused, unless it already is
+    one or ends with `/`. The parent must exist (it is named, not created)."""
+    output = Path(raw)
+    is_archive = output.name.endswith(BUNDLE_SUFFIXES)
+    if not is_archive and output.suffix and not raw.endswith("/") and not output.is_dir():
+        raise UserError(
+            f"-o {raw}: a bundle is NAME.tar.gz or a directory; end the name with / to make a directory"
+        )
+    parent = output.absolute().parent
+    if not parent.is_dir():
+        raise UserError(f"cannot write {output}: the directory {parent} does not exist")
+    if output.exists() and (output.is_file() or any(output.iterdir())):
+        raise UserError(f"{output} already exists; choose a new name")
+    return output
+
+
+def collect(
+    output: Annotated[
+        str,
+        typer.Option("--output", "-o", metavar="OUTPUT", help="Bundle to write: NAME.tar.gz or a directory."),
+    ],
+    path: TargetPath = None,
+    host_root: HostRoot = Path("/"),
+    deadline: Deadline = DEFAULT_DEADLINE_S,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace host names, addresses, MACs, serials, NQNs, GUIDs and user names; "
+            "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
+        ),
+    ] = False,
+) -> int:
+    """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
+    from gdsdoctor.capture.redact import map_path_for, redact_capture, write_private_map
+
+    target = bundle_target(output)
+    if redact and map_path_for(target).exists():
+        raise UserError(f"{map_path_for(target)} already exists; choose a new name")
+    capture = capture_live(host_root, path, deadline_s=deadline)
+    try:
+        if redact:
+            capture, mapping = redact_capture(capture)
+            write_private_map(mapping, map_path_for(target))
+        write_bundle(capture, target, redacted=redact)
+    except OSError as error:  # a read-only or full filesystem: one line, not a traceback
+        raise UserError(f"cannot write {error.filename or target}: {error.strerror or error}") from None
+    ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
+    print(f"wrote {target}: {len(capture.artifacts)} artifacts, {ok} ok", file=sys.stderr)
+    if redact:
+        print(f"private redaction map (keep it, never attach it): {map_path_for(target)}", file=sys.stderr)
+    return 0
+
+
+def redact(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Pasted text files to redact.")],
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir", metavar="DIR", help="Where to write the copies (default: next to each)."
+        ),
+    ] = None,
+) -> int:
+    """Write redacted copies (NAME.redacted) of pasted files, and the private map beside them."""
+    from gdsdoctor.capture.redact import redact_files
+
+    if output_dir is not None and not output_dir.is_dir():
+        raise UserError(f"--output-dir {output_dir}: no such directory")
+    for line in redact_files(existing(files), output_dir):
+        print(line, file=sys.stderr)
+    return 0
+
+
+def explain(
+    cause_id: CauseId,
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="[INPUT]...", help="Bundle or pasted files; none: this host."),
+    ] = None,
+    rules_dir: RulesDirs = None,
+) -> int:
+    """Show which facts a cause needs, their values here, and which signals held."""
+    from gdsdoctor.explain import explain_cause
+
+    sys.stdout.write(explain_cause(cause_id, existing(inputs or []), rules_dir or []))
+    return 0
+
+
+def topo(
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[INPUT]...",
+            help="Bundle or pasted files (lspci -tv/-vvv, nvidia-smi topo -m…); none: this host.",
+        ),
+    ] = None,
+    host_root: HostRoot = Path("/"),
+    fmt: Annotated[
+        Literal[TOPO_FORMATS],  # type: ignore[valid-type]
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help=f"{', '.join(TOPO_FORMATS)}: a rich tree (terminal), plain text or markdown for tickets, "
+            "json "
+            "(default auto: rich on a terminal, else text).",
+        ),
+    ] = "auto",
+) -> int:
+    """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements."""
+    from gdsdoctor.topo import render, topology_of
+
+    tty = sys.stdout.isatty()
+    chosen = ("rich" if tty else "text") if fmt == "auto" else fmt
+    sys.stdout.write(render(topology_of(existing(inputs or []), host_root), chosen, color=tty))
+    return 0
+
+
+def probes(fmt: Format = "text") -> int:
+    """List every probe: what it runs or reads, and whether it needs root."""
+    if fmt == "json":
+        import json
+
+        print(json.dumps(probes_list(), indent=2))
+        return 0
+    from gdsdoctor.explain import probes_markdown, probes_table
+
+    sys.stdout.write(probes_markdown() if fmt == "markdown" else probes_table())
+    return 0
+
+
+def probes_list() -> list[dict[str, Any]]:
+    """The probes as data: per probe its sources in the order tried (the same rows as the table)."""
+    from gdsdoctor.probes import ANALYSED_PROBES
+
+    return [
+        {
+            "section": probe.section,
+            "title": probe.title,
+            "sources": [
+                {
+                    "runs": " ".join(source.argv) or None,
+                    "reads": source.path or None,
+                    "how": source.how or None,
+                    "artifact": source.artifact,
+                    "needs_root": source.needs_root,
+                }
+                for source in probe.sources
+            ],
+            "paste_hint": probe.paste_hint or None,
+            "needs_root": any(source.needs_root for source in probe.sources),
+        }
+        for probe in ANALYSED_PROBES
+    ]
+
+
+def estimate(
+    params: Annotated[str, typer.Option("--params", help="Parameter count: 70B, 7e10, 405b.")],
+    throughput: Annotated[
+        str, typer.Option("--throughput", help="Storage write throughput: 1.2GB/s, 400Gbit/s.")
+    ],
+    preset: Annotated[
+        str, typer.Option("--preset", help="What is saved per parameter (default bf16-adamw).")
+    ] = "bf16-adamw",
+    component: Annotated[
+        list[str] | None,
+        typer.Option("--component", metavar="NAME=BYTES", help="Override bytes/param; repeatable."),
+    ] = None,
+    fsync: Annotated[
+        str, typer.Option("--fsync", help="fsync/metadata time per checkpoint: 2s, 500ms.")
+    ] = "0s",
+    interval: Annotated[
+        str, typer.Option("--interval", help="Time between checkpoint starts: 1h, 30m.")
+    ] = "1h",
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs stalled by the checkpoint.")] = 1,
+    budget: Annotated[
+        str | None, typer.Option("--budget", help="Stall budget as share of wall time: 2%, 0.02.")
+    ] = None,
+    archive_throughput: Annotated[
+        str | None,
+        typer.Option("--archive-throughput", help="Archive tier throughput for the asynchronous flush."),
+    ] = None,
+    units: Annotated[
+        Literal["si", "iec"],
+        typer.Option("--units", metavar="UNITS", help="Output units: si (GB) or iec (GiB); default si."),
+    ] = "si",
+    fmt: Format = "text",
+) -> int:
+    """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
+    from gdsdoctor import estimate as model
+
+    try:
+        result = model.run(
+            params,
+            throughput,
+            preset=preset,
+            components=component or [],
+            fsync=fsync,
+            interval=interval,
+            gpus=gpus,
+            budget=budget,
+            archive_throughput=archive_throughput,
+        )
+    except model.EstimateError as error:
+        raise UserError(str(error)) from None
+    if fmt == "json":
+        import json
+
+        print(json.dumps(model.to_dict(result, units), indent=2))
+    elif fmt == "markdown":
+        sys.stdout.write(model.render_markdown(result, units))
+    else:
+        sys.stdout.write(model.render_text(result, units))
+    return 0
+
+
+def bench(
+    path: Annotated[Path, typer.Argument(help="Directory on the checkpoint filesystem to measure.")],
+    size: Annotated[
+        str | None, typer.Option("--size", help="Test data size: 4GiB (default: 5% of free space).")
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", metavar="SECONDS", help="Hard time limit (default 300).")
+    ] = 300.0,
+    engine: Annotated[str, typer.Option("--engine", help="auto, cpu-direct, libcufile or gdsio.")] = "auto",
+    save_raw: Annotated[
+        Path | None,
+        typer.Option("--save-raw", metavar="FILE", help="Write fio JSON / gdsio text here (for `analyze`)."),
+    ] = None,
+    fmt: Format = "text",
+) -> int:
+    """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
+    from gdsdoctor import bench as runner
+
+    size_bytes = size_of(size) if size else None
+    try:
+        with progress_bar() as progress:
+            result = runner.run(path, size_bytes, time_limit, progress, engine)
+    except runner.BenchError as error:
+        raise UserError(str(error)) from None
+    if save_raw:
+        save_raw.write_bytes(result.raw)
+    if fmt == "json":
+        import json
+
+        print(json.dumps(runner.to_dict(result), indent=2))
+    else:
+        sys.stdout.write(runner.render_text(result))
+    return 0
+
+
+def size_of(text: str) -> int:
+    from gdsdoctor.estimate import EstimateError, parse_size
+
+    try:
+        return parse_size(text)
+    except EstimateError as error:
+        raise UserError(str(error)) from None
+
+
+def progress_bar():  # type: ignore[no-untyped-def]
+    """A progress callback drawing a bar on stderr when it is a terminal, silent otherwise."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda fraction, message: None)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    @contextlib.contextmanager
+    def bar():  # type: ignore[no-untyped-def]
+        with Progress(console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("bench", total=1.0)
+
+            def update(fraction: float, message: str) -> None:
+                progress.update(task, completed=fraction, description=message[:60])
+
+            yield update
+
+    return bar()
+
+
+def rules_list(fmt: Format = "text", rules_dir: RulesDirs = None) -> int:
+    """List the causes of the diagnostic matrix."""
+    from gdsdoctor.catalogue import render_catalogue
+    from gdsdoctor.pipeline import rules
+
+    sys.stdout.write(render_catalogue(rules(rules_dir or []), fmt))
+    return 0
+
+
+def rules_show(cause_id: CauseId, rules_dir: RulesDirs = None) -> int:
+    """Show one cause in full."""
+    from gdsdoctor.catalogue import render_cause
+    from gdsdoctor.pipeline import rules
+
+    found = [c for c in rules(rules_dir or []) if c.id == cause_id]
+    if not found:
+        raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
+    sys.stdout.write(render_cause(found[0]))
+    return 0
+
+
+def rules_lint(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(metavar="[PATH]...", help="Rule files or directories.")
+    ] = None,
+) -> int:
+    """Check rule files against the schema and for semantic errors (file:line: message)."""
+    from gdsdoctor.engine.rules import builtin_rules_dir, lint_paths
+    from gdsdoctor.pipeline import KNOWN_SECTIONS
+
+    targets = paths or [builtin_rules_dir()]
+    missing = [p for p in targets if not p.exists()]
+    if missing:
+        raise UserError(f"{missing[0]}: no such file or directory")
+    causes, issues = lint_paths(targets, KNOWN_SECTIONS)
+    for issue in issues:
+        print(issue)
+    print(f"{len(causes)} cause(s), {len(issues)} problem(s)", file=sys.stderr)
+    return UNKNOWN_EXIT if issues else 0
