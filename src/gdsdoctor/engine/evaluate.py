@@ -3,7 +3,8 @@
 Per cause, in order:
 
 1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
-   null (the facts cannot tell) does not skip the cause;
+   null (the facts cannot tell) does not skip the cause, unless the derived fact it reads is
+   ``derived.undecided`` (its sources were looked for and not read): then *inconclusive*;
 2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it;
 3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
    combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
@@ -109,8 +110,13 @@ def evaluate(
 
 
 def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> CauseResult:
-    if cause.applies_when and _applicability(cause.applies_when, facts) is False:
-        return CauseResult(cause, Outcome.NOT_APPLICABLE)
+    if cause.applies_when:
+        applies = _applicability(cause.applies_when, facts)
+        if applies is False:
+            return CauseResult(cause, Outcome.NOT_APPLICABLE)
+        undecided = _undecided(cause, facts, how_to_collect) if applies is None else []
+        if undecided:
+            return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
     missing = _missing(cause, facts, how_to_collect)
     if missing:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
@@ -142,6 +148,19 @@ def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:
     return None if value is None else truthy(value)
 
 
+def _undecided(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[dict[str, str]]:
+    """The sources missing to tell whether the cause applies, when its ``applies_when`` reads a
+    derived fact whose sources were looked for and not read (``derived.undecided``)."""
+    undecided = (facts.get("derived") or {}).get("undecided") or {}
+    sections = [
+        section
+        for name, sources in undecided.items()
+        if f"derived.{name}" in cause.applies_when
+        for section in sources
+    ]
+    return [_missing_entry(cause, facts, how_to_collect, section) for section in dict.fromkeys(sections)]
+
+
 def _signal(signal: Signal, facts: dict[str, Any]) -> SignalResult:
     try:
         return SignalResult(signal, truthy(search(signal.when, facts)))
@@ -155,16 +174,19 @@ def _missing(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]
         options = (requirement,) if isinstance(requirement, str) else requirement
         if any(_section_status(facts, s) == "ok" for s in options):
             continue
-        for section in options:
-            missing.append(
-                {
-                    "section": section,
-                    "status": _section_status(facts, section),
-                    "detail": str((facts.get(section) or {}).get("detail", "")),
-                    "collect": cause.collect or how_to_collect.get(section, ""),
-                }
-            )
+        missing += [_missing_entry(cause, facts, how_to_collect, section) for section in options]
     return missing
+
+
+def _missing_entry(
+    cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str], section: str
+) -> dict[str, str]:
+    return {
+        "section": section,
+        "status": _section_status(facts, section),
+        "detail": str((facts.get(section) or {}).get("detail", "")),
+        "collect": cause.collect or how_to_collect.get(section, ""),
+    }
 
 
 def _section_status(facts: dict[str, Any], section: str) -> str:

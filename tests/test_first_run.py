@@ -1,0 +1,72 @@
+"""The first ten minutes of a new user (issue 12): what a first try at each command must say.
+
+Each test here failed on the code before the change it covers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor import cli, pipeline
+
+
+def _json_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = cli.run(["check", *args, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_check_host_root_that_does_not_exist_is_one_line_exit_3(
+    capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    code = cli.run(["check", "--host-root", "/nonexistent/gdsdoctor-host"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "gdsdoctor: --host-root /nonexistent/gdsdoctor-host: no such directory"
+    ]
+
+
+def test_check_empty_host_root_does_not_judge_gpu_causes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    """No PCI data at all (an empty root, no lspci): GPU causes are inconclusive, never fired."""
+    empty = tmp_path / "root"
+    empty.mkdir()
+    code, report = _json_check(capsys, "--host-root", str(empty))
+    outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
+    assert outcomes["nvidia-fs-not-loaded"] == "inconclusive"
+    missing = next(i for i in report["inconclusive"] if i["id"] == "nvidia-fs-not-loaded")["missing"]
+    assert {m["section"] for m in missing} == {"pci", "lspci"}
+    assert not any(f["severity"] == "critical" for f in report["findings"])
+    assert code != 2
+
+
+def test_host_without_gpu_in_lspci_makes_gpu_causes_not_applicable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    """lspci (the live listing) showing no NVIDIA device is enough to say GPU causes do not apply."""
+    from tests.conftest import fake_binary
+
+    fake_binary(
+        isolated_path,
+        "lspci",
+        "echo '00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237] (rev 02)'\n"
+        "echo '00:03.0 Ethernet controller [0200]: Red Hat, Inc. Virtio network device [1af4:1000]'",
+    )
+    empty = tmp_path / "root"
+    empty.mkdir()
+    _, report = _json_check(capsys, "--host-root", str(empty))
+    outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
+    assert outcomes["nvidia-fs-not-loaded"] == "not_applicable"
+
+
+def test_pasted_files_still_check_gpu_causes_without_pci_data() -> None:
+    """Pasted files leave PCI not collected: the user chose what to paste, the causes are checked."""
+    facts = {"pci": {"status": "not_collected"}, "lspci": {"status": "not_collected"}}
+    from gdsdoctor.facts.derive import derive
+
+    assert derive(facts, None)["undecided"] == {}
+    assert {"pci", "lspci"} <= pipeline.KNOWN_SECTIONS
