@@ -70,3 +70,46 @@ def test_pasted_files_still_check_gpu_causes_without_pci_data() -> None:
 
     assert derive(facts, None)["undecided"] == {}
     assert {"pci", "lspci"} <= pipeline.KNOWN_SECTIONS
+
+
+@pytest.mark.parametrize("files", [{}, {"hosts": "127.0.0.1 localhost\n", "motd": "welcome\n"}])
+def test_report_that_read_nothing_says_so_at_the_top(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str]
+) -> None:
+    """`analyze` of an empty directory or of /etc: nothing recognised is the first thing said."""
+    from tests.conftest import write_tree
+
+    folder = write_tree(tmp_path / "etc", files)
+    folder.mkdir(exist_ok=True)
+    code = cli.run(["analyze", str(folder)])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 3
+    assert lines[1].startswith("Nothing was read: ")
+    assert str(folder) in lines[1]
+    assert not any("No problem found" in line for line in lines)
+    code = cli.run(["analyze", str(folder), "--format", "markdown"])
+    markdown = capsys.readouterr().out
+    assert [line for line in markdown.splitlines() if line][1].startswith("**Nothing was read:")
+    assert "No problem found" not in markdown
+
+
+def test_host_without_nvidia_gpu_says_so_not_plain_no_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    from tests.conftest import fake_binary
+
+    fake_binary(
+        isolated_path, "lspci", "echo '00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237]'"
+    )
+    (tmp_path / "root").mkdir()
+    code = cli.run(["check", "--host-root", str(tmp_path / "root"), "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert code == 0 and summary["reason"].endswith(f"; {summary['notice']}")
+    cli.run(["check", "--host-root", str(tmp_path / "root")])
+    lines = capsys.readouterr().out.splitlines()
+    notice = next(line for line in lines if "NVIDIA GPU" in line)
+    assert lines.index(notice) == 1
+    count = int(notice.split(": ")[1].split()[0])
+    assert notice == f"No NVIDIA GPU found: {count} GPU causes not applicable" and count > 10
+    assert "No problem found" not in lines
+    assert summary["notice"] == f"no NVIDIA GPU found: {count} GPU causes not applicable"

@@ -44,6 +44,7 @@ STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNO
 
 def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield from _header(report)
+    yield from _notice(report)
     yield from _probes(report, verbose)
     yield from _findings(report)
     yield from _inconclusive(report, verbose)
@@ -64,6 +65,13 @@ def _header(report: dict[str, Any]) -> Iterator[Block]:
     yield Line(tuple(spans))
 
 
+def _notice(report: dict[str, Any]) -> Iterator[Block]:
+    """What the reader must know before anything else (nothing read, no GPU), at the top."""
+    notice = report["summary"].get("notice")
+    if notice:
+        yield Line(((notice[0].upper() + notice[1:], STATUS_STYLE[report["summary"]["status"]]),))
+
+
 def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
     probes = report["probes"]
     ok = sum(1 for p in probes if p["status"] == "ok")
@@ -78,7 +86,7 @@ def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
 def _findings(report: dict[str, Any]) -> Iterator[Block]:
     findings = report["findings"]
     if not findings:
-        yield Heading("No problem found")
+        yield Heading(_no_finding_heading(report["summary"]))
         return
     yield Heading("Findings (root causes first)")
     number = 0
@@ -90,6 +98,16 @@ def _findings(report: dict[str, Any]) -> Iterator[Block]:
         for symptom in findings:
             if symptom["explained_by"] == finding["id"]:
                 yield from _symptom(symptom)
+
+
+def _no_finding_heading(summary: dict[str, Any]) -> str:
+    """"No problem found" only when causes were checked and the facts showed what they cover."""
+    if summary["status"] == "UNKNOWN":
+        return "No cause could be checked"
+    if summary.get("notice"):  # said at the top: no GPU, so only some causes apply
+        checked = summary["counts"]["fired"] + summary["counts"]["clear"]
+        return f"No problem found in the {checked} cause(s) that apply"
+    return "No problem found"
 
 
 def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
