@@ -101,7 +101,7 @@ def _findings(report: dict[str, Any]) -> Iterator[Block]:
 
 
 def _no_finding_heading(summary: dict[str, Any]) -> str:
-    """"No problem found" only when causes were checked and the facts showed what they cover."""
+    """Say "No problem found" only when causes were checked and the facts showed what they cover."""
     if summary["status"] == "UNKNOWN":
         return "No cause could be checked"
     if summary.get("notice"):  # said at the top: no GPU, so only some causes apply
