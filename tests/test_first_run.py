@@ -113,3 +113,38 @@ def test_host_without_nvidia_gpu_says_so_not_plain_no_problem(
     assert notice == f"No NVIDIA GPU found: {count} GPU causes not applicable" and count > 10
     assert "No problem found" not in lines
     assert summary["notice"] == f"no NVIDIA GPU found: {count} GPU causes not applicable"
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _fixture_files(name: str) -> list[str]:
+    return sorted(str(p) for p in (FIXTURES / name / "files").iterdir())
+
+
+@pytest.mark.parametrize("columns", [60, 132])
+def test_text_report_follows_the_terminal_width(
+    columns: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code = cli.run(["analyze", *_fixture_files("ext4-journal-checkpoint"), "--path", "/mnt/ckpt/run-42"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    status = lines[-1]
+    assert status.startswith("Status: WARNING (exit 1) — ") and "ext4-data-journal" in status
+    assert len(status) > columns or columns > 100  # the status line is never wrapped
+    body = [line for line in lines[:-1] if "see http" not in line]  # URLs stay whole
+    assert max(len(line) for line in body) <= columns
+    assert max(len(line) for line in body) > min(columns, 100) - 15  # the width is used
+    assert [line for line in lines if line != line.rstrip()] == []
+
+
+def test_colored_report_has_no_trailing_spaces() -> None:
+    from gdsdoctor.report.text import render_text
+
+    report = pipeline.analyze_paths(
+        [Path(p) for p in _fixture_files("ext4-journal-checkpoint")], "/mnt/ckpt/run-42"
+    ).report
+    text = render_text(report, color=True, width=50)
+    assert "\x1b[" in text
+    assert [line for line in text.splitlines() if line.replace("\x1b[0m", "").endswith(" ")] == []

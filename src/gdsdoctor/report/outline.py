@@ -24,6 +24,7 @@ class Heading:
 @dataclass(frozen=True, slots=True)
 class Line:
     spans: tuple[Span, ...]
+    whole: bool = False  # never wrapped (the status line: a script reads the last line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,5 +177,6 @@ def _status_line(report: dict[str, Any]) -> Block:
             ("Status: ", "bold"),
             (summary["status"], STATUS_STYLE[summary["status"]]),
             (f" (exit {summary['exit_code']}) — {summary['reason']}", ""),
-        )
+        ),
+        whole=True,
     )
