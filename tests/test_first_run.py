@@ -148,3 +148,44 @@ def test_colored_report_has_no_trailing_spaces() -> None:
     text = render_text(report, color=True, width=50)
     assert "\x1b[" in text
     assert [line for line in text.splitlines() if line.replace("\x1b[0m", "").endswith(" ")] == []
+
+
+def _probe_statuses(capsys: pytest.CaptureFixture[str], root: Path) -> dict[str, dict]:
+    root.mkdir(exist_ok=True)
+    cli.run(["check", "--host-root", str(root), "--format", "json"])
+    return {p["name"]: p for p in json.loads(capsys.readouterr().out)["probes"]}
+
+
+def test_kernel_log_denied_to_non_root_says_run_as_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    """dmesg_restrict=1: dmesg is refused and journalctl -k shows no kernel line to a user."""
+    from tests.conftest import fake_binary
+
+    fake_binary(
+        isolated_path, "dmesg", "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1"
+    )
+    fake_binary(
+        isolated_path,
+        "journalctl",
+        "echo 'Hint: You are currently not seeing messages from other users and the system.' >&2\n"
+        "echo '-- No entries --'",
+    )
+    dmesg = _probe_statuses(capsys, tmp_path / "root")["dmesg"]
+    assert dmesg["status"] == "denied"
+    assert dmesg["detail"].startswith("run as root (dmesg: read kernel buffer failed")
+    cli.run(["check", "--host-root", str(tmp_path / "root")])
+    assert "  dmesg denied: run as root (dmesg: read kernel buffer failed: Operation not permitted)" in (
+        capsys.readouterr().out.splitlines()
+    )
+
+
+def test_every_permission_failure_says_run_as_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    from tests.conftest import fake_binary
+
+    fake_binary(isolated_path, "nvme", "echo 'open /dev/nvme0: Permission denied' >&2; exit 1")
+    probes = _probe_statuses(capsys, tmp_path / "root")
+    assert probes["nvme_list"]["status"] == "denied"
+    assert probes["nvme_list"]["detail"] == "run as root (open /dev/nvme0: Permission denied)"
