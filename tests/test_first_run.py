@@ -189,3 +189,23 @@ def test_every_permission_failure_says_run_as_root(
     probes = _probe_statuses(capsys, tmp_path / "root")
     assert probes["nvme_list"]["status"] == "denied"
     assert probes["nvme_list"]["detail"] == "run as root (open /dev/nvme0: Permission denied)"
+
+
+def test_inconclusive_hints_are_commands_to_run_in_plain_english(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    cli.run(["analyze", str(tmp_path / "empty"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    hints = {m["section"]: m["collect"] for i in report["inconclusive"] for m in i["missing"]}
+    assert hints["infiniband"] == "run `ls /sys/class/infiniband` or `ibstat`"
+    assert hints["pci"] == "run `lspci -vvv`"
+    assert hints["app_log"].startswith("paste the application's output around the cuFile error")
+    assert hints["modules"] == "run `cat /proc/modules` or `lsmod`"
+    details = {p["name"]: p["detail"] for p in report["probes"]}
+    assert details["app_log"].startswith("not in this capture; paste the application's output")
+    every_hint = [*hints.values(), *details.values()]
+    assert [h for h in every_hint if "(reads " in h or "collect with" in h or ".json`" in h] == []
+    cli.run(["analyze", str(tmp_path / "empty"), "--verbose"])
+    text = capsys.readouterr().out
+    assert "To check them: " in text and "collect with" not in text and "(reads " not in text

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
 HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
-    "job": "`--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
+    "job": "pass `--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
 }
 
 

@@ -26,7 +26,7 @@ def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
     if not artifacts:
         return {
             "status": "not_collected",
-            "detail": f"not in this capture; collect with {probe.how_to_collect()}",
+            "detail": f"not in this capture; {probe.how_to_collect()}",
         }
     denied = next((a for a in artifacts if a.status is ArtifactStatus.DENIED), None)
     for artifact in artifacts:

@@ -158,7 +158,7 @@ def _inconclusive(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
         yield Bullet(((item["id"], "bold"), (f" — needs {needs}", "dim")))
     collect = sorted({m["collect"] for i in items for m in i["missing"] if m["collect"]})
     if collect:
-        yield Bullet((("To check them, collect: ", "bold"), ("; ".join(collect[:8]), "")))
+        yield Bullet((("To check them: ", "bold"), ("; ".join(collect[:8]), "")))
     if len(shown) < len(items):
         yield Bullet(((f"… and {len(items) - len(shown)} more (--verbose lists all)", "dim"),))
 
