@@ -15,7 +15,7 @@ Per cause, in order:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -126,16 +126,27 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
         values = _vars(cause, facts)
-        outcome.evidence = [
+        outcome.evidence = _distinct(
             e
             for r in results
             if r.held and r.signal.certainty > 0
             for e in _evidence(r.signal, facts, values)
-        ]
+        )
         outcome.remediation = [
             line for template in cause.remediation for line in render_command(template, values)
         ]
     return outcome
+
+
+def _distinct(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Evidence lines in order, each once: two signals often cite the same log line."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    kept = []
+    for item in evidence:
+        if (item.text, item.artifact, item.line) not in seen:
+            seen.add((item.text, item.artifact, item.line))
+            kept.append(item)
+    return kept
 
 
 def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:

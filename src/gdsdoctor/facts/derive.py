@@ -8,6 +8,9 @@
   looked for (a live capture or bundle, not pasted files), those sources: causes gated on it
   are then inconclusive rather than checked (an empty ``--host-root`` must not diagnose GPUs).
 - ``target_mount``: the mount holding ``--path`` (findmnt, else longest prefix over mounts).
+- ``path_focus``: with ``--path``, the names of the filesystem holding it (mount point,
+  device, devices below it) and the other data mounts' points; ranking puts findings whose
+  evidence names the former first and those naming only the latter last.
 - ``checkpoint_mounts``: the mounts the filesystem rules judge: the target mount with
   ``--path``, otherwise every data mount (block or network filesystems, not pseudo ones,
   not ``/`` nor system trees such as ``/boot``: name the path to judge those).
@@ -45,7 +48,27 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     # Domain derivations see the facts and what is derived so far; each owns its keys.
     for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive):
         derived.update(derivation(facts, derived))
+    derived["path_focus"] = _path_focus(derived, mounts)
     return derived
+
+
+def _path_focus(derived: dict[str, Any], mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """With ``--path``: the names of the filesystem holding it (mount point, device and the
+    devices below it) and the other data mounts, so that ranking puts what concerns the
+    checkpoint filesystem first (engine/rank.py)."""
+    target = derived["target_mount"]
+    if not target or not target.get("mountpoint"):
+        return None
+    names = {str(target["mountpoint"])}
+    device = str(target.get("device") or "")
+    if device.startswith("/dev/"):
+        names |= {device, device.rsplit("/", 1)[1]}
+    for mount in derived.get("storage_checkpoint_mounts") or []:
+        names |= {str(layer["name"]) for layer in mount.get("stack") or [] if layer.get("name")}
+        names |= {str(n) for n in mount.get("nvme_namespaces") or []}
+        names |= {str(c["name"]) for c in mount.get("nvme_controllers") or [] if c.get("name")}
+    elsewhere = {str(m["mountpoint"]) for m in _data_mounts(mounts)} - {str(target["mountpoint"])}
+    return {"mountpoint": str(target["mountpoint"]), "names": sorted(names), "elsewhere": sorted(elsewhere)}
 
 
 def ok_section(facts: dict[str, Any], section: str) -> dict[str, Any]:
