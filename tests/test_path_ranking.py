@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gdsdoctor import pipeline
 from gdsdoctor.engine.evaluate import CauseResult, Evidence, Outcome
-from gdsdoctor.engine.rank import rank
+from gdsdoctor.engine.rank import ELSEWHERE, NO_MOUNT, ON_PATH, place, rank
 from gdsdoctor.engine.rules import Cause
 from gdsdoctor.explain import explain_cause
 
@@ -49,7 +49,9 @@ def test_causes_on_the_path_filesystem_outrank_causes_about_other_mounts(tmp_pat
     unfocused = [f.result.cause.id for f in rank([gpfs, journal, general])]
     assert unfocused == ["network-fs-over-tcp", "container-memlock-limit-low", "fs-errors-or-shutdown"]
     focused = [f.result.cause.id for f in rank([gpfs, journal, general], focus)]
-    assert focused == ["fs-errors-or-shutdown", "container-memlock-limit-low", "network-fs-over-tcp"]
+    # the GPFS mount elsewhere goes last; the host-wide cause keeps its place by score
+    assert focused == ["container-memlock-limit-low", "fs-errors-or-shutdown", "network-fs-over-tcp"]
+    assert [place(r, focus) for r in (journal, general, gpfs)] == [ON_PATH, NO_MOUNT, ELSEWHERE]
     under_path = _fired("fs-read-only", "info", 0.2, ["cuFile: /mnt/ckpt/step-1000/model.pt read-only"])
     assert rank([gpfs, under_path], focus)[0].result.cause.id == "fs-read-only"
 

@@ -3,10 +3,11 @@
 1. A fired cause that another fired cause ``explains`` (directly or through a chain) is a
    symptom: it is folded under the highest-ranked cause that explains it.
 2. With ``--path`` (a ``focus`` from ``derived.path_focus``), root causes whose evidence
-   names the filesystem holding the path (its mount point, a file under it, its device or a
-   device below it) come first, then causes naming no mount, then causes whose evidence
-   names only other mounts: an ext4 journal abort on the checkpoint filesystem outranks a
-   GPFS mount elsewhere, whatever their certainties.
+   names only other mounts (their mount points or files under them), never the filesystem
+   holding the path (its mount point, a file under it, its device or a device below it), come
+   after every other cause: a GPFS mount elsewhere never outranks an ext4 journal abort on
+   the checkpoint filesystem, or a host-wide problem (nvidia-fs not loaded) that the
+   checkpoint path meets too.
 3. Within that, root causes are ordered by ``weight(severity) × certainty`` (critical 3,
    warning 2, info 1), highest first; ties by severity, then by id, so the order is
    deterministic.
@@ -30,7 +31,7 @@ class RankedFinding(NamedTuple):
     explains: tuple[str, ...] = ()
 
 
-ON_PATH, NO_MOUNT, ELSEWHERE = 0, 1, 2
+ON_PATH, NO_MOUNT, ELSEWHERE = 0, 0, 1  # a host-wide cause concerns the path's filesystem too
 # What separates names in an evidence line: "(device nvme1n1):", "on=/mnt/ckpt,".
 _JOURNAL_SUFFIX = lazy_compile(r"(?<=\d)-\d+$")
 _SEPARATORS = lazy_compile(r"[\s()\[\]{}<>,;:=\"'`]+")
