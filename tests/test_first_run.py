@@ -209,3 +209,11 @@ def test_inconclusive_hints_are_commands_to_run_in_plain_english(
     cli.run(["analyze", str(tmp_path / "empty"), "--verbose"])
     text = capsys.readouterr().out
     assert "To check them: " in text and "collect with" not in text and "(reads " not in text
+
+
+def test_check_host_root_that_is_a_file_is_one_line_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
+) -> None:
+    (tmp_path / "file").write_text("x")
+    assert cli.run(["check", "--host-root", str(tmp_path / "file")]) == 3
+    assert capsys.readouterr().err.strip() == f"gdsdoctor: --host-root {tmp_path / 'file'}: not a directory"

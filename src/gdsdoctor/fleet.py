@@ -450,7 +450,8 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
             ("Fleet status: ", "bold"),
             (head["status"], STATUS_STYLE[head["status"]]),
             (f" (exit {head['exit_code']}) — worst of {plural(head['nodes'], 'node')}", ""),
-        )
+        ),
+        whole=True,  # the last line, whole: `| tail -1` gives the fleet status
     )
 
 

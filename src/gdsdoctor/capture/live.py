@@ -58,7 +58,8 @@ class LiveCapture:
         parse: Parse | None = None,
     ) -> None:
         if not host_root.is_dir():  # every reader would find nothing: a typo, not a host
-            raise UserError(f"--host-root {host_root}: no such directory")
+            problem = "not a directory" if host_root.exists() else "no such directory"
+            raise UserError(f"--host-root {host_root}: {problem}")
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))
