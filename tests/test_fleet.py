@@ -81,7 +81,8 @@ def test_summary_causes_groups_outliers(bundles: list[Path]) -> None:
     assert causes["ext4-data-journal"] == {**causes["ext4-data-journal"], "count": 1, "nodes": ["gpu004"]}
     assert summary["causes"][0]["id"] == "nvidia-fs-not-loaded"  # critical first
     groups = summary["groups"]
-    assert groups[0] == {
+    assert [g["status"] for g in groups] == ["CRITICAL", "WARNING", "OK"]  # worst first
+    assert groups[-1] == {
         "diagnosis": [],
         "status": "OK",
         "unreadable": False,
@@ -130,7 +131,10 @@ def test_duplicate_host_names_stay_apart(tmp_path: Path) -> None:
     first = make_fleet(tmp_path / "a", {"gpu001": (ORDERED, LSMOD_GDS)})
     second = make_fleet(tmp_path / "b", {"gpu001": (JOURNAL, LSMOD_GDS)})
     summary = fleet.analyse_fleet([*first, *second], jobs=1)
-    assert sorted(n["name"] for n in summary["nodes"]) == ["gpu001", "gpu001#2"]
+    assert sorted(n["name"] for n in summary["nodes"]) == [
+        "gpu001 (a/gpu001.tar.gz)",
+        "gpu001 (b/gpu001.tar.gz)",
+    ]
 
 
 def test_config_keys_tolerate_missing_sections_and_read_probe_shapes() -> None:

@@ -162,7 +162,7 @@ def test_junit_validates_and_counts_add_up(report: gd.Report) -> None:
     assert info.find("failure") is None and "xfs at /scratch" in (info.findtext("system-out") or "")
     skipped = cases["site-needs-modules"].find("skipped")
     assert skipped is not None and "modules (not_collected)" in skipped.get("message", "")
-    assert "collect `/proc/modules` or `lsmod`" in skipped.get("message", "")
+    assert "modules (not_collected): run `cat /proc/modules` or `lsmod`" in skipped.get("message", "")
     assert cases["site-never-applies"].find("skipped").get("message") == "not applicable on this host"  # type: ignore[union-attr]
     assert list(cases["site-clear-zfs"]) == []  # clear: passed
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from gdsdoctor.estimate import Units, format_bytes, format_rate
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import bench as bench_probes
 from gdsdoctor.probes.base import ParseError
@@ -54,6 +55,10 @@ BLOCK_SIZE = 1 * MIB  # large sequential I/O, as checkpoints write
 DEFAULT_FREE_FRACTION = 0.05
 MIN_SIZE = 64 * MIB
 MAX_DEFAULT_SIZE = 8 * GIB
+# One unit system for every number a run prints (sizes, block size, rates, refusals, progress):
+# binary, since the sizes are whole MiB (a 1 MiB block is not "1.05 MB").
+UNITS: Units = "iec"
+UNIT_NOTES = {"iec": "IEC (1 GiB/s = 2^30 bytes/s)", "si": "SI (1 GB/s = 10^9 bytes/s)"}
 MAX_FREE_FRACTION = 0.5  # never take more than half the free space
 MIN_FREE_LEFT = 0.10  # never leave less than 10 % of the filesystem free
 DEFAULT_TIME_LIMIT_S = 300.0
@@ -144,11 +149,8 @@ def plan_size(free_bytes: int, total_bytes: int, requested: int | None, numjobs:
     return size
 
 
-def _human(size: float) -> str:
-    for scale, name in ((2**40, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (1024, "KiB")):
-        if size >= scale:
-            return f"{size / scale:.1f} {name}"
-    return f"{size:.0f} B"
+def _human(size: float, units: Units = UNITS) -> str:
+    return format_bytes(size, units)
 
 
 def _rotational(path: Path) -> bool:
@@ -636,13 +638,13 @@ def to_dict(result: BenchResult) -> dict[str, Any]:
     }
 
 
-def render_text(result: BenchResult) -> str:
-    from gdsdoctor.estimate import format_bytes, format_rate
+def render_text(result: BenchResult, units: Units = UNITS) -> str:
+    """The run in one unit system (``units``) for sizes, blocks and rates alike."""
 
     def rate(value: float | None) -> str:
-        return "n/a" if value is None else format_rate(value)
+        return "n/a" if value is None else format_rate(value, units)
 
-    size, block = format_bytes(result.size_bytes), format_bytes(result.block_size_bytes)
+    size, block = _human(result.size_bytes, units), _human(result.block_size_bytes, units)
     lines = [
         f"bench {result.path}: {result.engine}, {size} in {result.numjobs} job(s), {block} blocks, "
         f"iodepth {result.iodepth} ({result.elapsed_s:.1f} s)",
@@ -654,5 +656,5 @@ def render_text(result: BenchResult) -> str:
     if result.gds_slower_than_cpu:
         lines.append("  GDS path slower than the CPU path: a sign of compat mode or a cross-socket topology")
     lines += [f"  {note}" for note in result.notes]
-    lines.append("  units: SI (1 GB/s = 10^9 bytes/s)")
+    lines.append("  units: " + UNIT_NOTES[units])
     return "\n".join(lines) + "\n"

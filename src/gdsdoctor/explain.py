@@ -17,21 +17,34 @@ from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 
 
-def explain_cause(cause_id: str, inputs: Sequence[Path], rules_dirs: Sequence[Path]) -> str:
+def explain_cause(
+    cause_id: str, inputs: Sequence[Path], rules_dirs: Sequence[Path], path: str | None = None
+) -> str:
+    """The reasoning for one cause over the inputs (this host when none); ``path``: the
+    checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules judge its mount)."""
     from gdsdoctor.capture.live import capture_live
-    from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, rules
+    from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
 
     causes = {c.id: c for c in rules(rules_dirs)}
     if cause_id not in causes:
         raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
     cause = causes[cause_id]
-    capture = load_inputs(inputs) if inputs else capture_live()
+    if inputs:
+        capture = load_inputs(inputs, path)
+    else:
+        capture = capture_live(Path("/"), path)
+        if path:
+            require_target(capture, path)
     facts = build_facts(capture)
     result = evaluate_cause(cause, facts, HOW_TO_COLLECT)
     lines = [
         f"{cause.id}: {one_line(cause.title)}",
         f"  outcome: {result.outcome}  certainty: {result.certainty:.2f}",
     ]
+    if path:
+        mount = (facts["derived"].get("target_mount") or {}).get("mountpoint")
+        where = f"on {one_line(str(mount))}" if mount else "no mount in the facts holds it"
+        lines.append(f"  path: {one_line(path)} ({where})")
     lines.append("  required facts:")
     for requirement in cause.requires:
         for section in (requirement,) if isinstance(requirement, str) else requirement:

@@ -21,7 +21,9 @@ look healthy either.
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -134,8 +136,10 @@ def node_record(
         return _failed_record(path, f"internal error: {type(error).__name__}: {error}")
     report = analysis.report
     summary = report["summary"]
+    host = report["host"].get("hostname") or ""
     return {
-        "name": report["host"].get("hostname") or path.name,
+        "name": host or path.name,
+        "host": host,
         "bundle": str(path),
         "status": summary["status"],
         "reason": summary["reason"],
@@ -153,6 +157,7 @@ def node_record(
 def _failed_record(path: Path, error: str) -> dict[str, Any]:
     return {
         "name": path.name,
+        "host": "",
         "bundle": str(path),
         "status": "UNKNOWN",
         "reason": error,
@@ -237,17 +242,46 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _unique_names(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Node names are keys: a second bundle of the same host gets ``name#2``. The very same
-    record twice (a shard merged twice) counts once."""
-    seen: dict[str, dict[str, Any]] = {}
-    for node in sorted(nodes, key=lambda n: (n["name"], n["bundle"])):
-        name, counter = node["name"], 1
-        while name in seen and seen[name] != node:
-            counter += 1
-            name = f"{node['name']}#{counter}"
-        if name not in seen:
-            seen[name] = node if name == node["name"] else {**node, "name": name}
-    return list(seen.values())
+    """Node names are keys, made from the host and the bundle file, afresh on every summary
+    (so a merge of merges names nodes as one run would): the host alone when it is unique,
+    else ``host (bundle file)`` with as much of the bundle's path as tells them apart. The very
+    same record twice (a shard merged twice) counts once."""
+    distinct: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        node = {**node, "host": _host_of(node)}
+        distinct.setdefault(_record_key(node), node)
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for node in distinct.values():
+        by_host[node["host"]].append(node)
+    named = []
+    for host, members in by_host.items():
+        labels = _shortest_distinct_suffixes([str(n["bundle"]) for n in members])
+        for node, label in zip(members, labels, strict=True):
+            name = host if host and len(members) == 1 else f"{host} ({label})" if host else label
+            named.append({**node, "name": name})
+    return sorted(named, key=lambda n: (n["name"], n["bundle"]))
+
+
+def _host_of(node: dict[str, Any]) -> str:
+    """The host of a record; a summary from before records kept it had only the name, with
+    ``#N`` counters appended to repeated hosts."""
+    if "host" in node:
+        return str(node["host"] or "")
+    return "" if node.get("error") else re.sub(r"(#\d+)+$", "", str(node["name"]))
+
+
+def _record_key(node: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in node.items() if k != "name"}, sort_keys=True, default=str)
+
+
+def _shortest_distinct_suffixes(paths: list[str]) -> list[str]:
+    """For each path, its last components, as few as tell it apart from the others."""
+    parts = [Path(p).parts or (p,) for p in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{label} #{i}" for i, label in enumerate(paths, start=1)]
 
 
 def _causes(nodes: list[dict[str, Any]], catalogue: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
@@ -282,7 +316,8 @@ def _groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for key, members in groups.items()
     ]
-    return sorted(rows, key=lambda r: (-r["count"], r["diagnosis"]))
+    # worst first (CRITICAL, UNKNOWN, WARNING, OK), then the largest group
+    return sorted(rows, key=lambda r: (-WORST_ORDER.index(r["status"]), -r["count"], r["diagnosis"]))
 
 
 def _outliers(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -336,7 +371,7 @@ def apply_fail_on(summary: dict[str, Any], fail_on: str | None) -> dict[str, Any
 def exit_line(summary: dict[str, Any]) -> str:
     head = summary["summary"]
     counts = ", ".join(f"{n} {s}" for s, n in head["by_status"].items() if n)
-    worst = f"worst of {head['nodes']} nodes: {counts or 'none'}"
+    worst = f"worst of {plural(head['nodes'], 'node')}: {counts or 'none'}"
     return f"gdsdoctor: exit {head['exit_code']} ({head['status']}, {worst})"
 
 
@@ -344,6 +379,10 @@ def exit_line(summary: dict[str, Any]) -> str:
 
 FLEET_FORMATS = ("text", "json", "markdown")
 MAX_NAMES_SHOWN = 8
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _names(names: Sequence[str]) -> str:
@@ -360,7 +399,7 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
     yield Line(
         (
             (f"gdsdoctor {summary['tool']['version']}", "bold"),
-            (f" — fleet of {head['nodes']} nodes: {counts}", ""),
+            (f" — fleet of {plural(head['nodes'], 'node')}: {counts}", ""),
         )
     )
     yield Heading(f"Causes ({len(summary['causes'])} fired somewhere)")
@@ -376,7 +415,7 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
                 (_names(cause["nodes"]), "dim"),
             )
         )
-    yield Heading(f"Nodes grouped by diagnosis ({len(summary['groups'])} groups)")
+    yield Heading(f"Nodes grouped by diagnosis ({plural(len(summary['groups']), 'group')}, worst first)")
     for group in summary["groups"]:
         what = "unreadable bundle" if group["unreadable"] else (", ".join(group["diagnosis"]) or "no finding")
         yield Bullet(
@@ -410,15 +449,14 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
         (
             ("Fleet status: ", "bold"),
             (head["status"], STATUS_STYLE[head["status"]]),
-            (f" (exit {head['exit_code']}) — worst of {head['nodes']} nodes", ""),
-        )
+            (f" (exit {head['exit_code']}) — worst of {plural(head['nodes'], 'node')}", ""),
+        ),
+        whole=True,  # the last line, whole: `| tail -1` gives the fleet status
     )
 
 
 def render(summary: dict[str, Any], fmt: str, color: bool = False) -> str:
     if fmt == "json":
-        import json
-
         return json.dumps(summary, indent=2, ensure_ascii=True) + "\n"
     if fmt == "markdown":
         from gdsdoctor.report.markdown import render_markdown_blocks

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
 HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
-    "job": "`--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
+    "job": "pass `--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
 }
 
 
@@ -86,7 +86,7 @@ def analyze_capture(
 
     facts = build_facts(capture, ANALYSED_PROBES, parsed)
     results = evaluate(rules(rules_dirs), facts, HOW_TO_COLLECT)
-    ranked = rank(results)
+    ranked = rank(results, facts["derived"].get("path_focus"))
     return Analysis(capture, facts, results, ranked, build_report(capture, facts, results, ranked))
 
 
@@ -110,7 +110,7 @@ def check(
     if job:
         capture.options["job"] = job
     if target_path:
-        _require_target(capture, target_path)
+        require_target(capture, target_path)
         if bench is not None:
             add_bench(capture, target_path, *bench)
     return analyze_capture(capture, rules_dirs, live.parsed)
@@ -148,7 +148,7 @@ def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, si
     )
 
 
-def _require_target(capture: Capture, target_path: str) -> None:
+def require_target(capture: Capture, target_path: str) -> None:
     """A mistyped --path must not silently diagnose some other filesystem."""
     found = capture.artifacts.get(target.ARTIFACT)
     if found is not None and found.status is ArtifactStatus.ERROR and found.exit_code == 1:

@@ -18,7 +18,7 @@ from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
-from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source, Unavailable
 from gdsdoctor.probes.common import within
@@ -58,6 +58,9 @@ class LiveCapture:
         deadline_s: float = DEFAULT_DEADLINE_S,
         parse: Parse | None = None,
     ) -> None:
+        if not host_root.is_dir():  # every reader would find nothing: a typo, not a host
+            problem = "not a directory" if host_root.exists() else "no such directory"
+            raise UserError(f"--host-root {host_root}: {problem}")
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))

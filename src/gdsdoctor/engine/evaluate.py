@@ -3,7 +3,8 @@
 Per cause, in order:
 
 1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
-   null (the facts cannot tell) does not skip the cause;
+   null (the facts cannot tell) does not skip the cause, unless the derived fact it reads is
+   ``derived.undecided`` (its sources were looked for and not read): then *inconclusive*;
 2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it;
 3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
    combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
@@ -14,7 +15,7 @@ Per cause, in order:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -109,8 +110,13 @@ def evaluate(
 
 
 def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> CauseResult:
-    if cause.applies_when and _applicability(cause.applies_when, facts) is False:
-        return CauseResult(cause, Outcome.NOT_APPLICABLE)
+    if cause.applies_when:
+        applies = _applicability(cause.applies_when, facts)
+        if applies is False:
+            return CauseResult(cause, Outcome.NOT_APPLICABLE)
+        undecided = _undecided(cause, facts, how_to_collect) if applies is None else []
+        if undecided:
+            return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
     missing = _missing(cause, facts, how_to_collect)
     if missing:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
@@ -120,16 +126,27 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
         values = _vars(cause, facts)
-        outcome.evidence = [
+        outcome.evidence = _distinct(
             e
             for r in results
             if r.held and r.signal.certainty > 0
             for e in _evidence(r.signal, facts, values)
-        ]
+        )
         outcome.remediation = [
             line for template in cause.remediation for line in render_command(template, values)
         ]
     return outcome
+
+
+def _distinct(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Evidence lines in order, each once: two signals often cite the same log line."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    kept = []
+    for item in evidence:
+        if (item.text, item.artifact, item.line) not in seen:
+            seen.add((item.text, item.artifact, item.line))
+            kept.append(item)
+    return kept
 
 
 def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:
@@ -140,6 +157,19 @@ def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:
     except JMESPathError:
         return None
     return None if value is None else truthy(value)
+
+
+def _undecided(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[dict[str, str]]:
+    """The sources missing to tell whether the cause applies, when its ``applies_when`` reads a
+    derived fact whose sources were looked for and not read (``derived.undecided``)."""
+    undecided = (facts.get("derived") or {}).get("undecided") or {}
+    sections = [
+        section
+        for name, sources in undecided.items()
+        if f"derived.{name}" in cause.applies_when
+        for section in sources
+    ]
+    return [_missing_entry(cause, facts, how_to_collect, section) for section in dict.fromkeys(sections)]
 
 
 def _signal(signal: Signal, facts: dict[str, Any]) -> SignalResult:
@@ -155,16 +185,19 @@ def _missing(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]
         options = (requirement,) if isinstance(requirement, str) else requirement
         if any(_section_status(facts, s) == "ok" for s in options):
             continue
-        for section in options:
-            missing.append(
-                {
-                    "section": section,
-                    "status": _section_status(facts, section),
-                    "detail": str((facts.get(section) or {}).get("detail", "")),
-                    "collect": cause.collect or how_to_collect.get(section, ""),
-                }
-            )
+        missing += [_missing_entry(cause, facts, how_to_collect, section) for section in options]
     return missing
+
+
+def _missing_entry(
+    cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str], section: str
+) -> dict[str, str]:
+    return {
+        "section": section,
+        "status": _section_status(facts, section),
+        "detail": str((facts.get(section) or {}).get("detail", "")),
+        "collect": cause.collect or how_to_collect.get(section, ""),
+    }
 
 
 def _section_status(facts: dict[str, Any], section: str) -> str:

@@ -2,17 +2,25 @@
 
 1. A fired cause that another fired cause ``explains`` (directly or through a chain) is a
    symptom: it is folded under the highest-ranked cause that explains it.
-2. Root causes are ordered by ``weight(severity) × certainty`` (critical 3, warning 2,
-   info 1), highest first; ties by severity, then by id, so the order is deterministic.
-3. Each root is followed by its folded symptoms, in the same order.
+2. With ``--path`` (a ``focus`` from ``derived.path_focus``), root causes whose evidence
+   names only other mounts (their mount points or files under them), never the filesystem
+   holding the path (its mount point, a file under it, its device or a device below it), come
+   after every other cause: a GPFS mount elsewhere never outranks an ext4 journal abort on
+   the checkpoint filesystem, or a host-wide problem (nvidia-fs not loaded) that the
+   checkpoint path meets too.
+3. Within that, root causes are ordered by ``weight(severity) × certainty`` (critical 3,
+   warning 2, info 1), highest first; ties by severity, then by id, so the order is
+   deterministic.
+4. Each root is followed by its folded symptoms, in the same order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
+from gdsdoctor.patterns import lazy_compile
 
 SEVERITY_WEIGHT = {"critical": 3, "warning": 2, "info": 1}
 
@@ -23,13 +31,46 @@ class RankedFinding(NamedTuple):
     explains: tuple[str, ...] = ()
 
 
+ON_PATH, NO_MOUNT, ELSEWHERE = 0, 0, 1  # a host-wide cause concerns the path's filesystem too
+# What separates names in an evidence line: "(device nvme1n1):", "on=/mnt/ckpt,".
+_JOURNAL_SUFFIX = lazy_compile(r"(?<=\d)-\d+$")
+_SEPARATORS = lazy_compile(r"[\s()\[\]{}<>,;:=\"'`]+")
+
+
 def score(result: CauseResult) -> tuple[float, int, str]:
     weight = SEVERITY_WEIGHT[result.cause.severity]
     return (-weight * result.certainty, -weight, result.cause.id)
 
 
-def rank(results: Sequence[CauseResult]) -> list[RankedFinding]:
-    fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=score)
+def place(result: CauseResult, focus: Mapping[str, Any] | None) -> int:
+    """Where a finding stands relative to ``--path``: on its filesystem, about no mount, or
+    about other mounts only (ON_PATH without a focus: nothing to tell apart)."""
+    if not focus:
+        return ON_PATH
+    words = {_device_word(w) for e in result.evidence for w in _SEPARATORS.split(e.text) if w}
+    names, point = set(focus.get("names") or ()), str(focus.get("mountpoint") or "")
+    if words & names or (point != "/" and any(w.startswith(point.rstrip("/") + "/") for w in words)):
+        return ON_PATH
+    elsewhere = [str(p) for p in focus.get("elsewhere") or ()]
+    if any(w == p or w.startswith(p + "/") for w in words for p in elsewhere):
+        return ELSEWHERE
+    return NO_MOUNT
+
+
+def _device_word(word: str) -> str:
+    """A word as a name: no sentence full stop; a JBD2 journal named after its partition
+    ("nvme0n1p1-8") is that partition."""
+    word = word.rstrip(".")
+    return _JOURNAL_SUFFIX.sub("", word) if not word.startswith("/") else word
+
+
+def rank(results: Sequence[CauseResult], focus: Mapping[str, Any] | None = None) -> list[RankedFinding]:
+    """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``)."""
+
+    def key(result: CauseResult) -> tuple[int, float, int, str]:
+        return (place(result, focus), *score(result))
+
+    fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=key)
     by_id = {r.cause.id: r for r in fired}
     explained = {
         symptom for r in fired for symptom in _explained_closure(r.cause.id, by_id) if symptom != r.cause.id
@@ -46,7 +87,7 @@ def rank(results: Sequence[CauseResult]) -> list[RankedFinding]:
             continue
         placed.add(root.cause.id)
         symptoms = sorted(
-            (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=score
+            (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=key
         )
         ranked.append(RankedFinding(root, explains=tuple(s.cause.id for s in symptoms)))
         for symptom in symptoms:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jmespath.exceptions import JMESPathError
+from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
 from gdsdoctor.engine.functions import compile_expression
 from gdsdoctor.patterns import lazy_compile
@@ -180,7 +180,64 @@ def _schema_issues(name: str, document: Any, lines: dict[Location, int]) -> list
 
 def _schema_message(error: Any) -> str:
     where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-    return f"{where}: {error.message}"
+    return f"{where}: {_what_is_wrong(error)}"
+
+
+def _what_is_wrong(error: Any) -> str:
+    """jsonschema's message, made to say what is wrong and what is allowed: the allowed range
+    or length, and for alternatives (oneOf/anyOf) why each one does not match."""
+    schema, value, kind = error.schema, error.instance, error.validator
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"{value!r} is out of range: must be {_range(schema)}"
+    if kind in ("minLength", "maxLength"):
+        short = kind == "minLength"
+        bound = f"{'at least' if short else 'at most'} {error.validator_value} characters"
+        return f"{value!r} is too {'short' if short else 'long'}: {bound}"
+    if kind == "type":
+        expected = str(error.validator_value)
+        return f"{value!r} is not {'an' if expected[:1] in ('a', 'o', 'i') else 'a'} {expected}"
+    if kind == "minItems":
+        return f"{value!r} has too few items: at least {error.validator_value}"
+    if kind == "not" and isinstance(error.validator_value, dict) and "const" in error.validator_value:
+        return f"{value!r} is not allowed here: must not be {error.validator_value['const']!r}"
+    if kind in ("oneOf", "anyOf") and error.context:
+        reasons: dict[int, str] = {}
+        for sub in error.context:  # the first reason each alternative gives
+            reasons.setdefault(sub.schema_path[0], _what_is_wrong(sub))
+        return f"matches none of the allowed forms: {'; or '.join(reasons.values())}"
+    return str(error.message)
+
+
+def _range(schema: dict[str, Any]) -> str:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    opening = "(" if "exclusiveMinimum" in schema else "["
+    closing = ")" if "exclusiveMaximum" in schema else "]"
+    if low is not None and high is not None:
+        text = f"in {opening}{low}, {high}{closing}"
+    elif low is not None:
+        text = f"{'>' if opening == '(' else '≥'} {low}"
+    else:
+        text = f"{'<' if closing == ')' else '≤'} {high}"
+    excluded = (schema.get("not") or {}).get("const")
+    return text + (f", not {excluded}" if excluded is not None else "")
+
+
+def jmespath_problem(expression: str, error: JMESPathError) -> str:
+    """What is wrong with an expression, with the expression and a caret under the place
+    (jmespath's own message stops at "Incomplete expression:" on the first line)."""
+    position = getattr(error, "lex_position", None)
+    if isinstance(error, IncompleteExpressionError):
+        reason = "the expression ends too early"
+    elif isinstance(error, LexerError):
+        reason = str(getattr(error, "message", "") or "unknown character")
+    elif getattr(error, "token_value", None) is not None:
+        reason = f"unexpected {error.token_value!r}"
+    else:
+        reason = str(error).splitlines()[0]
+    if not isinstance(position, int) or not 0 <= position <= len(expression):
+        return f"invalid JMESPath ({reason}): {expression}"
+    return f"invalid JMESPath ({reason}, column {position + 1}):\n    {expression}\n    {' ' * position}^"
 
 
 def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
@@ -233,7 +290,7 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
         try:
             compile_expression(expression)
         except JMESPathError as error:
-            issue(where, f"invalid JMESPath {expression!r}: {str(error).splitlines()[0]}")
+            issue(where, jmespath_problem(expression, error))
     if not any(s.certainty > 0 and not s.boost for s in cause.signals):
         issue(("signals",), "no signal with a positive certainty: the cause could never fire")
     seen: set[str] = set()
@@ -241,9 +298,14 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
         if signal.id in seen:
             issue(("signals", i, "id"), f"duplicate signal id {signal.id!r}")
         seen.add(signal.id)
-    templates = [*cause.remediation, *(s.says for s in cause.signals)]
-    for name in sorted({m for t in templates for m in PLACEHOLDER.findall(t)} - set(cause.vars)):
-        issue(("remediation",), f"placeholder {{{name}}} has no entry in vars")
+    templates: list[tuple[Location, str]] = [(("remediation", i), t) for i, t in enumerate(cause.remediation)]
+    templates += [(("signals", i, "says"), s.says) for i, s in enumerate(cause.signals)]
+    reported: set[str] = set()
+    for where, template in templates:  # each unknown placeholder once, where it first appears
+        for name in PLACEHOLDER.findall(template):
+            if name not in cause.vars and name not in reported:
+                reported.add(name)
+                issue(where, f"placeholder {{{name}}} has no entry in vars")
     return issues
 
 

@@ -4,7 +4,13 @@
 
 - ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck),
   False if the sources that would show it were read and do not, None if none was readable.
+- ``undecided``: for a derived fact left None although the sources that would tell were
+  looked for (a live capture or bundle, not pasted files), those sources: causes gated on it
+  are then inconclusive rather than checked (an empty ``--host-root`` must not diagnose GPUs).
 - ``target_mount``: the mount holding ``--path`` (findmnt, else longest prefix over mounts).
+- ``path_focus``: with ``--path``, the names of the filesystem holding it (mount point,
+  device, devices below it) and the other data mounts' points; ranking puts findings whose
+  evidence names the former first and those naming only the latter last.
 - ``checkpoint_mounts``: the mounts the filesystem rules judge: the target mount with
   ``--path``, otherwise every data mount (block or network filesystems, not pseudo ones,
   not ``/`` nor system trees such as ``/boot``: name the path to judge those).
@@ -38,10 +44,31 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
         "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
         "checkpoint_stall": checkpoint_stall(facts),
     }
+    derived["undecided"] = _undecided(facts, derived)
     # Domain derivations see the facts and what is derived so far; each owns its keys.
     for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive):
         derived.update(derivation(facts, derived))
+    derived["path_focus"] = _path_focus(derived, mounts)
     return derived
+
+
+def _path_focus(derived: dict[str, Any], mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """With ``--path``: the names of the filesystem holding it (mount point, device and the
+    devices below it) and the other data mounts, so that ranking puts what concerns the
+    checkpoint filesystem first (engine/rank.py)."""
+    target = derived["target_mount"]
+    if not target or not target.get("mountpoint"):
+        return None
+    names = {str(target["mountpoint"])}
+    device = str(target.get("device") or "")
+    if device.startswith("/dev/"):
+        names |= {device, device.rsplit("/", 1)[1]}
+    for mount in derived.get("storage_checkpoint_mounts") or []:
+        names |= {str(layer["name"]) for layer in mount.get("stack") or [] if layer.get("name")}
+        names |= {str(n) for n in mount.get("nvme_namespaces") or []}
+        names |= {str(c["name"]) for c in mount.get("nvme_controllers") or [] if c.get("name")}
+    elsewhere = {str(m["mountpoint"]) for m in _data_mounts(mounts)} - {str(target["mountpoint"])}
+    return {"mountpoint": str(target["mountpoint"]), "names": sorted(names), "elsewhere": sorted(elsewhere)}
 
 
 def ok_section(facts: dict[str, Any], section: str) -> dict[str, Any]:
@@ -58,12 +85,31 @@ def _nvidia_present(facts: dict[str, Any]) -> bool | None:
     for section in ("gdscheck", "nvidia_smi", "nvidia_topo", "nvidia_driver", "nvidia_fs_version"):
         if ok_section(facts, section):
             seen.append(True)
-    pci = ok_section(facts, "pci")
-    if pci:
-        seen.append(any(d.get("kind") == "gpu" for d in pci.get("devices", [])))
+    for section in GPU_PRESENCE_SECTIONS:
+        pci = ok_section(facts, section)
+        if pci:
+            seen.append(any(d.get("kind") == "gpu" for d in pci.get("devices", [])))
     if any(seen):
         return True
     return False if seen else None
+
+
+# The sources that show whether a GPU is there: the PCI device list, from sysfs or lspci.
+GPU_PRESENCE_SECTIONS = ("pci", "lspci")
+
+
+def _undecided(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, list[str]]:
+    """Derived facts that stayed unknown although their sources were looked for: pasted files
+    leave a source ``not_collected`` (the user chose what to paste, the causes are checked);
+    a capture that looked for the PCI devices and found none cannot judge GPU causes."""
+    looked_for = [
+        section
+        for section in GPU_PRESENCE_SECTIONS
+        if (facts.get(section) or {}).get("status", "not_collected") != "not_collected"
+    ]
+    if derived["nvidia_present"] is None and looked_for:
+        return {"nvidia_present": looked_for}
+    return {}
 
 
 def _target_mount(

@@ -13,20 +13,36 @@ from typing import Any
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes.base import ParseError, Probe
 
+RUN_AS_ROOT = "run as root"
+
 
 def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
     """The section of ``probe`` from its artifacts in order of preference: the first ``ok`` one
-    parsed, else the status of the first."""
+    parsed, else the status of the first.
+
+    A source refused for lack of permission outranks a fallback that ran but gave nothing
+    readable: as non-root with ``dmesg_restrict=1``, ``dmesg`` is denied and ``journalctl -k``
+    prints no kernel line, and the section says "denied: run as root", not "unparsable"."""
     if not artifacts:
         return {
             "status": "not_collected",
-            "detail": f"not in this capture; collect with {probe.how_to_collect()}",
+            "detail": f"not in this capture; {probe.how_to_collect()}",
         }
+    denied = next((a for a in artifacts if a.status is ArtifactStatus.DENIED), None)
     for artifact in artifacts:
         if artifact.status is ArtifactStatus.OK:
-            return _parsed(probe, artifact)
-    first = artifacts[0]
-    return {"status": str(first.status), "artifact": first.name, "detail": first.detail}
+            section = _parsed(probe, artifact)
+            if section["status"] == "ok" or denied is None:
+                return section
+    first = denied or artifacts[0]
+    return {"status": str(first.status), "artifact": first.name, "detail": _detail(first)}
+
+
+def _detail(artifact: Artifact) -> str:
+    """Why a source was not read; a permission failure says what to do about it."""
+    if artifact.status is not ArtifactStatus.DENIED or RUN_AS_ROOT in artifact.detail:
+        return artifact.detail
+    return f"{RUN_AS_ROOT} ({artifact.detail})" if artifact.detail else RUN_AS_ROOT
 
 
 def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:

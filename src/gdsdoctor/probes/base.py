@@ -49,13 +49,28 @@ class Source(NamedTuple):
     needs_root: bool = False  # full output only as root (the capture still runs as non-root)
     env: tuple[tuple[str, str], ...] = ()
     ok_exit_codes: tuple[int, ...] = (0,)  # e.g. systemd-detect-virt exits 1 when it prints "none"
-    how: str = ""  # how to get it when gdsdoctor does not capture it itself (e.g. "gdsdoctor bench PATH")
+    # The command a user runs to get it: when gdsdoctor does not capture it itself ("gdsdoctor
+    # bench PATH"), or for a reader, the command showing what it reads ("ls /sys/class/infiniband").
+    how: str = ""
 
     @property
     def describe(self) -> str:
+        """What gdsdoctor itself runs or reads (the artifact's recorded source)."""
         if self.argv:
             return " ".join(self.argv)
-        return self.path or self.how or f"(reads {self.artifact})"
+        if self.path:
+            return self.path
+        return f"(reads {self.artifact})" if self.reader else self.how or f"(reads {self.artifact})"
+
+    @property
+    def command(self) -> str:
+        """The shell command a user runs to see what this source captures ("" for a reader
+        with no ``how``: its probe's paste hint says it); never a bundle-internal name."""
+        if self.argv:
+            return " ".join(self.argv)
+        if self.path:
+            return f"cat {self.path}"
+        return self.how
 
 
 class Probe(NamedTuple):
@@ -69,11 +84,14 @@ class Probe(NamedTuple):
     tags: tuple[str, ...] = ()
 
     def how_to_collect(self) -> str:
-        if not self.sources:
-            return f"paste {self.paste_hint}" if self.paste_hint else "(paste only)"
-        how = " or ".join(f"`{s.describe}`" for s in self.sources)
+        """What to do to get this section, as an imperative ("run `…`", "paste …"): it
+        completes "To check them: " and "not in this capture; "."""
+        commands = [f"`{s.command}`" for s in self.sources if s.command]
+        if not commands:
+            hint = self.paste_hint or "its output"
+            return f"paste the output of {hint}" if hint.startswith("`") else f"paste {hint}"
         root = any(s.needs_root for s in self.sources)
-        return how + (" (as root)" if root else "")
+        return "run " + " or ".join(commands) + (" as root" if root else "")
 
 
 def src(artifact: str, line: int, text: str) -> dict[str, Any]:

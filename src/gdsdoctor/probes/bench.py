@@ -380,7 +380,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="gdsio",
         title="gdsio benchmark result lines, from `gdsdoctor bench` or pasted",
-        sources=(Source("bench/gdsio.txt", how="gdsdoctor bench PATH (with gdsio installed)"),),
+        sources=(Source("bench/gdsio.txt", how="gdsdoctor bench PATH"),),
         parse=parse_gdsio,
         recognise=recognise_gdsio,
         paste_hint="the output of `gdsio …` (the `IoType: … Throughput: …` lines), with the command",

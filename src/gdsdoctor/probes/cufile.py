@@ -570,7 +570,13 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="cufile_json",
         title="cuFile configuration in effect (cufile.json with defaults)",
-        sources=(Source("etc/cufile.json.capture", reader=read_cufile_json),),
+        sources=(
+            Source(
+                "etc/cufile.json.capture",
+                reader=read_cufile_json,
+                how="cat ${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}",
+            ),
+        ),
         parse=parse_cufile_json,
         recognise=recognise_cufile_json,
         paste_hint="`cat ${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}`",
@@ -579,7 +585,11 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="cufile_env",
         title="CUFILE_* environment overrides",
-        sources=(Source("env/cufile.json", reader=read_cufile_env),),
+        sources=(
+            Source(
+                "env/cufile.json", reader=read_cufile_env, how="env | grep -E 'CUFILE|KVIKIO_COMPAT_MODE'"
+            ),
+        ),
         parse=parse_cufile_env,
         recognise=recognise_cufile_env,
         paste_hint="`env | grep -E 'CUFILE|KVIKIO_COMPAT_MODE|LIBCUDF_CUFILE_POLICY'`",

@@ -509,7 +509,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvidia_fs_devices",
         title="nvidia-fs device nodes (/dev/nvidia-fs*)",
-        sources=(Source("dev/nvidia-fs.json", reader=read_devices),),
+        sources=(Source("dev/nvidia-fs.json", reader=read_devices, how="ls -l /dev/nvidia-fs*"),),
         parse=parse_devices,
         recognise=recognise_devices,
         paste_hint="`ls -l /dev/nvidia-fs*`",
@@ -539,7 +539,13 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvidia_fs_build",
         title="nvidia-fs DKMS build log (known kernel-compatibility errors)",
-        sources=(Source("var/lib/dkms/nvidia-fs/make.log", reader=read_build_log),),
+        sources=(
+            Source(
+                "var/lib/dkms/nvidia-fs/make.log",
+                reader=read_build_log,
+                how="cat /var/lib/dkms/nvidia-fs/*/build/make.log",
+            ),
+        ),
         parse=parse_build_log,
         recognise=recognise_build_log,
         paste_hint="`cat /var/lib/dkms/nvidia-fs/*/build/make.log`",

@@ -341,7 +341,13 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvme_sysfs",
         title="NVMe controllers/subsystems/paths, block queue settings and nvme module parameters (sysfs)",
-        sources=(Source("sys/nvme-sysfs.json", reader=read_sysfs),),
+        sources=(
+            Source(
+                "sys/nvme-sysfs.json",
+                reader=read_sysfs,
+                how="ls -l /sys/class/nvme /sys/class/nvme-subsystem",
+            ),
+        ),
         parse=parse,
         recognise=recognise,
         paste_hint="the `sys/nvme-sysfs.json` file of a gdsdoctor bundle",

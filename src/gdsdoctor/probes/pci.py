@@ -581,21 +581,25 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="pci",
         title="PCIe devices: class, link speed/width, NUMA node, IOMMU group, driver, upstream bridges",
-        sources=(Source("sys/bus/pci/devices.json", reader=read_pci),),
+        sources=(Source("sys/bus/pci/devices.json", reader=read_pci, how="lspci -vvv"),),
         parse=parse_pci,
         tags=("pcie", "topology"),
     ),
     Probe(
         section="iommu_groups",
         title="IOMMU groups (present only when an IOMMU translates DMA)",
-        sources=(Source("sys/kernel/iommu_groups.json", reader=read_iommu_groups),),
+        sources=(
+            Source(
+                "sys/kernel/iommu_groups.json", reader=read_iommu_groups, how="ls /sys/kernel/iommu_groups"
+            ),
+        ),
         parse=parse_iommu_groups,
         tags=("pcie", "iommu"),
     ),
     Probe(
         section="numa",
         title="NUMA nodes: CPUs, memory size, distances",
-        sources=(Source("sys/devices/system/node.json", reader=read_numa),),
+        sources=(Source("sys/devices/system/node.json", reader=read_numa, how="numactl --hardware"),),
         parse=parse_numa,
         recognise=recognise_numactl,
         paste_hint="`numactl --hardware`",

@@ -601,7 +601,7 @@ PROBES: tuple[Probe, ...] = (
         section="infiniband",
         title="RDMA ports: state, physical state, rate, link layer, netdev (sysfs or ibstat/ibv_devinfo)",
         sources=(
-            Source("sys/class/infiniband.json", reader=read_infiniband),
+            Source("sys/class/infiniband.json", reader=read_infiniband, how="ls /sys/class/infiniband"),
             Source("cmd/ibstat.txt", argv=("ibstat",)),
         ),
         parse=parse_infiniband,
@@ -612,7 +612,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="netdev",
         title="network interfaces: MTU, operstate, speed, PCI function",
-        sources=(Source("sys/class/net.json", reader=read_netdev),),
+        sources=(Source("sys/class/net.json", reader=read_netdev, how="ip -d link"),),
         parse=parse_netdev,
         tags=("network",),
     ),
@@ -629,7 +629,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="memlock",
         title="locked-memory limit (ulimit -l) of the diagnosing process",
-        sources=(Source("proc/self/memlock.json", reader=read_memlock),),
+        sources=(Source("proc/self/memlock.json", reader=read_memlock, how="ulimit -l"),),
         parse=parse_memlock,
         recognise=recognise_memlock,
         paste_hint="`ulimit -l` run inside the job's launcher (or `grep locked /proc/<pid>/limits`)",

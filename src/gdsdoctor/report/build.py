@@ -40,8 +40,22 @@ def build_report(
         "findings": findings,
         "inconclusive": inconclusive,
         "causes": [_verdict(r) for r in results],
-        "summary": summarise(results, findings, probes),
+        "summary": summarise(
+            results, findings, probes, capture.notes, _gpu_causes_not_applicable(facts, results)
+        ),
     }
+
+
+def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseResult]) -> int | None:
+    """How many GPU causes do not apply because the facts show no NVIDIA GPU; None when they
+    do not show that (a GPU found, or nobody could tell)."""
+    if (facts.get("derived") or {}).get("nvidia_present") is not False:
+        return None
+    return sum(
+        1
+        for r in results
+        if r.outcome is Outcome.NOT_APPLICABLE and "derived.nvidia_present" in (r.cause.applies_when or "")
+    )
 
 
 def _verdict(result: CauseResult) -> dict[str, Any]:
@@ -102,19 +116,27 @@ def _probes(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def summarise(
-    results: Sequence[CauseResult], findings: Sequence[dict[str, Any]], probes: Sequence[dict[str, Any]]
+    results: Sequence[CauseResult],
+    findings: Sequence[dict[str, Any]],
+    probes: Sequence[dict[str, Any]],
+    notes: Sequence[str] = (),
+    gpu_not_applicable: int | None = None,
 ) -> dict[str, Any]:
+    """Status, exit code, the reason, the counts, and a ``notice`` when the reader must know
+    something before anything else: nothing was read, or no NVIDIA GPU was found."""
     counts = {outcome.value: 0 for outcome in Outcome}
     for result in results:
         counts[result.outcome.value] += 1
     severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("critical", "warning", "info")}
     evaluated = counts["fired"] + counts["clear"]
     readable = any(p["status"] == "ok" for p in probes)
-    if not readable or evaluated == 0:
+    notice = None
+    if not readable:
         status = "UNKNOWN"
-        reason = (
-            "nothing could be read" if not readable else "no cause could be evaluated with the data available"
-        )
+        notice = "nothing was read: " + (notes[0] if notes else "no source gave any data")
+        reason = notice
+    elif evaluated == 0:
+        status, reason = "UNKNOWN", "no cause could be evaluated with the data available"
     elif severities["critical"]:
         status, reason = (
             "CRITICAL",
@@ -130,12 +152,19 @@ def summarise(
         reason = f"{evaluated} cause(s) evaluated, none critical or warning"
         if counts["inconclusive"]:
             reason += f"; {counts['inconclusive']} inconclusive for lack of data"
-    return {
+    if readable and gpu_not_applicable:
+        notice = f"no NVIDIA GPU found: {gpu_not_applicable} GPU causes not applicable"
+        if status == "OK":
+            reason += f"; {notice}"
+    summary = {
         "status": status,
         "exit_code": EXIT_CODES[status],
         "reason": reason,
         "counts": {**severities, **counts},
     }
+    if notice:
+        summary["notice"] = notice
+    return summary
 
 
 FAIL_ON_LEVELS = ("critical", "warning")

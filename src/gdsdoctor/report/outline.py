@@ -24,6 +24,7 @@ class Heading:
 @dataclass(frozen=True, slots=True)
 class Line:
     spans: tuple[Span, ...]
+    whole: bool = False  # never wrapped (the status line: a script reads the last line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,7 @@ STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNO
 
 def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield from _header(report)
+    yield from _notice(report)
     yield from _probes(report, verbose)
     yield from _findings(report)
     yield from _inconclusive(report, verbose)
@@ -64,6 +66,13 @@ def _header(report: dict[str, Any]) -> Iterator[Block]:
     yield Line(tuple(spans))
 
 
+def _notice(report: dict[str, Any]) -> Iterator[Block]:
+    """What the reader must know before anything else (nothing read, no GPU), at the top."""
+    notice = report["summary"].get("notice")
+    if notice:
+        yield Line(((notice[0].upper() + notice[1:], STATUS_STYLE[report["summary"]["status"]]),))
+
+
 def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
     probes = report["probes"]
     ok = sum(1 for p in probes if p["status"] == "ok")
@@ -78,7 +87,7 @@ def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
 def _findings(report: dict[str, Any]) -> Iterator[Block]:
     findings = report["findings"]
     if not findings:
-        yield Heading("No problem found")
+        yield Heading(_no_finding_heading(report["summary"]))
         return
     yield Heading("Findings (root causes first)")
     number = 0
@@ -90,6 +99,16 @@ def _findings(report: dict[str, Any]) -> Iterator[Block]:
         for symptom in findings:
             if symptom["explained_by"] == finding["id"]:
                 yield from _symptom(symptom)
+
+
+def _no_finding_heading(summary: dict[str, Any]) -> str:
+    """Say "No problem found" only when causes were checked and the facts showed what they cover."""
+    if summary["status"] == "UNKNOWN":
+        return "No cause could be checked"
+    if summary.get("notice"):  # said at the top: no GPU, so only some causes apply
+        checked = summary["counts"]["fired"] + summary["counts"]["clear"]
+        return f"No problem found in the {checked} cause(s) that apply"
+    return "No problem found"
 
 
 def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
@@ -139,7 +158,7 @@ def _inconclusive(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
         yield Bullet(((item["id"], "bold"), (f" — needs {needs}", "dim")))
     collect = sorted({m["collect"] for i in items for m in i["missing"] if m["collect"]})
     if collect:
-        yield Bullet((("To check them, collect: ", "bold"), ("; ".join(collect[:8]), "")))
+        yield Bullet((("To check them: ", "bold"), ("; ".join(collect[:8]), "")))
     if len(shown) < len(items):
         yield Bullet(((f"… and {len(items) - len(shown)} more (--verbose lists all)", "dim"),))
 
@@ -158,5 +177,6 @@ def _status_line(report: dict[str, Any]) -> Block:
             ("Status: ", "bold"),
             (summary["status"], STATUS_STYLE[summary["status"]]),
             (f" (exit {summary['exit_code']}) — {summary['reason']}", ""),
-        )
+        ),
+        whole=True,
     )

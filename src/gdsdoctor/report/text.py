@@ -4,6 +4,9 @@ control characters from the facts are made visible first."""
 from __future__ import annotations
 
 import io
+import os
+import re
+import shutil
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,6 +14,7 @@ from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
+from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.report.escape import visible
 from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Span, outline
 
@@ -28,27 +32,49 @@ STYLES = {
 }
 
 
-def render_text(report: dict[str, Any], color: bool = False, verbose: bool = False, width: int = 100) -> str:
+DEFAULT_WIDTH = 100  # output that goes to a file or a pipe, with no COLUMNS set
+MIN_WIDTH = 30
+# The end of a line: spaces mixed with the style codes rich opens and closes them with.
+_TRAILING_SPACES = lazy_compile(r"(?: |\x1b\[[0-9;]*m)+$", re.MULTILINE)
+_STYLE_CODE = lazy_compile(r"\x1b\[[0-9;]*m")
+
+
+def terminal_width() -> int:
+    """The width to wrap at: ``COLUMNS`` when set, else the terminal's, else 100 (a pipe)."""
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() else shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return max(MIN_WIDTH, width) if width > 0 else DEFAULT_WIDTH
+
+
+def render_text(
+    report: dict[str, Any], color: bool = False, verbose: bool = False, width: int | None = None
+) -> str:
     return render_blocks(outline(report, verbose), color, width)
 
 
-def render_blocks(blocks: Iterable[Block], color: bool = False, width: int = 100) -> str:
-    """Draw outline blocks (a report's, or a fleet summary's) for the terminal."""
+def render_blocks(blocks: Iterable[Block], color: bool = False, width: int | None = None) -> str:
+    """Draw outline blocks (a report's, or a fleet summary's) for the terminal, wrapped at
+    ``width`` (the terminal's when None), with no spaces left at the end of wrapped lines."""
     buffer = io.StringIO()
     console = Console(
         file=buffer,
         force_terminal=color,
         no_color=not color,
-        width=width,
+        width=width or terminal_width(),
         highlight=False,
         emoji=False,
         markup=False,
     )
     for block in blocks:
         renderable = _renderable(block)
-        unwrapped = isinstance(renderable, Text) and bool(renderable.no_wrap)  # long URLs stay whole
+        unwrapped = isinstance(renderable, Text) and bool(renderable.no_wrap)  # URLs, the status line
         console.print(renderable, soft_wrap=unwrapped)
-    return buffer.getvalue()
+    return _TRAILING_SPACES.sub(_codes_only, buffer.getvalue())
+
+
+def _codes_only(end: re.Match[str]) -> str:
+    """A line's end without its spaces, keeping its style codes (a reset must still reset)."""
+    return "".join(_STYLE_CODE.findall(end.group()))
 
 
 def _spans(spans: tuple[Span, ...]) -> Text:
@@ -63,8 +89,11 @@ def _renderable(block: Block) -> RenderableType:
     match block:
         case Heading(text=heading):
             return Text("\n" + visible(heading), style="bold underline")
-        case Line(spans=spans):
-            return _spans(spans)
+        case Line(spans=spans, whole=whole):
+            line = _spans(spans)
+            if whole:  # the status line: `| tail -1` must give all of it
+                line.no_wrap, line.overflow = True, "ignore"
+            return line
         case Bullet(spans=spans, indent=indent):
             if any(style == "link" for _, style in spans):
                 # A URL broken over lines cannot be copied: one line, past the width if need be.

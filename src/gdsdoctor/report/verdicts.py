@@ -56,12 +56,12 @@ def verdicts(report: dict[str, Any]) -> list[Verdict]:
 
 
 def missing_text(verdict: Verdict) -> str:
-    """What an inconclusive cause lacks, in one line: ``mounts (missing): collect `cat …```."""
+    """What an inconclusive cause lacks, in one line: ``mounts (missing): run `cat …```."""
     parts = []
     for item in verdict.missing:
         part = f"{item['section']} ({item['status']})"
         if item.get("collect"):
-            part += f": collect {item['collect']}"
+            part += f": {item['collect']}"
         parts.append(part)
     return "; ".join(parts)
 

@@ -1,0 +1,79 @@
+"""`rules lint` says what is wrong and what is allowed, shows a bad expression with a caret, and
+points a placeholder error at the line that uses it (issue 12, "the first ten minutes")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gdsdoctor.engine.rules import lint_paths
+from gdsdoctor.pipeline import KNOWN_SECTIONS
+
+RULE = """\
+causes:
+  - id: bad-one
+    title: a rule with mistakes
+    category: gpu
+    severity: warning
+    requires: [modules, {any: [mounts]}]
+    explanation: tiny
+    min_certainty: 0
+    signals:
+      - {id: s1, when: "modules", certainty: 1.5, says: s}
+"""
+
+EXPRESSIONS = """\
+causes:
+  - id: bad-two
+    title: a rule with bad expressions
+    category: gpu
+    severity: warning
+    requires: [modules]
+    explanation: Expressions that do not parse, and a placeholder without a var.
+    signals:
+      - id: s1
+        when: "modules.names[?"
+        certainty: 0.5
+        says: fine
+      - id: s2
+        when: "modules.names[?a ==]"
+        certainty: 0.5
+        says: "uses {missing_var}"
+"""
+
+
+def _messages(tmp_path: Path, text: str) -> dict[int, str]:
+    (tmp_path / "r.yaml").write_text(text)
+    _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
+    return {issue.line: issue.message for issue in issues}
+
+
+def test_schema_problems_say_what_is_wrong_and_what_is_allowed(tmp_path: Path) -> None:
+    messages = _messages(tmp_path, RULE)
+    assert messages[6] == (
+        "causes/0/requires/1: matches none of the allowed forms: {'any': ['mounts']} is not a string; "
+        "or Additional properties are not allowed ('any' was unexpected)"
+    )
+    assert messages[7] == "causes/0/explanation: 'tiny' is too short: at least 20 characters"
+    assert messages[8] == "causes/0/min_certainty: 0 is out of range: must be in (0, 1]"
+    assert messages[10] == "causes/0/signals/0/certainty: 1.5 is out of range: must be in [-1, 1], not 0"
+    assert not any("is not valid under any of the given schemas" in m for m in messages.values())
+
+
+def test_jmespath_errors_show_the_expression_and_a_caret(tmp_path: Path) -> None:
+    messages = _messages(tmp_path, EXPRESSIONS)
+    assert messages[10].splitlines() == [
+        "bad-two: invalid JMESPath (the expression ends too early, column 16):",
+        "    modules.names[?",
+        "                   ^",
+    ]
+    assert messages[14].splitlines() == [
+        "bad-two: invalid JMESPath (unexpected ']', column 20):",
+        "    modules.names[?a ==]",
+        "                       ^",
+    ]
+
+
+def test_placeholder_error_points_at_the_line_using_it(tmp_path: Path) -> None:
+    messages = _messages(tmp_path, EXPRESSIONS)
+    assert messages[16] == "bad-two: placeholder {missing_var} has no entry in vars"
+    assert 2 not in messages  # not the id line
