@@ -49,8 +49,11 @@ def test_causes_on_the_path_filesystem_outrank_causes_about_other_mounts(tmp_pat
     unfocused = [f.result.cause.id for f in rank([gpfs, journal, general])]
     assert unfocused == ["network-fs-over-tcp", "container-memlock-limit-low", "fs-errors-or-shutdown"]
     focused = [f.result.cause.id for f in rank([gpfs, journal, general], focus)]
-    # the GPFS mount elsewhere goes last; the host-wide cause keeps its place by score
-    assert focused == ["container-memlock-limit-low", "fs-errors-or-shutdown", "network-fs-over-tcp"]
+    # the GPFS mount elsewhere goes last; within a severity the checkpoint filesystem comes first
+    assert focused == ["fs-errors-or-shutdown", "container-memlock-limit-low", "network-fs-over-tcp"]
+    critical_host_wide = _fired("nvidia-fs-not-loaded", "critical", 0.3, ["lsmod: no nvidia_fs"])
+    ranked = [f.result.cause.id for f in rank([journal, critical_host_wide], focus)]
+    assert ranked == ["nvidia-fs-not-loaded", "fs-errors-or-shutdown"]  # severity stays first
     assert [place(r, focus) for r in (journal, general, gpfs)] == [ON_PATH, NO_MOUNT, ELSEWHERE]
     under_path = _fired("fs-read-only", "info", 0.2, ["cuFile: /mnt/ckpt/step-1000/model.pt read-only"])
     assert rank([gpfs, under_path], focus)[0].result.cause.id == "fs-read-only"
@@ -73,3 +76,11 @@ def test_explain_takes_the_checkpoint_path(tmp_path: Path) -> None:
     assert "[not held] +0.20 on-checkpoint-device" in elsewhere
     assert "path: /mnt/nobackup/run (on /mnt/nobackup)" in elsewhere
     assert "path:" not in explain_cause("fs-errors-or-shutdown", inputs, ())
+
+
+def test_explain_command_takes_path(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from gdsdoctor.cli import run
+
+    inputs = [str(p) for p in _inputs(tmp_path)]
+    assert run(["explain", "fs-errors-or-shutdown", *inputs, "--path", "/mnt/ckpt/step-1000"]) == 0
+    assert "path: /mnt/ckpt/step-1000 (on /mnt/ckpt)" in capsys.readouterr().out

@@ -119,11 +119,12 @@ def explain(
         typer.Argument(metavar="[INPUT]...", help="Bundle or pasted files; none: this host."),
     ] = None,
     rules_dir: RulesDirs = None,
+    path: TargetPath = None,
 ) -> int:
     """Show which facts a cause needs, their values here, and which signals held."""
     from gdsdoctor.explain import explain_cause
 
-    sys.stdout.write(explain_cause(cause_id, existing(inputs or []), rules_dir or []))
+    sys.stdout.write(explain_cause(cause_id, existing(inputs or []), rules_dir or [], path=path))
     return 0
 
 

@@ -8,10 +8,12 @@
    after every other cause: a GPFS mount elsewhere never outranks an ext4 journal abort on
    the checkpoint filesystem, or a host-wide problem (nvidia-fs not loaded) that the
    checkpoint path meets too.
-3. Within that, root causes are ordered by ``weight(severity) × certainty`` (critical 3,
-   warning 2, info 1), highest first; ties by severity, then by id, so the order is
-   deterministic.
-4. Each root is followed by its folded symptoms, in the same order.
+3. With ``--path``, then by severity (critical, warning, info) and, within a severity, causes
+   on the path's filesystem before host-wide ones: severity stays first so that a critical
+   host-wide cause (nvidia-fs not loaded) is never put below an info mount option on the path.
+4. Then by ``weight(severity) × certainty`` (critical 3, warning 2, info 1), highest first;
+   ties by id, so the order is deterministic.
+5. Each root is followed by its folded symptoms, in the same order.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class RankedFinding(NamedTuple):
     explains: tuple[str, ...] = ()
 
 
-ON_PATH, NO_MOUNT, ELSEWHERE = 0, 0, 1  # a host-wide cause concerns the path's filesystem too
+ON_PATH, NO_MOUNT, ELSEWHERE = 0, 1, 2
 # What separates names in an evidence line: "(device nvme1n1):", "on=/mnt/ckpt,".
 _JOURNAL_SUFFIX = lazy_compile(r"(?<=\d)-\d+$")
 _SEPARATORS = lazy_compile(r"[\s()\[\]{}<>,;:=\"'`]+")
@@ -67,8 +69,11 @@ def _device_word(word: str) -> str:
 def rank(results: Sequence[CauseResult], focus: Mapping[str, Any] | None = None) -> list[RankedFinding]:
     """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``)."""
 
-    def key(result: CauseResult) -> tuple[int, float, int, str]:
-        return (place(result, focus), *score(result))
+    def key(result: CauseResult) -> tuple[bool, int, int, float, int, str]:
+        if not focus:
+            return (False, 0, ON_PATH, *score(result))
+        where = place(result, focus)
+        return (where == ELSEWHERE, -SEVERITY_WEIGHT[result.cause.severity], where, *score(result))
 
     fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=key)
     by_id = {r.cause.id: r for r in fired}
