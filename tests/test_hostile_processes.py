@@ -105,7 +105,7 @@ def test_a_signal_kills_every_probe_and_says_interrupted(
     process = start_guarded(body, isolated_path, tmp_path)
     wait_for_lines(record, HANGING_RUNS)
     process.send_signal(signum)
-    stdout, stderr = process.communicate(timeout=10)
+    _, stderr = process.communicate(timeout=10)
     assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
     assert wait_dead(pids(record)), "a probe outlived the interrupted run"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "host", "pids"]  # no bundle, no temp
