@@ -160,3 +160,34 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
     again = capture_live(host, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
     assert again.status is ArtifactStatus.OK  # the lock went with its last holder
     assert not alive(stuck)
+
+
+# --- 6. bench on SIGTERM ------------------------------------------------------------------------
+
+FAKE_FIO = """\
+case "$1" in --enghelp=*) exit 1;; esac
+for argument; do case "$argument" in --directory=*) directory="${{argument#--directory=}}";; esac; done
+/bin/dd if=/dev/zero of="$directory/gdsdoctor.0.0" bs=65536 count=16 2>/dev/null
+echo $$ >> {record}
+exec /bin/sleep 60
+"""
+
+
+def test_sigterm_during_bench_kills_fio_and_removes_its_scratch_directory(
+    tmp_path: Path, isolated_path: Path
+) -> None:
+    """fio runs in a session of its own: SIGTERM used to leave it writing, and its scratch
+    files (4 GiB by default) on the measured filesystem."""
+    record, measured = tmp_path / "fio-pids", tmp_path / "ckpt"
+    measured.mkdir()
+    fake_binary(isolated_path, "fio", FAKE_FIO.format(record=record))
+    body = f"from gdsdoctor import bench\nbench.run(Path({str(measured)!r}), 64 * 2**20, 60, engine='cpu-direct')"
+    process = start_guarded(body, isolated_path, tmp_path)
+    wait_for_lines(record, 1)
+    [scratch] = measured.iterdir()
+    assert scratch.name.startswith(".gdsdoctor-bench-") and (scratch / "gdsdoctor.0.0").exists()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=20)
+    assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
+    assert wait_dead(pids(record)), "fio outlived the interrupted bench"
+    assert list(measured.iterdir()) == []
