@@ -358,7 +358,7 @@ def test_collect_to_a_read_only_place_is_one_line(tmp_path: Path, isolated_path:
     assert (
         result.returncode == 3 and "Traceback" not in result.stderr and "internal error" not in result.stderr
     )
-    assert result.stderr.startswith("gdsdoctor: cannot write /proc/gdsdoctor-test.tar.gz.partial")
+    assert result.stderr.startswith("gdsdoctor: cannot write /proc/gdsdoctor-test.tar.gz: ")
 
 
 SECRET = "SECRET-OUTSIDE-THE-HOST-ROOT"

@@ -9,18 +9,24 @@ before leaving with ``os._exit``), so the signal reaches a process of its own.""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import textwrap
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gdsdoctor.capture.bundle import read_bundle, write_bundle
+from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
-from gdsdoctor.model import ArtifactStatus
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES
 from tests.conftest import REPO, fake_binary, write_tree
 from tests.test_hostile_hosts import PROC_MOUNTS, alive, pids, wait_dead
@@ -191,3 +197,118 @@ def test_sigterm_during_bench_kills_fio_and_removes_its_scratch_directory(
     assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
     assert wait_dead(pids(record)), "fio outlived the interrupted bench"
     assert list(measured.iterdir()) == []
+
+
+# --- 7. the bundle's temporary file -----------------------------------------------------------
+
+
+def small_capture(payload: bytes = b"/dev/nvme1n1 /mnt/ckpt ext4 rw 0 0\n") -> Capture:
+    capture = Capture("live", host={"hostname": "node-7"})
+    capture.add("mounts", Artifact("proc/mounts", ArtifactStatus.OK, payload, "/proc/mounts"))
+    return capture
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_followed(tmp_path: Path) -> None:
+    """In a sticky directory another user could plant `NAME.tar.gz.partial` -> a file of
+    root's, which `collect -o` then overwrote."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    output = tmp_path / "bundle.tar.gz"
+    (tmp_path / "bundle.tar.gz.partial").symlink_to(victim)
+    write_bundle(small_capture(), output)
+    assert victim.read_text() == "precious\n"
+    assert read_bundle(output).artifacts["proc/mounts"].status is ArtifactStatus.OK
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.tar.gz", "bundle.tar.gz.partial", "victim"]
+
+
+def test_a_bundle_is_never_written_through_or_over_a_link_at_its_name(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.tar.gz"
+    output = tmp_path / "bundle.tar.gz"
+    output.symlink_to(outside)  # dangling: `exists()` says no
+    with pytest.raises(FileExistsError):
+        write_bundle(small_capture(), output)
+    assert not outside.exists() and output.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.tar.gz"]
+
+
+def test_the_gzip_header_names_the_bundle_not_the_temporary_file(tmp_path: Path) -> None:
+    output = tmp_path / "node-7.tar.gz"
+    write_bundle(small_capture(), output)
+    header = output.read_bytes()[:64]
+    assert header[3] & 0x08  # FNAME present
+    assert header[10:].split(b"\0", 1)[0] == b"node-7.tar"  # what `gzip -dN` restores
+
+
+def test_two_collects_to_one_name_never_leave_a_corrupt_bundle_reported_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both used to write one `.partial` file at once: one reported success over a corrupt or
+    mixed archive. Now each writes its own temporary file; one wins, the other fails clearly."""
+    output = tmp_path / "bundle.tar.gz"
+    both_writing = threading.Barrier(2, timeout=10)
+    original = tarfile.TarFile.addfile
+
+    def addfile_together(self: tarfile.TarFile, *args: object, **kwargs: object) -> None:
+        if getattr(self, "_seen_barrier", None) is None:
+            self._seen_barrier = True  # type: ignore[attr-defined]
+            both_writing.wait()
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tarfile.TarFile, "addfile", addfile_together)
+    payloads = [os.urandom(3 * 2**20), os.urandom(3 * 2**20)]  # random: gzip cannot shrink them
+    outcomes: dict[int, str] = {}
+
+    def collect(index: int) -> None:
+        try:
+            write_bundle(small_capture(payloads[index]), output)
+            outcomes[index] = "written"
+        except OSError as error:
+            outcomes[index] = f"{type(error).__name__}: {error}"
+
+    threads = [threading.Thread(target=collect, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    winners = [i for i, outcome in outcomes.items() if outcome == "written"]
+    assert len(winners) == 1, outcomes
+    loser = outcomes[1 - winners[0]]
+    assert loser.startswith("FileExistsError") and str(output) in loser
+    assert read_bundle(output).artifacts["proc/mounts"].data == payloads[winners[0]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.tar.gz"]
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs: a real ENOSPC (needs root and mount)."""
+    mountpoint = tmp_path / "tiny"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mountpoint)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=False, capture_output=True)
+
+
+def test_a_full_disk_leaves_nothing_behind(tiny_filesystem: Path) -> None:
+    output = tiny_filesystem / "bundle.tar.gz"
+    with pytest.raises(OSError) as raised:
+        write_bundle(small_capture(os.urandom(2**20)), output)
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(output)
+    assert list(tiny_filesystem.iterdir()) == []
+
+
+def test_an_interrupt_while_writing_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # what SIGTERM raises once the handlers are installed
+
+    monkeypatch.setattr(tarfile.TarFile, "addfile", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bundle(small_capture(), tmp_path / "bundle.tar.gz")
+    assert list(tmp_path.iterdir()) == []

@@ -37,6 +37,7 @@ from typing import IO, Any
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.outputs import write_new
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000
@@ -88,11 +89,13 @@ def _entry(artifact: Artifact) -> dict[str, Any]:
 
 
 def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path:
-    """Write ``capture`` as a ``.tar.gz`` (when the name says so) or as a directory."""
+    """Write ``capture`` as a ``.tar.gz`` (when the name says so) or as a directory. An archive
+    is created whole under its name or not at all (``outputs.write_new``): never over an
+    existing file or link, never half-written, nothing left behind on failure."""
     manifest = json.dumps(manifest_for(capture, redacted), indent=2, sort_keys=True).encode()
     files = {MANIFEST: manifest} | {a.name: a.data for a in capture.artifacts.values() if a.data}
     if output.name.endswith((".tar.gz", ".tgz")):
-        _write_tar(files, output)
+        write_new(output, lambda raw: _write_tar(files, output.name, raw))
     else:
         for name, data in files.items():
             target = output / name
@@ -101,16 +104,20 @@ def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path
     return output
 
 
-def _write_tar(files: dict[str, bytes], output: Path) -> None:
-    partial = output.with_name(output.name + ".partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        for name, data in sorted(files.items()):
-            info = tarfile.TarInfo(name)
+def _write_tar(files: dict[str, bytes], name: str, raw: IO[bytes]) -> None:
+    """The archive into ``raw``; its gzip header names the bundle (``gzip -N`` restores that
+    name), not the temporary file it is written to."""
+    now = int(time.time())
+    with (
+        gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=now) as compressed,
+        tarfile.open(fileobj=compressed, mode="w") as tar,
+    ):
+        for member, data in sorted(files.items()):
+            info = tarfile.TarInfo(member)
             info.size = len(data)
-            info.mtime = int(time.time())
+            info.mtime = now
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
-    partial.replace(output)  # atomic: a reader never sees half a bundle
 
 
 def safe_member_name(name: str) -> str | None:
