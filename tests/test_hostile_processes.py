@@ -10,8 +10,10 @@ before leaving with ``os._exit``), so the signal reaches a process of its own.""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -23,11 +25,14 @@ from pathlib import Path
 
 import pytest
 
+from gdsdoctor.capture import redact
 from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
-from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.capture.redact import redact_files
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES
+from gdsdoctor.report.files import write_atomic
 from tests.conftest import REPO, fake_binary, write_tree
 from tests.test_hostile_hosts import PROC_MOUNTS, alive, pids, wait_dead
 
@@ -312,3 +317,65 @@ def test_an_interrupt_while_writing_leaves_nothing_behind(
     with pytest.raises(KeyboardInterrupt):
         write_bundle(small_capture(), tmp_path / "bundle.tar.gz")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- 8. redact never writes through a link ------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["notes.txt.redacted", "redaction-map.json"])
+def test_redact_refuses_a_dangling_link_at_an_output_name(tmp_path: Path, planted: str) -> None:
+    """`exists()` follows links, so a dangling one looked free and the copy (or map) was written
+    through it, creating a file wherever it pointed."""
+    pasted = tmp_path / "notes.txt"
+    pasted.write_text("inet 10.1.2.3/24 brd 10.1.2.255 scope global eth0\n")
+    outside = tmp_path / "elsewhere" / "created"
+    outside.parent.mkdir()
+    (tmp_path / planted).symlink_to(outside)
+    with pytest.raises(UserError, match=f"{planted} already exists"):
+        redact_files([pasted])
+    assert not outside.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "notes.txt", planted]
+
+
+def test_a_failed_redact_removes_the_copies_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pasted = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path in pasted:
+        path.write_text("inet 10.1.2.3/24 scope global eth0\n")
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "redaction-map.json"))
+
+    monkeypatch.setattr(redact, "write_private_map", disk_full)
+    with pytest.raises(UserError, match=r"cannot write .*redaction-map\.json: No space left on device"):
+        redact_files(pasted)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]  # a retry is not blocked
+
+
+def test_a_report_output_replaces_a_link_at_its_name_never_its_target(tmp_path: Path) -> None:
+    """`--output prometheus=PATH`: the rename replaces a link itself (held before this issue too)."""
+    target = tmp_path / "root-owned"
+    target.write_text("precious\n")
+    output = tmp_path / "gdsdoctor.prom"
+    output.symlink_to(target)
+    write_atomic(output, "gdsdoctor_status 0\n")
+    assert target.read_text() == "precious\n"
+    assert not output.is_symlink() and output.read_text() == "gdsdoctor_status 0\n"
+
+
+# --- 9. a failed collect --redact does not block its retry ----------------------------------------
+
+
+def test_a_failed_redacted_collect_leaves_no_map_and_its_retry_succeeds(tiny_filesystem: Path) -> None:
+    """The map was written first and stayed (0600, empty or not) when the bundle failed; the
+    retry then refused because the map existed."""
+    output = tiny_filesystem / "node.tar.gz"
+    with pytest.raises(OSError) as raised:
+        redact.write_redacted_bundle(small_capture(os.urandom(2**20)), output)
+    assert raised.value.errno == errno.ENOSPC
+    assert list(tiny_filesystem.iterdir()) == []
+    map_path = redact.write_redacted_bundle(small_capture(), output)  # the retry, with room enough
+    assert map_path == tiny_filesystem / "node.tar.gz.redaction-map.json"
+    assert stat.S_IMODE(map_path.stat().st_mode) == 0o600
+    assert json.loads(map_path.read_text())["maps"]["hostname"] == {
+        "node-7": read_bundle(output).host["hostname"]
+    }
