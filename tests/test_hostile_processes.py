@@ -29,7 +29,7 @@ from gdsdoctor.capture import redact
 from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
-from gdsdoctor.capture.redact import redact_files
+from gdsdoctor.capture.redact import Mapper, Redactor, redact_files
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES
 from gdsdoctor.report.files import write_atomic
@@ -379,3 +379,28 @@ def test_a_failed_redacted_collect_leaves_no_map_and_its_retry_succeeds(tiny_fil
     assert json.loads(map_path.read_text())["maps"]["hostname"] == {
         "node-7": read_bundle(output).host["hostname"]
     }
+
+
+# --- 10. IPv4-mapped IPv6 in dotted form ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "::ffff:10.1.2.3",
+        "0:0:0:0:0:ffff:10.1.2.3",
+        "::FFFF:10.1.2.3",
+        "0000:0000:0000:0000:0000:ffff:10.1.2.3",
+    ],
+)
+def test_an_ipv4_mapped_address_in_dotted_form_maps_like_the_ipv4_inside(written: str) -> None:
+    """`::ffff:10.1.2.3` became `::ffff:<mapped 10>.1.2.3` (three bytes in clear) and the long
+    form was left as it was; SECURITY.md promises the IPv4 inside is mapped like itself."""
+    redactor = Redactor(Mapper(key=b"issue-13".ljust(32, b"\0")))
+    text = f"GID[  3]: {written}, RoCE v2\ninet 10.1.2.3/24 scope global eth0\n"
+    redactor.learn(text)
+    redacted = redactor.text(text)
+    plain = redacted.split("inet ", 1)[1].split("/", 1)[0]
+    prefix = written[: written.rfind(":") + 1]
+    assert redacted.splitlines()[0] == f"GID[  3]: {prefix}{plain}, RoCE v2"
+    assert plain != "10.1.2.3" and "1.2.3" not in redacted

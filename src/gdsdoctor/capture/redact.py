@@ -113,7 +113,8 @@ _SHAPES = [
     ),
     ("wwid", r"(?<![\w.])(?:eui|naa|t10)\.[0-9A-Fa-f]{8,32}(?![\w])"),
     ("nvmewwid", r"(?<![\w.])nvme\.[0-9A-Fa-f]{4}-[0-9A-Fa-f]+-[0-9A-Fa-f]+-[0-9A-Fa-f]{8}(?![\w])"),
-    ("colonhex", r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,19}(?:[0-9A-Fa-f]{1,4}|\d+\.\d+\.\d+\.\d+)?(?![\w:])"),
+    # The dotted tail first: `::ffff:10.1.2.3` must not stop at `::ffff:10`.
+    ("colonhex", r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,19}(?:\d+\.\d+\.\d+\.\d+|[0-9A-Fa-f]{1,4})?(?![\w:])"),
     ("dashhex", r"(?<![\w-])(?:[0-9A-Fa-f]{2}-){5,19}[0-9A-Fa-f]{2}(?![\w-])"),
     ("ipv4", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
     ("guid0x", r"(?<![\w])0x[0-9A-Fa-f]{16}(?![\w])"),
@@ -416,9 +417,12 @@ class Redactor:
         if address.is_loopback or address.is_unspecified or address.is_multicast:
             return value
         if address.ipv4_mapped is not None:
-            mapped = ipaddress.IPv6Address(
-                int(address) & ~0xFFFFFFFF | int(self._map_v4(address.ipv4_mapped))
-            )
+            inner = self._map_v4(address.ipv4_mapped)
+            if "." in value:  # dotted form: keep it, whatever the prefix's spelling
+                text = value[: value.rfind(":") + 1] + str(inner)
+                self.mapper.maps.setdefault("ipv6", {})[value] = text
+                return text
+            mapped = ipaddress.IPv6Address(int(address) & ~0xFFFFFFFF | int(inner))
         else:
             high = self.mapper.prefix_bits("v6", int(address) >> 64, 64, v6_kept_bits(address), 64)
             low = int(address) & (2**64 - 1)
