@@ -26,12 +26,14 @@ from pathlib import Path
 import pytest
 
 from gdsdoctor.capture import redact
-from gdsdoctor.capture.bundle import read_bundle, write_bundle
+from gdsdoctor.capture.bundle import manifest_for, read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.capture.redact import Mapper, Redactor, redact_files
+from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES
+from gdsdoctor.probes.base import Probe
 from gdsdoctor.report.files import write_atomic
 from tests.conftest import REPO, fake_binary, write_tree
 from tests.test_hostile_hosts import PROC_MOUNTS, alive, pids, wait_dead
@@ -404,3 +406,64 @@ def test_an_ipv4_mapped_address_in_dotted_form_maps_like_the_ipv4_inside(written
     prefix = written[: written.rfind(":") + 1]
     assert redacted.splitlines()[0] == f"GID[  3]: {prefix}{plain}, RoCE v2"
     assert plain != "10.1.2.3" and "1.2.3" not in redacted
+
+
+# --- 11. a fallback does not hide why the first source failed -------------------------------------
+
+
+def quick(section: str, timeout: float = 0.5) -> Probe:
+    """The probe of ``section`` with short command timeouts (a hang costs the test 0.5 s)."""
+    probe = next(p for p in PROBES if p.section == section)
+    return probe._replace(sources=tuple(s._replace(timeout=timeout) for s in probe.sources))
+
+
+def section_after_capture(probe: Probe, host: Path) -> tuple[dict, dict]:
+    """The facts section as `check` makes it, and the manifest entries `collect` writes."""
+    capture = capture_live(host, probes=(probe,), deadline_s=20)
+    section = section_from(probe, [capture.artifacts[n] for n in capture.assignments[probe.section]])
+    entries = {entry["name"]: entry for entry in manifest_for(capture)["artifacts"]}
+    return section, entries
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "detail"),
+    [
+        ("exec /bin/sleep 30", "timeout", "killed after 0.5s"),
+        ("echo 'cuFile initialization failed' >&2; exit 3", "error", "cuFile initialization failed"),
+    ],
+)
+def test_a_failing_gdscheck_on_path_is_reported_not_command_not_found(
+    tmp_path: Path, isolated_path: Path, script: str, status: str, detail: str
+) -> None:
+    """Both gdscheck sources wrote `cmd/gdscheck-p.txt`: the missing CUDA-tools copy replaced
+    the failed run, and the report said "command not found" for a gdscheck that hung."""
+    assert not Path("/usr/local/cuda/gds/tools/gdscheck").exists()
+    fake_binary(isolated_path, "gdscheck", script)
+    section, entries = section_after_capture(quick("gdscheck"), tmp_path)
+    assert (section["status"], section["detail"]) == (status, detail)
+    assert entries["cmd/gdscheck-p.txt"]["status"] == status  # the bundle keeps the failed run
+    assert entries["cmd/gds-tools-gdscheck-p.txt"]["status"] == "missing"
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "detail"),
+    [
+        ("exec /bin/sleep 30", "timeout", "killed after 0.5s"),
+        ("kill -SEGV $$", "error", "killed by signal SIGSEGV"),
+    ],
+)
+def test_a_failed_dmesg_is_not_reported_as_the_fallbacks_unparsable_output(
+    tmp_path: Path, isolated_path: Path, script: str, status: str, detail: str
+) -> None:
+    fake_binary(isolated_path, "dmesg", script)
+    fake_binary(isolated_path, "journalctl", "echo '-- No entries --'")
+    section, _ = section_after_capture(quick("dmesg"), tmp_path)
+    assert (section["status"], section["artifact"], section["detail"]) == (status, "cmd/dmesg.txt", detail)
+
+
+def test_a_missing_first_source_does_not_hide_the_fallbacks_failure(
+    tmp_path: Path, isolated_path: Path
+) -> None:
+    fake_binary(isolated_path, "journalctl", "echo '-- No entries --'")  # no dmesg at all
+    section, _ = section_after_capture(quick("dmesg"), tmp_path)
+    assert (section["status"], section["artifact"]) == ("unparsable", "cmd/journalctl-k.txt")

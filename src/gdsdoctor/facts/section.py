@@ -16,17 +16,28 @@ from gdsdoctor.probes.base import ParseError, Probe
 
 def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
     """The section of ``probe`` from its artifacts in order of preference: the first ``ok`` one
-    parsed, else the status of the first."""
+    that parses; else the first real failure, in that order: a source that ran and failed (timed
+    out, was refused, died, printed nothing parsable) rather than one that is merely absent. A
+    fallback that is missing or prints nothing usable must not hide why the preferred source
+    failed (``dmesg`` killed by SIGSEGV, then ``journalctl -k`` with no entries: the report
+    names the SIGSEGV)."""
     if not artifacts:
         return {
             "status": "not_collected",
             "detail": f"not in this capture; collect with {probe.how_to_collect()}",
         }
+    failures = []
     for artifact in artifacts:
-        if artifact.status is ArtifactStatus.OK:
-            return _parsed(probe, artifact)
-    first = artifacts[0]
-    return {"status": str(first.status), "artifact": first.name, "detail": first.detail}
+        if artifact.status is not ArtifactStatus.OK:
+            failures.append(
+                {"status": str(artifact.status), "artifact": artifact.name, "detail": artifact.detail}
+            )
+            continue
+        section = _parsed(probe, artifact)
+        if section["status"] == "ok":
+            return section
+        failures.append(section)
+    return next((f for f in failures if f["status"] != ArtifactStatus.MISSING), failures[0])
 
 
 def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:
