@@ -36,7 +36,7 @@ from gdsdoctor.probes import PROBES
 from gdsdoctor.probes.base import Probe
 from gdsdoctor.report.files import write_atomic
 from tests.conftest import REPO, fake_binary, write_tree
-from tests.test_hostile_hosts import PROC_MOUNTS, alive, pids, wait_dead
+from tests.test_hostile_hosts import PROC_MOUNTS, pids, wait_dead
 
 HANGING_COMMANDS = ("nvme", "lspci", "dmesg", "df", "nvidia-smi")
 HANGING_RUNS = 8  # nvme ×2 (list, list-subsys), lspci ×2, dmesg, df, nvidia-smi ×2
@@ -87,6 +87,12 @@ def hanging_probes(bindir: Path, record: Path) -> None:
     script = f"trap '' TERM HUP INT; /bin/sleep 60 & echo $! $$ >> {record}; wait"
     for name in HANGING_COMMANDS:
         fake_binary(bindir, name, script)
+
+
+def quick(section: str, timeout: float = 0.5) -> Probe:
+    """The probe of ``section`` with short command timeouts (a hang costs the test 0.5 s)."""
+    probe = next(p for p in PROBES if p.section == section)
+    return probe._replace(sources=tuple(s._replace(timeout=timeout) for s in probe.sources))
 
 
 # --- 5. SIGTERM / SIGHUP leave no probe behind ------------------------------------------------
@@ -140,26 +146,31 @@ def test_a_probe_that_daemonises_dies_with_the_run(tmp_path: Path, isolated_path
     assert wait_dead(escaped), "a daemonised probe outlived gdsdoctor"
 
 
+def nvme_leaving_a_child(bindir: Path, starts: Path, survivor: Path, lives_s: int) -> None:
+    """`nvme list` that leaves a child behind for ``lives_s`` seconds (it inherits what the
+    command held, as the command's own stuck copy would)."""
+    fake_binary(
+        bindir,
+        "nvme",
+        f'echo "$*" >> {starts}; [ "$1" = list ] || exit 0\n'
+        f"/usr/bin/setsid -f /bin/sh -c 'echo $$ > {survivor}; exec /bin/sleep {lives_s}'\necho '{{}}'",
+    )
+
+
 def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
     tmp_path: Path, isolated_path: Path
 ) -> None:
     """A probe stuck in the kernel survives SIGKILL; the next run must not pile another copy on
     it. Stand-in for the stuck copy: a child the first run's `nvme list` left behind (a library
-    caller does not adopt or kill those), which inherits what the command held."""
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    caller does not adopt or kill those), which never ends within the command's timeout."""
     starts, survivor = tmp_path / "starts", tmp_path / "survivor"
-    fake_binary(
-        isolated_path,
-        "nvme",
-        f'echo "$*" >> {starts}; [ "$1" = list ] || exit 0\n'
-        f"/usr/bin/setsid -f /bin/sh -c 'echo $$ > {survivor}; exec /bin/sleep 30'\necho '{{}}'",
-    )
-    nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")
-    capture_live(host, probes=nvme_list, deadline_s=20)
+    nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=30)
+    nvme_list = (quick("nvme_list", timeout=1.0),)
+    capture_live(tmp_path, probes=nvme_list, deadline_s=20)
     wait_for_lines(survivor, 1)
     [stuck] = pids(survivor)
     try:
-        artifact = capture_live(host, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
         assert artifact.status is ArtifactStatus.TIMEOUT
         state = Path(f"/proc/{stuck}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert artifact.detail == (
@@ -170,9 +181,22 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
     finally:
         os.kill(stuck, signal.SIGKILL)
     assert wait_dead([stuck])
-    again = capture_live(host, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+    again = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
     assert again.status is ArtifactStatus.OK  # the lock went with its last holder
-    assert not alive(stuck)
+
+
+def test_an_overlapping_runs_copy_that_finishes_is_waited_for(tmp_path: Path, isolated_path: Path) -> None:
+    """Two checks overlapping are not an error: the second waits for the first's copy (within
+    the command's timeout) and then runs its own."""
+    starts, survivor = tmp_path / "starts", tmp_path / "survivor"
+    nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=1)
+    nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")
+    capture_live(tmp_path, probes=nvme_list, deadline_s=20)
+    started = time.monotonic()
+    artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+    assert artifact.status is ArtifactStatus.OK
+    assert 0.3 < time.monotonic() - started < 5
+    assert starts.read_text().splitlines() == ["list -o json", "list -o json"]
 
 
 # --- 6. bench on SIGTERM ------------------------------------------------------------------------
@@ -409,12 +433,6 @@ def test_an_ipv4_mapped_address_in_dotted_form_maps_like_the_ipv4_inside(written
 
 
 # --- 11. a fallback does not hide why the first source failed -------------------------------------
-
-
-def quick(section: str, timeout: float = 0.5) -> Probe:
-    """The probe of ``section`` with short command timeouts (a hang costs the test 0.5 s)."""
-    probe = next(p for p in PROBES if p.section == section)
-    return probe._replace(sources=tuple(s._replace(timeout=timeout) for s in probe.sources))
 
 
 def section_after_capture(probe: Probe, host: Path) -> tuple[dict, dict]:

@@ -3,7 +3,8 @@
 A command stuck in uninterruptible sleep (a hung NVMe ioctl, ``df`` on a dead NFS mount)
 survives even SIGKILL. Under a health check that runs every few minutes such copies would pile
 up, each holding kernel resources, so a command is not started while an earlier run's copy of
-it is still alive; the capture reports that copy instead.
+it is still alive; the capture reports that copy instead. A copy that can still finish (two
+runs overlapping) is waited for, within the command's own timeout.
 
 How: before starting a command, take an exclusive ``flock`` on a lock file named after the
 command (its resolved executable and arguments) and hand the descriptor to the command. The
@@ -25,11 +26,13 @@ import os
 import re
 import shutil
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_POLL_S = 0.05
 
 
 class StillRunning(Exception):
@@ -46,32 +49,44 @@ def runtime_dir() -> Path | None:
     return Path(user) / "gdsdoctor" if user else None
 
 
-def acquire(argv: Sequence[str], search_path: str) -> int | None:
+def acquire(argv: Sequence[str], search_path: str, deadline: float) -> int | None:
     """The descriptor holding ``argv``'s lock (to pass to the command, then :func:`release`),
-    or None when there is no safe place for locks or no such executable. Raises
-    :class:`StillRunning` when an earlier copy holds it."""
+    or None when there is no safe place for locks or no such executable. While another run's
+    copy that can still finish holds it (two checks overlapping), wait for it until ``deadline``
+    (monotonic); raise :class:`StillRunning` then, or at once if that copy is stuck in the
+    kernel (D state: it may never finish)."""
     executable = shutil.which(argv[0], path=search_path) if argv else None
     directory = _open_private_dir()
     if executable is None or directory is None:
         return None
     try:
-        name = _lock_name(executable, argv[1:])
-        try:
-            descriptor = os.open(name, _OPEN_FLAGS, 0o600, dir_fd=directory)
-        except OSError:
-            return None  # a link planted there, a full /run…: run unlocked rather than not at all
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            message = _still_running_message(descriptor, " ".join(argv))
-            os.close(descriptor)
-            raise StillRunning(message) from None
-        except OSError:
-            os.close(descriptor)
-            return None
-        return descriptor
+        descriptor = os.open(_lock_name(executable, argv[1:]), _OPEN_FLAGS, 0o600, dir_fd=directory)
+    except OSError:
+        return None  # a link planted there, a full /run…: run unlocked rather than not at all
     finally:
         os.close(directory)
+    try:
+        holder: int | None = None
+        while not _locked(descriptor):
+            holder = holder or _holder(descriptor)  # looked for once: it may scan /proc
+            if _state(holder) == "D" or time.monotonic() >= deadline:
+                raise StillRunning(_still_running_message(holder, " ".join(argv)))
+            time.sleep(_POLL_S)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _locked(descriptor: int) -> bool:
+    """Take the lock if it is free (an error other than "held" counts as taken: run unlocked)."""
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
 def record(descriptor: int | None, pid: int) -> None:
@@ -115,8 +130,7 @@ def _open_private_dir() -> int | None:
     return descriptor
 
 
-def _still_running_message(descriptor: int, command: str) -> str:
-    holder = _holder(descriptor)
+def _still_running_message(holder: int | None, command: str) -> str:
     where = f" (pid {holder}, {_state(holder)} state)" if holder else ""
     return f"an earlier run's `{command}` is still running{where}; not started again"
 
@@ -151,8 +165,10 @@ def _has_open(pid: int, descriptor: int) -> bool:
     return False
 
 
-def _state(pid: int) -> str:
+def _state(pid: int | None) -> str:
     """The scheduler state letter of ``pid`` (D: uninterruptible sleep, S: sleeping…)."""
+    if pid is None:
+        return "unknown"
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             return handle.read().rsplit(b")", 1)[1].split()[0].decode()

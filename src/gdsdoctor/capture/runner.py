@@ -77,7 +77,7 @@ def run_command(
     started = time.monotonic()
     full_env = command_env(env)
     try:
-        lock = command_lock.acquire(argv, full_env["PATH"])
+        lock = command_lock.acquire(argv, full_env["PATH"], started + timeout)
     except command_lock.StillRunning as running:
         return Artifact(name, ArtifactStatus.TIMEOUT, source=source, detail=str(running))
     try:
