@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
 import shutil
 import stat
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,8 +107,10 @@ def release(descriptor: int | None) -> None:
 
 
 def _lock_name(executable: str, arguments: Sequence[str]) -> str:
-    digest = hashlib.sha256("\0".join([executable, *arguments]).encode(errors="replace")).hexdigest()
-    return f"{_UNSAFE_NAME.sub('_', os.path.basename(executable))[:40]}-{digest[:16]}.lock"
+    # CRC-32, not a cryptographic hash: hashlib would load OpenSSL (~5 ms) into every check,
+    # and two of gdsdoctor's own ~30 commands sharing a name would only run one after the other.
+    digest = zlib.crc32("\0".join([executable, *arguments]).encode(errors="replace"))
+    return f"{_UNSAFE_NAME.sub('_', os.path.basename(executable))[:40]}-{digest:08x}.lock"
 
 
 def _open_private_dir() -> int | None:
