@@ -9,7 +9,12 @@ command that spews must not eat its memory:
 - output is read as it comes, at most ``MAX_OUTPUT_BYTES`` of stdout and ``MAX_STDERR_BYTES``
   of stderr: past that the command is killed, never read further;
 - a process stuck in uninterruptible sleep cannot be killed: we stop waiting for it after a
-  second and report the timeout; groups still alive when the interpreter exits are killed then.
+  second and report the timeout, and the next run does not start another copy while it lives
+  (``command_lock``);
+- on every way out (:func:`kill_running`: the command line's exit, an interrupt turned into
+  ``KeyboardInterrupt`` by ``signals``, the interpreter's exit) no command starts any more and
+  every group still running is killed; in gdsdoctor's own process, which becomes the child
+  subreaper, so is every process a command daemonised out of its group.
 """
 
 from __future__ import annotations
