@@ -485,3 +485,28 @@ def test_a_missing_first_source_does_not_hide_the_fallbacks_failure(
     fake_binary(isolated_path, "journalctl", "echo '-- No entries --'")  # no dmesg at all
     section, _ = section_after_capture(quick("dmesg"), tmp_path)
     assert (section["status"], section["artifact"]) == ("unparsable", "cmd/journalctl-k.txt")
+
+
+def test_a_directory_bundle_never_writes_through_what_is_planted_in_it(tmp_path: Path) -> None:
+    """`collect -o DIR` accepts an existing empty directory; in a shared place another user can
+    plant links in it before or while we write (`cmd` -> a directory of root's, or
+    `manifest.json` -> a file of root's)."""
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "precious").write_text("precious\n")
+    capture = small_capture()
+    capture.add("lsmod", Artifact("cmd/lsmod.txt", ArtifactStatus.OK, b"Module Size Used by\n", "lsmod"))
+    for planted, target in [("cmd", victims), ("zz-last-file", victims / "precious")]:
+        output = tmp_path / f"bundle-{planted}"
+        output.mkdir()
+        (output / planted).symlink_to(target)
+        if planted == "zz-last-file":  # written last: everything written before it is removed
+            capture.add("x", Artifact(planted, ArtifactStatus.OK, b"x\n", "x"))
+        with pytest.raises(OSError) as raised:
+            write_bundle(capture, output)
+        assert raised.value.filename == str(
+            output / (f"{planted}/lsmod.txt" if planted == "cmd" else planted)
+        )
+        assert sorted(p.name for p in output.iterdir()) == [planted]
+        assert sorted(p.name for p in victims.iterdir()) == ["precious"]
+        assert (victims / "precious").read_text() == "precious\n"
