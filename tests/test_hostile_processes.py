@@ -510,3 +510,22 @@ def test_a_directory_bundle_never_writes_through_what_is_planted_in_it(tmp_path:
         assert sorted(p.name for p in output.iterdir()) == [planted]
         assert sorted(p.name for p in victims.iterdir()) == ["precious"]
         assert (victims / "precious").read_text() == "precious\n"
+
+
+def test_a_forked_worker_dies_of_the_signal_silently(tmp_path: Path, isolated_path: Path) -> None:
+    """Fleet workers are forked with the handlers: SIGTERM (sent to the whole group by
+    `timeout`) must end them as before, not print a KeyboardInterrupt traceback from each."""
+    body = """
+    import time
+    worker = os.fork()
+    if worker == 0:
+        time.sleep(30)
+        os._exit(0)
+    time.sleep(0.2)
+    os.kill(worker, 15)
+    _, status = os.waitpid(worker, 0)
+    print(os.WTERMSIG(status) if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}")
+    """
+    process = start_guarded(body, isolated_path, tmp_path)
+    stdout, stderr = process.communicate(timeout=20)
+    assert (process.returncode, stdout, stderr) == (0, "15\n", "")

@@ -15,11 +15,12 @@ to the program that imports it.
 
 from __future__ import annotations
 
+import os
 import signal
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_owned = False
+_owner: int | None = None  # the pid that installed the handlers
 
 
 class Interrupted(KeyboardInterrupt):
@@ -34,20 +35,24 @@ def install_signal_handlers() -> None:
     """At the start of the command line (main thread): SIGINT, SIGTERM and SIGHUP raise
     :class:`Interrupted`. A signal the parent set to be ignored (``nohup``, a background job's
     SIGINT) stays ignored."""
-    global _owned
+    global _owner
     for signum in HANDLED:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _interrupt)
-    _owned = True
+    _owner = os.getpid()
 
 
 def owns_children() -> bool:
     """Whether this process is gdsdoctor's own (handlers installed): it may then adopt, and
-    kill at exit, whatever its commands leave running."""
-    return _owned
+    kill at exit, whatever its commands leave running (not a forked worker of it)."""
+    return _owner == os.getpid()
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _owner:  # a forked worker (a fleet's): die of the signal, silently, as before
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     # Once: a second signal while the cleanup runs must not cut it short with a traceback.
     for other in HANDLED:
         if signal.getsignal(other) is _interrupt:
