@@ -9,6 +9,7 @@ before leaving with ``os._exit``), so the signal reaches a process of its own.""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -153,7 +154,7 @@ def nvme_leaving_a_child(bindir: Path, starts: Path, survivor: Path, lives_s: in
         bindir,
         "nvme",
         f'echo "$*" >> {starts}; [ "$1" = list ] || exit 0\n'
-        f"/usr/bin/setsid -f /bin/sh -c 'echo $$ > {survivor}; exec /bin/sleep {lives_s}'\necho '{{}}'",
+        f"/usr/bin/setsid -f /bin/sh -c 'echo $$ >> {survivor}; exec /bin/sleep {lives_s}'\necho '{{}}'",
     )
 
 
@@ -178,11 +179,15 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
             "not started again"
         )
         assert starts.read_text().splitlines() == ["list -o json"]  # the second run started none
-    finally:
         os.kill(stuck, signal.SIGKILL)
-    assert wait_dead([stuck])
-    again = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
-    assert again.status is ArtifactStatus.OK  # the lock went with its last holder
+        assert wait_dead([stuck])
+        again = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        assert again.status is ArtifactStatus.OK  # the lock went with its last holder
+        wait_for_lines(survivor, 2)  # its own survivor, killed below
+    finally:
+        for pid in pids(survivor):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_an_overlapping_runs_copy_that_finishes_is_waited_for(tmp_path: Path, isolated_path: Path) -> None:
