@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.capture import redact
+from gdsdoctor.capture import command_lock, redact
 from gdsdoctor.capture.bundle import manifest_for, read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
@@ -184,6 +184,31 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
         again = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
         assert again.status is ArtifactStatus.OK  # the lock went with its last holder
         wait_for_lines(survivor, 2)  # its own survivor, killed below
+    finally:
+        for pid in pids(survivor):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_copy_stuck_in_the_kernel_is_reported_at_once(
+    tmp_path: Path, isolated_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder in D state may never finish: no waiting for it (the scheduler state is the one
+    thing faked here; a test cannot put a process in uninterruptible sleep at will)."""
+    starts, survivor = tmp_path / "starts", tmp_path / "survivor"
+    nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=30)
+    nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")  # a 10 s timeout
+    try:
+        capture_live(tmp_path, probes=nvme_list, deadline_s=20)
+        wait_for_lines(survivor, 1)
+        monkeypatch.setattr(command_lock, "_state", lambda pid: "D")
+        started = time.monotonic()
+        artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        assert time.monotonic() - started < 2
+        assert artifact.detail == (
+            f"an earlier run's `nvme list -o json` is still running (pid {pids(survivor)[0]}, D state); "
+            "not started again"
+        )
     finally:
         for pid in pids(survivor):
             with contextlib.suppress(ProcessLookupError):
