@@ -40,6 +40,19 @@ def _every_report_validates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[di
     yield built
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Command locks (capture/command_lock.py) go to a directory of the test session, never to
+    the machine's /run (subprocesses inherit it through the environment)."""
+    before = os.environ.get("GDSDOCTOR_RUNTIME_DIR")
+    os.environ["GDSDOCTOR_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("run"))
+    yield
+    if before is None:
+        os.environ.pop("GDSDOCTOR_RUNTIME_DIR", None)
+    else:
+        os.environ["GDSDOCTOR_RUNTIME_DIR"] = before
+
+
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     for name, content in files.items():
         path = root / name

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
@@ -37,6 +38,7 @@ from typing import IO, Any
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.outputs import write_new
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000
@@ -88,29 +90,101 @@ def _entry(artifact: Artifact) -> dict[str, Any]:
 
 
 def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path:
-    """Write ``capture`` as a ``.tar.gz`` (when the name says so) or as a directory."""
+    """Write ``capture`` as a ``.tar.gz`` (when the name says so) or as a directory. An archive
+    is created whole under its name or not at all (``outputs.write_new``): never over an
+    existing file or link, never half-written, nothing left behind on failure."""
     manifest = json.dumps(manifest_for(capture, redacted), indent=2, sort_keys=True).encode()
     files = {MANIFEST: manifest} | {a.name: a.data for a in capture.artifacts.values() if a.data}
     if output.name.endswith((".tar.gz", ".tgz")):
-        _write_tar(files, output)
+        write_new(output, lambda raw: _write_tar(files, output.name, raw))
     else:
-        for name, data in files.items():
-            target = output / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        _DirectoryWriter(output).write(files)
     return output
 
 
-def _write_tar(files: dict[str, bytes], output: Path) -> None:
-    partial = output.with_name(output.name + ".partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        for name, data in sorted(files.items()):
-            info = tarfile.TarInfo(name)
+def _write_tar(files: dict[str, bytes], name: str, raw: IO[bytes]) -> None:
+    """The archive into ``raw``; its gzip header names the bundle (``gzip -N`` restores that
+    name), not the temporary file it is written to."""
+    now = int(time.time())
+    with (
+        gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=now) as compressed,
+        tarfile.open(fileobj=compressed, mode="w") as tar,
+    ):
+        for member, data in sorted(files.items()):
+            info = tarfile.TarInfo(member)
             info.size = len(data)
-            info.mtime = int(time.time())
+            info.mtime = now
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
-    partial.replace(output)  # atomic: a reader never sees half a bundle
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_OWN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _DirectoryWriter:
+    """A directory bundle, written so that nothing planted in the directory (it may be an
+    empty one in a shared place, where another user can add entries while we write) redirects
+    a write: every directory is opened without following links and must be ours, every file is
+    created new (``O_EXCL | O_NOFOLLOW``) relative to its directory. On failure or interrupt
+    what was created is removed, through the same descriptors."""
+
+    def __init__(self, output: Path) -> None:
+        self.output = output
+        self.dirs: dict[str, int] = {}  # relative directory ("" for the top) -> descriptor
+        self.created: list[tuple[str, str, bool]] = []  # (parent, name, is a directory)
+
+    def write(self, files: dict[str, bytes]) -> None:
+        try:
+            self.output.mkdir(parents=True, exist_ok=True)  # the path the user named is trusted
+            self.dirs[""] = self._open_own(str(self.output), None)
+            for name, data in files.items():
+                parent, _, base = name.rpartition("/")
+                try:
+                    self._create(parent, base, data)
+                except OSError as error:
+                    error.filename = str(self.output / name)  # not the bare name opened
+                    raise
+        except BaseException:
+            self._remove_created()
+            raise
+        finally:
+            for descriptor in self.dirs.values():
+                os.close(descriptor)
+
+    def _create(self, parent: str, base: str, data: bytes) -> None:
+        descriptor = os.open(base, _NEW_FILE, 0o644, dir_fd=self._directory(parent))
+        self.created.append((parent, base, False))
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+
+    def _directory(self, relative: str) -> int:
+        if relative in self.dirs:
+            return self.dirs[relative]
+        above, _, name = relative.rpartition("/")
+        parent = self._directory(above)
+        try:
+            os.mkdir(name, 0o755, dir_fd=parent)
+            self.created.append((above, name, True))
+        except FileExistsError:
+            pass  # made by us for an earlier file, or already there: checked on opening
+        self.dirs[relative] = self._open_own(name, parent)
+        return self.dirs[relative]
+
+    def _open_own(self, name: str, parent: int | None) -> int:
+        descriptor = os.open(name, _OWN_DIR, dir_fd=parent)
+        if os.fstat(descriptor).st_uid != os.geteuid():
+            os.close(descriptor)
+            raise PermissionError(errno.EPERM, "a directory in the bundle is not ours", str(self.output))
+        return descriptor
+
+    def _remove_created(self) -> None:
+        for parent, name, is_directory in reversed(self.created):
+            with contextlib.suppress(OSError, KeyError):
+                if is_directory:
+                    os.rmdir(name, dir_fd=self.dirs[parent])
+                else:
+                    os.unlink(name, dir_fd=self.dirs[parent])
 
 
 def safe_member_name(name: str) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
+from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source, Unavailable
@@ -82,7 +82,7 @@ class LiveCapture:
         for thread in self._threads:
             thread.join(max(0.0, self._end - time.monotonic()))
         if any(thread.is_alive() for thread in self._threads):
-            kill_running()  # the deadline passed: what still runs is abandoned, and killed
+            kill_groups()  # the deadline passed: what still runs is abandoned, and killed
         for probe in self.selected:
             attempted = self._results.get(probe.section)
             if not attempted:

@@ -27,6 +27,7 @@ the bundle, never into it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -41,6 +42,7 @@ from typing import Any
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import UserError
+from gdsdoctor.outputs import write_new_bytes
 from gdsdoctor.patterns import lazy_compile
 
 HEX = "0123456789abcdef"
@@ -115,7 +117,8 @@ _SHAPES = [
     ),
     ("wwid", r"(?<![\w.])(?:eui|naa|t10)\.[0-9A-Fa-f]{8,32}(?![\w])"),
     ("nvmewwid", r"(?<![\w.])nvme\.[0-9A-Fa-f]{4}-[0-9A-Fa-f]+-[0-9A-Fa-f]+-[0-9A-Fa-f]{8}(?![\w])"),
-    ("colonhex", r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,19}(?:[0-9A-Fa-f]{1,4}|\d+\.\d+\.\d+\.\d+)?(?![\w:])"),
+    # The dotted tail first: `::ffff:10.1.2.3` must not stop at `::ffff:10`.
+    ("colonhex", r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,19}(?:\d+\.\d+\.\d+\.\d+|[0-9A-Fa-f]{1,4})?(?![\w:])"),
     ("dashhex", r"(?<![\w-])(?:[0-9A-Fa-f]{2}-){5,19}[0-9A-Fa-f]{2}(?![\w-])"),
     ("ipv4", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
     ("guid0x", r"(?<![\w])0x[0-9A-Fa-f]{16}(?![\w])"),
@@ -418,9 +421,12 @@ class Redactor:
         if address.is_loopback or address.is_unspecified or address.is_multicast:
             return value
         if address.ipv4_mapped is not None:
-            mapped = ipaddress.IPv6Address(
-                int(address) & ~0xFFFFFFFF | int(self._map_v4(address.ipv4_mapped))
-            )
+            inner = self._map_v4(address.ipv4_mapped)
+            if "." in value:  # dotted form: keep it, whatever the prefix's spelling
+                text = value[: value.rfind(":") + 1] + str(inner)
+                self.mapper.maps.setdefault("ipv6", {})[value] = text
+                return text
+            mapped = ipaddress.IPv6Address(int(address) & ~0xFFFFFFFF | int(inner))
         else:
             high = self.mapper.prefix_bits("v6", int(address) >> 64, 64, v6_kept_bits(address), 64)
             low = int(address) & (2**64 - 1)
@@ -498,16 +504,36 @@ def map_path_for(output: Path) -> Path:
 
 
 def write_private_map(mapping: dict[str, Any], path: Path) -> None:
-    """Create ``path`` (never overwrite) readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(mapping, handle, indent=2, sort_keys=True, ensure_ascii=True)
-        handle.write("\n")
+    """Create ``path`` (never over anything, not even a link) readable by its owner only,
+    whole or not at all."""
+    text = json.dumps(mapping, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    write_new_bytes(path, text.encode("ascii"), mode=0o600)
+
+
+def write_redacted_bundle(capture: Capture, output: Path) -> Path:
+    """Redact ``capture``, write it as a bundle at ``output`` and its private map beside it;
+    returns the map's path. The map is created first (so an existing one refuses the run before
+    anything is written) and removed again if the bundle cannot be written or the run is
+    interrupted: a failed run leaves nothing that would block its retry."""
+    from gdsdoctor.capture.bundle import write_bundle  # tarfile: not for `redact FILE`
+
+    redacted, mapping = redact_capture(capture)
+    map_path = map_path_for(output)
+    write_private_map(mapping, map_path)
+    try:
+        write_bundle(redacted, output, redacted=True)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            map_path.unlink()
+        raise
+    return map_path
 
 
 def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[str]:
     """Write a redacted copy of each pasted file (``NAME.redacted``) and one private map; the
-    same identifier gets the same replacement in every file. Returns one line per file."""
+    same identifier gets the same replacement in every file. Returns one line per file. Nothing
+    is written through or over an existing name (a link included), and a failed or interrupted
+    run removes what it wrote."""
     from gdsdoctor.capture.detect import read_pasted
 
     texts: dict[Path, bytes] = {}
@@ -520,16 +546,26 @@ def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[
             texts[path] = data
     targets = {p: (output_dir or p.parent) / f"{p.name}.redacted" for p in texts}
     map_path = (output_dir or (paths[0].parent if paths else Path("."))) / "redaction-map.json"
-    clashes = [t for t in [*targets.values(), map_path] if t.exists()]
+    clashes = [t for t in [*targets.values(), map_path] if os.path.lexists(t)]
     if clashes:
         raise UserError(f"{clashes[0]} already exists; remove it or choose --output-dir")
     redactor = Redactor()
     for data in texts.values():
         redactor.learn(data.decode("utf-8", errors="replace"))
-    for path, data in texts.items():
-        targets[path].write_bytes(redactor.data(data))
-        lines.append(f"{path}: redacted copy in {targets[path]}")
-    if texts:
-        write_private_map(private_map(redactor), map_path)
-        lines.append(f"private map (keep it, never attach it): {map_path}")
+    written: list[Path] = []
+    try:
+        for path, data in texts.items():
+            write_new_bytes(targets[path], redactor.data(data))
+            written.append(targets[path])
+            lines.append(f"{path}: redacted copy in {targets[path]}")
+        if texts:
+            write_private_map(private_map(redactor), map_path)
+            lines.append(f"private map (keep it, never attach it): {map_path}")
+    except BaseException as error:
+        for done in written:
+            with contextlib.suppress(OSError):
+                done.unlink()
+        if isinstance(error, OSError):
+            raise UserError(f"cannot write {error.filename}: {error.strerror or error}") from None
+        raise
     return lines

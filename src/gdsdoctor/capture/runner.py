@@ -9,7 +9,12 @@ command that spews must not eat its memory:
 - output is read as it comes, at most ``MAX_OUTPUT_BYTES`` of stdout and ``MAX_STDERR_BYTES``
   of stderr: past that the command is killed, never read further;
 - a process stuck in uninterruptible sleep cannot be killed: we stop waiting for it after a
-  second and report the timeout; groups still alive when the interpreter exits are killed then.
+  second and report the timeout, and the next run does not start another copy while it lives
+  (``command_lock``);
+- on every way out (:func:`kill_running`: the command line's exit, an interrupt turned into
+  ``KeyboardInterrupt`` by ``signals``, the interpreter's exit) no command starts any more and
+  every group still running is killed; in gdsdoctor's own process, which becomes the child
+  subreaper, so is every process a command daemonised out of its group.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+from gdsdoctor import signals
+from gdsdoctor.capture import command_lock
 from gdsdoctor.model import Artifact, ArtifactStatus
 
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024  # keeps a spewing command from eating memory
@@ -36,8 +44,13 @@ _BASE_ENV = {
     "LANG": "C",
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 }
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 _running: set[int] = set()  # process groups started and not yet reaped
 _running_lock = threading.Lock()
+_settled = threading.Condition(_running_lock)  # notified when a start finishes
+_starting = 0  # commands being started (forked, not yet registered)
+_closing = False  # kill_running began: nothing starts any more
+_subreaper: bool | None = None  # None: not tried yet
 
 
 def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
@@ -64,19 +77,16 @@ def run_command(
     env: Mapping[str, str] = (),
     ok_exit_codes: Sequence[int] = (0,),
 ) -> Artifact:
-    """Run ``argv`` and return its stdout as an artifact; never raises."""
+    """Run ``argv`` and return its stdout as an artifact; never raises (but for an interrupt)."""
     source = " ".join(argv)
     started = time.monotonic()
+    full_env = command_env(env)
     try:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=command_env(env),
-            start_new_session=True,
-            close_fds=True,
-        )
+        lock = command_lock.acquire(argv, full_env["PATH"], started + timeout)
+    except command_lock.StillRunning as running:
+        return Artifact(name, ArtifactStatus.TIMEOUT, source=source, detail=str(running))
+    try:
+        process = _start(argv, full_env, lock)
     except FileNotFoundError:
         return Artifact(name, ArtifactStatus.MISSING, source=source, detail=f"{argv[0]}: command not found")
     except PermissionError:
@@ -84,13 +94,61 @@ def run_command(
     except (OSError, ValueError) as error:  # ENOEXEC, NUL in argv…
         reason = getattr(error, "strerror", None) or str(error)
         return Artifact(name, ArtifactStatus.ERROR, source=source, detail=f"{argv[0]}: {reason}")
-    with _running_lock:
-        _running.add(process.pid)
+    except _Exiting:
+        return Artifact(name, ArtifactStatus.ERROR, source=source, detail="not started: gdsdoctor is exiting")
+    finally:
+        command_lock.release(lock)  # the command holds it while it lives
     try:
         outcome = _collect(process, started + timeout)
     finally:
         _kill_group(process)
-    duration = time.monotonic() - started
+    return _artifact(name, source, process, outcome, timeout, ok_exit_codes, time.monotonic() - started)
+
+
+class _Exiting(Exception):
+    """Raised instead of starting a command once the final kill has begun."""
+
+
+def _start(argv: Sequence[str], env: dict[str, str], lock: int | None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own, holding ``lock``, and register its group, unless
+    gdsdoctor is exiting: no command may start after :func:`kill_running` took its list."""
+    global _starting
+    with _running_lock:
+        if _closing:
+            raise _Exiting
+        _starting += 1
+    process = None
+    try:
+        _adopt_orphans()
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=() if lock is None else (lock,),
+        )
+    finally:
+        with _running_lock:
+            _starting -= 1
+            if process is not None:
+                _running.add(process.pid)
+            _settled.notify_all()
+    command_lock.record(lock, process.pid)
+    return process
+
+
+def _artifact(
+    name: str,
+    source: str,
+    process: subprocess.Popen[bytes],
+    outcome: _Outcome,
+    timeout: float,
+    ok_exit_codes: Sequence[int],
+    duration: float,
+) -> Artifact:
     stdout = bytes(outcome.stdout)
     if outcome.timed_out:
         detail = f"killed after {timeout:g}s"
@@ -159,15 +217,99 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
             _running.discard(process.pid)
 
 
-@atexit.register
-def kill_running() -> None:
-    """Kill every command still running: at the global deadline, and at exit, so that commands
-    abandoned at the deadline never outlive gdsdoctor."""
+def kill_groups() -> None:
+    """SIGKILL every command still running (at the global deadline: what still runs is
+    abandoned); commands may still start afterwards."""
     with _running_lock:
         groups = list(_running)
     for group in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(group, signal.SIGKILL)
+
+
+@atexit.register
+def kill_running() -> None:
+    """On every way out (the command line's exit, an interrupt, the interpreter's exit): no
+    command starts any more, every command still running is killed with its group, and, in
+    gdsdoctor's own process, every process our commands left behind (daemonised out of their
+    session, so re-parented to us) too. Commands never outlive gdsdoctor, except one stuck in
+    the kernel, which even SIGKILL cannot end (see ``command_lock``)."""
+    global _closing
+    with _running_lock:
+        _closing = True
+        _settled.wait_for(lambda: _starting == 0, timeout=2.0)  # a fork under way finishes first
+    kill_groups()
+    _kill_adopted()
+
+
+def _adopt_orphans() -> None:
+    """In gdsdoctor's own process (``signals.install_signal_handlers``), before the first
+    command: become the Linux child subreaper, so that a command's descendant that daemonises
+    (``setsid -f``, a double fork) is re-parented to us instead of PID 1, where it would
+    outlive us; :func:`kill_running` kills it at the end."""
+    global _subreaper
+    if _subreaper is not None or not signals.owns_children():
+        return
+    _subreaper = False
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes  # only here: ~3 ms to import
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _kill_adopted() -> None:
+    """SIGKILL every child of this process and its group, until none is left that can die: an
+    adopted process's own children are re-parented to us when it dies. Zombies are reaped.
+    Bounded: a child stuck in uninterruptible sleep is signalled once and left."""
+    if not _subreaper:
+        return
+    signalled: set[int] = set()
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        fresh = [pid for pid in _children() if pid not in signalled]
+        if not fresh:
+            break
+        for pid in fresh:
+            _kill_process_and_group(pid)
+            signalled.add(pid)
+        _reap(fresh, until=min(end, time.monotonic() + 0.2))
+    _reap(list(signalled), until=0)
+
+
+def _children() -> list[int]:
+    """Our children, whichever of our threads they were started by or re-parented to."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError, ValueError):
+                children += map(int, Path(f"/proc/self/task/{task}/children").read_text().split())
+    return children
+
+
+def _kill_process_and_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        group = os.getpgid(pid)
+        if group != os.getpgrp():
+            os.killpg(group, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pids: list[int], until: float) -> None:
+    """Wait for ``pids`` to die (reaping them) until ``until`` (monotonic), once if past it."""
+    waiting = set(pids)
+    while waiting:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # reaped elsewhere (its Popen)
+            if done:
+                waiting.discard(pid)
+        if not waiting or time.monotonic() >= until:
+            return
+        time.sleep(0.01)
 
 
 def _exit_description(code: int) -> str:

@@ -187,7 +187,11 @@ def _input_errors() -> tuple[type[Exception], ...]:
 
 
 def main() -> NoReturn:
-    """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`)."""
+    """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`). SIGTERM and SIGHUP end the
+    run like Ctrl-C: "interrupted", exit 3, every probe killed (gdsdoctor.signals)."""
+    from gdsdoctor.signals import install_signal_handlers
+
+    install_signal_handlers()
     exit_now(run(sys.argv[1:]))
 
 

@@ -73,17 +73,17 @@ def collect(
     ] = False,
 ) -> int:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
-    from gdsdoctor.capture.redact import map_path_for, redact_capture, write_private_map
+    from gdsdoctor.capture.redact import map_path_for, write_redacted_bundle
 
     target = bundle_target(output)
     if redact and map_path_for(target).exists():
         raise UserError(f"{map_path_for(target)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
-    try:
+    try:  # the redacted writer removes its map again if the bundle fails: a retry is not blocked
         if redact:
-            capture, mapping = redact_capture(capture)
-            write_private_map(mapping, map_path_for(target))
-        write_bundle(capture, target, redacted=redact)
+            write_redacted_bundle(capture, target)
+        else:
+            write_bundle(capture, target)
     except OSError as error:  # a read-only or full filesystem: one line, not a traceback
         raise UserError(f"cannot write {error.filename or target}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")

@@ -18,24 +18,28 @@ RUN_AS_ROOT = "run as root"
 
 def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
     """The section of ``probe`` from its artifacts in order of preference: the first ``ok`` one
-    parsed, else the status of the first.
-
-    A source refused for lack of permission outranks a fallback that ran but gave nothing
-    readable: as non-root with ``dmesg_restrict=1``, ``dmesg`` is denied and ``journalctl -k``
-    prints no kernel line, and the section says "denied: run as root", not "unparsable"."""
+    that parses; else the first real failure, in that order: a source that ran and failed (timed
+    out, was refused, died, printed nothing parsable) rather than one that is merely absent. A
+    fallback that is missing or prints nothing usable must not hide why the preferred source
+    failed (``dmesg`` killed by SIGSEGV, then ``journalctl -k`` with no entries: the report
+    names the SIGSEGV). A permission failure says what to do about it: "denied: run as root"."""
     if not artifacts:
         return {
             "status": "not_collected",
             "detail": f"not in this capture; {probe.how_to_collect()}",
         }
-    denied = next((a for a in artifacts if a.status is ArtifactStatus.DENIED), None)
+    failures = []
     for artifact in artifacts:
-        if artifact.status is ArtifactStatus.OK:
-            section = _parsed(probe, artifact)
-            if section["status"] == "ok" or denied is None:
-                return section
-    first = denied or artifacts[0]
-    return {"status": str(first.status), "artifact": first.name, "detail": _detail(first)}
+        if artifact.status is not ArtifactStatus.OK:
+            failures.append(
+                {"status": str(artifact.status), "artifact": artifact.name, "detail": _detail(artifact)}
+            )
+            continue
+        section = _parsed(probe, artifact)
+        if section["status"] == "ok":
+            return section
+        failures.append(section)
+    return next((f for f in failures if f["status"] != ArtifactStatus.MISSING), failures[0])
 
 
 def _detail(artifact: Artifact) -> str:

@@ -449,7 +449,12 @@ PROBES: tuple[Probe, ...] = (
         title="GPUDirect Storage platform check (backends, cuFile config, GPUs, IOMMU)",
         sources=(
             Source("cmd/gdscheck-p.txt", argv=("gdscheck", "-p"), timeout=20.0),
-            Source("cmd/gdscheck-p.txt", argv=("/usr/local/cuda/gds/tools/gdscheck", "-p"), timeout=20.0),
+            # Its own name: a failed run of the first must stay in the capture and the manifest.
+            Source(
+                "cmd/gds-tools-gdscheck-p.txt",
+                argv=("/usr/local/cuda/gds/tools/gdscheck", "-p"),
+                timeout=20.0,
+            ),
         ),
         parse=parse,
         recognise=recognise,
