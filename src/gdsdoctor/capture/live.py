@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_running, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source
+from gdsdoctor.probes.common import read_regular_file, resolve_in_root
 
 DEFAULT_DEADLINE_S = 60.0
 
@@ -117,10 +117,14 @@ def capture_source(source: Source, host_root: Path) -> Artifact:
 
 
 def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
-    full = host_root / path.lstrip("/")
+    """A file of the host at ``host_root``: links resolved inside that root, never out of it
+    (``resolve_in_root``), and only a regular file is read (a fifo would block the probe)."""
     started = time.monotonic()
+    real = resolve_in_root(os.path.realpath(host_root), path)
+    if real is None:
+        return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: too many links")
     try:
-        data = _read_regular_file(full)
+        data = read_regular_file(real, MAX_OUTPUT_BYTES, follow=False)
     except FileNotFoundError:
         return Artifact(name, ArtifactStatus.MISSING, source=path, detail=f"{path} does not exist")
     except PermissionError:
@@ -128,20 +132,6 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     except OSError as error:
         return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: {error.strerror or error}")
     return Artifact(name, ArtifactStatus.OK, data, path, duration_s=time.monotonic() - started)
-
-
-def _read_regular_file(path: Path) -> bytes:
-    """Read at most MAX_OUTPUT_BYTES; a fifo, socket or device under --host-root is refused
-    instead of blocking the probe (O_NONBLOCK open, then a type check)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(0, "not a regular file")
-        os.set_blocking(descriptor, True)
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(MAX_OUTPUT_BYTES)
-    finally:
-        os.close(descriptor)
 
 
 def _run_reader(source: Source, host_root: Path) -> Artifact:

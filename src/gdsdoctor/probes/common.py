@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -247,14 +248,50 @@ BDF = lazy_compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
 
 
-def read_attr(path: Path | str) -> str | None:
-    """The stripped text of one sysfs attribute, or None when it is missing or unreadable. It
-    follows links: readers reach it through ``attrs_inside``, which checks them."""
+def open_regular(path: Path | str, follow: bool = True) -> int:
+    """A blocking descriptor of a regular file; OSError when it cannot be opened or is not a
+    regular file. Opened without blocking and checked with fstat first: a fifo, socket or
+    device planted in a host root (sysfs attributes and /proc, /etc files are regular files)
+    would otherwise block the reader until the capture's deadline. ``follow`` False refuses a
+    link as the last component (``resolve_in_root`` has resolved them all)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    descriptor = os.open(path, flags)
     try:
-        with open(path, "rb") as handle:
-            return handle.read(_MAX_ATTR).decode("utf-8", "replace").strip()
-    except OSError:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def read_regular_file(path: Path | str, limit: int, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes of a regular file (``open_regular``); OSError when it cannot."""
+    descriptor = open_regular(path, follow)
+    try:
+        chunks, left = [], limit
+        while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def read_regular(path: Path | str, limit: int, follow: bool = True) -> bytes | None:
+    """``read_regular_file``, None instead of an error (readers never raise)."""
+    try:
+        return read_regular_file(path, limit, follow)
+    except (OSError, ValueError):
         return None
+
+
+def read_attr(path: Path | str) -> str | None:
+    """The stripped text of one sysfs attribute, or None when it is missing, unreadable or not a
+    regular file. It follows links: readers reach it through ``attrs_inside``, which checks them."""
+    data = read_regular(path, _MAX_ATTR)
+    return data.decode("utf-8", "replace").strip() if data is not None else None
 
 
 def link_name(path: Path) -> str | None:
@@ -323,17 +360,58 @@ def list_inside(real_root: str, directory: Path | str | None) -> list[str]:
     return list_dir(real) if real is not None else []
 
 
-def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
-    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root."""
+_MAX_LINKS = 40  # symlinks followed in one path, as the kernel's ELOOP limit
+
+
+def resolve_in_root(real_root: str, path: str) -> str | None:
+    """``path`` (as the host sees it, e.g. ``/etc/os-release``) resolved under ``real_root`` the
+    way ``openat2(RESOLVE_IN_ROOT)`` does: an absolute link starts again at the root and ``..``
+    never climbs above it, so ``/etc/os-release -> /usr/lib/os-release`` reads the host root's
+    copy, and nothing outside the root is ever reached. Each component is looked at with lstat,
+    one at a time; None after too many links or on an unreadable component."""
+    pending = [part for part in reversed(path.split("/")) if part not in ("", ".")]
+    resolved: list[str] = []
+    links = 0
     try:
-        root = os.path.realpath(host_root)
-        target = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not within(root, target) or not os.path.isfile(target):
-            return None
-        with open(target, "rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
+        while pending:
+            part = pending.pop()
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = os.path.join(real_root, *resolved, part)
+            if not os.path.islink(candidate):
+                resolved.append(part)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                return None
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                resolved = []
+            pending.extend(part for part in reversed(target.split("/")) if part not in ("", "."))
     except (OSError, ValueError):
         return None
+    return os.path.join(real_root, *resolved)
+
+
+def read_in_root(host_root: Path | str, path: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` of the host mounted at ``host_root``
+    (links resolved inside it: ``resolve_in_root``); None when missing, unreadable or not a
+    regular file. The last component is opened with O_NOFOLLOW, so a link swapped in after
+    the walk is refused rather than followed."""
+    try:
+        root = os.path.realpath(host_root)
+    except (OSError, ValueError):
+        return None
+    real = resolve_in_root(root, path)
+    return read_regular(real, limit, follow=False) if real is not None else None
+
+
+def read_under_root(host_root: Path, path: str, limit: int = 16 * 1024 * 1024) -> str | None:
+    """Text of the file ``path`` under host_root (``read_in_root``); None when it cannot be read."""
+    data = read_in_root(host_root, path, limit)
+    return data.decode("utf-8", "replace") if data is not None else None
 
 
 def list_dir(path: Path | str) -> list[str]:

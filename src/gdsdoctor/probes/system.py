@@ -56,7 +56,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import is_inside
+from gdsdoctor.probes.common import open_regular, resolve_in_root
 
 
 def _content_lines(text: str) -> list[tuple[int, str]]:
@@ -356,11 +356,11 @@ def _line_chunks(stream: Any, size: int = _KALLSYMS_CHUNK) -> Iterator[str]:
 
 def read_kallsyms(host_root: Path) -> bytes:
     """Reader: stream ``<root>/proc/kallsyms``; unreadable -> a record that says why."""
-    path = host_root / "proc" / "kallsyms"
     try:
-        if not is_inside(os.path.realpath(host_root), path):
-            raise PermissionError("proc/kallsyms points outside the host root")
-        with path.open(encoding="ascii", errors="replace") as stream:
+        real = resolve_in_root(os.path.realpath(host_root), "/proc/kallsyms")
+        if real is None:
+            raise PermissionError("proc/kallsyms: too many links")
+        with open(open_regular(real, follow=False), encoding="ascii", errors="replace") as stream:
             result = scan_kallsyms(_line_chunks(stream), table_only=False)
     except OSError as exc:
         result = {"format": _SCAN_MARK, "readable": False, "error": f"{type(exc).__name__}: {exc}"}
