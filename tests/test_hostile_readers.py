@@ -70,7 +70,10 @@ def test_a_fifo_in_place_of_a_host_file_is_an_error_not_a_hang(tmp_path: Path) -
         os.mkfifo(host / source.path.lstrip("/"))
     for source in HOST_FILES:
         artifact = _within(10, lambda source=source: capture_source(source, host))
-        assert (artifact.status, artifact.detail) == (ArtifactStatus.ERROR, f"{source.path}: not a regular file")
+        assert (artifact.status, artifact.detail) == (
+            ArtifactStatus.ERROR,
+            f"{source.path}: not a regular file",
+        )
 
 
 # --- item 4: links in /proc and /etc resolve inside the host root ------------------------------
@@ -96,7 +99,9 @@ def test_host_files_never_follow_a_link_out_of_the_host_root(tmp_path: Path) -> 
 def test_an_absolute_link_inside_the_host_root_is_read_there(tmp_path: Path) -> None:
     """/etc/os-release -> /usr/lib/os-release (most distributions) reads the host root's copy,
     as openat2(RESOLVE_IN_ROOT) would; so does a relative link that climbs above the root."""
-    host = write_tree(tmp_path / "host", {"usr/lib/os-release": 'ID=inside\n', "proc/self-cmdline": "root=x\n"})
+    host = write_tree(
+        tmp_path / "host", {"usr/lib/os-release": "ID=inside\n", "proc/self-cmdline": "root=x\n"}
+    )
     write_tree(tmp_path, {"usr/lib/os-release": "ID=outside\n"})
     (host / "etc").mkdir()
     (host / "etc/os-release").symlink_to("/usr/lib/os-release")
@@ -115,3 +120,86 @@ def test_a_link_loop_under_the_host_root_is_an_error(tmp_path: Path) -> None:
     os_release = next(s for s in HOST_FILES if s.path == "/etc/os-release")
     artifact = capture_source(os_release, host)
     assert (artifact.status, artifact.detail) == (ArtifactStatus.ERROR, "/etc/os-release: too many links")
+
+
+# --- item 2: every parser linear in its input, by work counted -----------------------------------
+
+
+def _work(parse: Callable[[str, str], Any], text: str) -> int:
+    """Work done by ``parse(text)``: Python lines run plus C functions called (a line scan in
+    Python shows as lines, one regex search per line as calls). Counted, not timed, so the
+    test holds on a loaded machine."""
+    import sys
+
+    count = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += 1
+        return tracer
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        count += event == "c_call"
+
+    sys.settrace(tracer)
+    sys.setprofile(profiler)
+    try:
+        parse(text, "artifact")
+    finally:
+        sys.setprofile(None)
+        sys.settrace(None)
+    return count
+
+
+def _json_items(head: str, items: list[str], tail: str) -> str:
+    return head + ",\n".join(items) + tail
+
+
+def _nvme_list(n: int) -> str:  # entries none of whose "DevicePath" can be found
+    return _json_items(
+        '{\n "Devices": [\n', [f'  {{\n   "NameSpace": {i}\n  }}' for i in range(n)], "\n ]\n}\n"
+    )
+
+
+def _nvme_subsys(n: int) -> str:  # paths whose "name" is in lower case: the search for "Name" misses
+    paths = [f'    {{"name": "nvme{i}", "transport": "tcp"}}' for i in range(n)]
+    return _json_items(
+        '{\n "Subsystems": [{"Name": "nvme-subsys0", "NQN": "nqn.x", "Paths": [\n', paths, "]}]}\n"
+    )
+
+
+def _lsblk(n: int) -> str:  # a name printed escaped: each search for it misses
+    items = [f'  {{"name": "d\\u00e9v", "type": "disk", "size": {i}}}' for i in range(n)]
+    return _json_items('{\n "blockdevices": [\n', items, "\n ]\n}\n")
+
+
+def _pci(n: int) -> str:
+    from gdsdoctor.probes.common import json_bytes
+
+    devices = [{"bdf": f"0000:{i // 256:02x}:{i % 32:02x}.{i % 8}", "attrs": {}} for i in range(n)]
+    return json_bytes({"reader": "pci", "devices": devices}).decode()
+
+
+def _cufile_json(n: int) -> str:
+    return "{\n" + ",\n".join(f'  "key{i}": {{ "leaf{i}": {i} }}' for i in range(n)) + "\n}\n"
+
+
+def _linear_cases() -> list[tuple[str, Callable[[str, str], Any], Callable[[int], str]]]:
+    from gdsdoctor.probes import cufile, lsblk, nvme_cli, pci
+
+    return [
+        ("nvme list", nvme_cli.parse_list, _nvme_list),
+        ("nvme list-subsys", nvme_cli.parse_subsys, _nvme_subsys),
+        ("lsblk -J", lsblk.parse, _lsblk),
+        ("pci reader", pci.parse_pci, _pci),
+        ("cufile.json", cufile.parse_cufile_json, _cufile_json),
+    ]
+
+
+def test_json_parsers_do_linear_work() -> None:
+    """Doubling the items at most about doubles the work (the line finders rescanned the rest
+    of the text for every item they could not find: 100k nvme entries took 12 s, 400k 3 min)."""
+    for name, parse, make in _linear_cases():
+        small, large = _work(parse, make(400)), _work(parse, make(800))
+        assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"

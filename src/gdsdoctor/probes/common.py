@@ -114,17 +114,25 @@ def line_finder(text: str) -> Any:
 
     JSON objects are printed in document order, so searching forward from the previous hit
     finds the line of each object in turn (the cheap way to give JSON items a line number).
+    A hit moves the start forward, so all hits together visit each line once; a miss visits the
+    rest of the text and moves nothing, so misses (items printed in another order, or a hostile
+    document of 100k items none of which is found) would make the search quadratic. Misses share
+    a budget of a few passes over the text: past it, a miss gives ``default`` at once (only a
+    line number of provenance is lost, never a fact), and the whole search stays linear.
     """
     lines = text.split("\n")
     position = 0
+    miss_budget = 4 * len(lines) + 10_000
 
     def find(pattern: str, default: int = 1) -> tuple[int, str]:
-        nonlocal position
+        nonlocal position, miss_budget
         regex = re.compile(pattern)
-        for index in range(position, len(lines)):
+        last = len(lines) if miss_budget > 0 else min(len(lines), position + 1)
+        for index in range(position, last):
             if regex.search(lines[index]):
                 position = index + 1
                 return index + 1, lines[index]
+        miss_budget -= last - position
         default = max(1, min(default, len(lines)))
         return default, lines[default - 1]
 
@@ -451,14 +459,32 @@ def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def provenance_finder(text: str, artifact: str, key: str) -> Callable[[str], dict[str, Any]]:
-    """A function mapping a value of ``key`` to the src of the first line ``"key": value``."""
-    lines = numbered_lines(text)
+    """A function mapping a value of ``key`` to the src of the first line ``"key": value``.
+    The lines holding the key are indexed once (a search per value was quadratic)."""
+    first_line: dict[str, tuple[int, str]] = {}
+    opener = json.dumps(key) + ": "
+    top = (1, "")
+    for number, line in numbered_lines(text):
+        if number == 1:
+            top = (1, line)
+        at = line.find(opener)
+        while at != -1:
+            start = at + len(opener)
+            value = _json_string_at(line, start)
+            if value is not None and value not in first_line:
+                first_line[value] = (number, line)
+            at = line.find(opener, start)
 
     def find(value: str) -> dict[str, Any]:
-        needle = f"{json.dumps(key)}: {json.dumps(value)}"
-        for number, line in lines:
-            if needle in line:
-                return src(artifact, number, line)
-        return src(artifact, 1, lines[0][1] if lines else "")
+        return src(artifact, *first_line.get(json.dumps(value), top))
 
     return find
+
+
+JSON_STRING = lazy_compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_string_at(line: str, start: int) -> str | None:
+    """The JSON string literal (quotes included, as written) that starts at ``line[start]``."""
+    match = JSON_STRING.match(line, start)
+    return match[0] if match else None
