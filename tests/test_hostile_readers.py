@@ -203,3 +203,56 @@ def test_json_parsers_do_linear_work() -> None:
     for name, parse, make in _linear_cases():
         small, large = _work(parse, make(400)), _work(parse, make(800))
         assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"
+
+
+# --- fleet: every unreadable bundle, and archives compressed otherwise ---------------------------
+
+
+def test_the_fleet_lists_every_unreadable_bundle_with_verbose(tmp_path: Path) -> None:
+    from gdsdoctor import fleet
+
+    broken = []
+    for number in range(20):
+        broken.append(tmp_path / f"broken{number:02d}.tar.gz")
+        broken[-1].write_bytes(b"not a tar")
+    summary = fleet.analyse_fleet(broken, jobs=1)
+    quiet = fleet.render(summary, "text")
+    assert "Unreadable bundles (20)" in quiet
+    assert sum(f"broken{n:02d}.tar.gz:" in quiet for n in range(20)) == fleet.MAX_NAMES_SHOWN
+    assert f"… and {20 - fleet.MAX_NAMES_SHOWN} more (-v lists all)" in quiet
+    for fmt in ("text", "markdown"):
+        full = fleet.render(summary, fmt, verbose=True)
+        assert all(f"broken{n:02d}.tar.gz" in full for n in range(20)), fmt
+        assert "more (-v lists all)" not in full
+
+
+def _bundle_compressed(tmp_path: Path, suffix: str, mode: str) -> Path:
+    import tarfile
+
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact
+
+    capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
+    mounts = b"/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=journal 0 0\n"
+    capture.add("mounts", Artifact("proc/mounts", ArtifactStatus.OK, mounts, source="/proc/mounts"))
+    (tmp_path / "plain").mkdir(exist_ok=True)
+    plain = write_bundle(capture, tmp_path / "plain" / f"gpu001{suffix}.tar.gz")
+    target = tmp_path / "fleet" / f"gpu001{suffix}"
+    target.parent.mkdir(exist_ok=True)
+    with tarfile.open(plain) as source, tarfile.open(target, mode) as copy:
+        for member in source.getmembers():
+            copy.addfile(member, source.extractfile(member) if member.isfile() else None)
+    return target
+
+
+def test_bz2_and_xz_bundles_are_read_as_bundles_not_pasted_binary(tmp_path: Path) -> None:
+    from gdsdoctor import fleet
+    from gdsdoctor.pipeline import analyze_paths
+
+    paths = [_bundle_compressed(tmp_path, s, m) for s, m in ((".tar.bz2", "w:bz2"), (".tar.xz", "w:xz"))]
+    for path in paths:
+        analysis = analyze_paths([path])
+        assert analysis.facts["mounts"]["status"] == "ok", path
+        assert any(c["id"] == "ext4-data-journal" for c in analysis.report["causes"]), path
+    assert fleet.is_fleet(paths) and fleet.bundles_in(tmp_path / "fleet") == sorted(paths)

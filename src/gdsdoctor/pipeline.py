@@ -156,9 +156,11 @@ def _require_target(capture: Capture, target_path: str) -> None:
 
 
 def is_bundle(path: Path) -> bool:
+    from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST  # tarfile: not for `check`
+
     if path.is_dir():
-        return (path / "manifest.json").is_file() or any(path.glob("*/manifest.json"))
-    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+        return (path / MANIFEST).is_file() or any(path.glob(f"*/{MANIFEST}"))
+    return path.name.endswith(BUNDLE_SUFFIXES)
 
 
 def load_inputs(

@@ -39,6 +39,9 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus
 
 MANIFEST = "manifest.json"
+# Names read as an archive bundle (the compression is told by the content, not the name: gzip,
+# bzip2, xz or none, all under the same size and member limits).
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_MEMBERS = 10_000
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
