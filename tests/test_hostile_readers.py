@@ -256,3 +256,71 @@ def test_bz2_and_xz_bundles_are_read_as_bundles_not_pasted_binary(tmp_path: Path
         assert analysis.facts["mounts"]["status"] == "ok", path
         assert any(c["id"] == "ext4-data-journal" for c in analysis.report["causes"]), path
     assert fleet.is_fleet(paths) and fleet.bundles_in(tmp_path / "fleet") == sorted(paths)
+
+
+# --- item 12: a directory bundle nested deep -----------------------------------------------------
+
+
+def _deep_bundle(tmp_path: Path, depth: int) -> Path:
+    """A bundle directory with a file ``depth`` levels down (made one level at a time: os.makedirs
+    recurses too). The caller removes it with ``_remove`` (shutil.rmtree recurses as well)."""
+    root = write_tree(
+        tmp_path / "deep", {"manifest.json": '{"format": "gdsdoctor.bundle", "format_version": 1}'}
+    )
+    level = root
+    for _ in range(depth):
+        level = level / "d"
+        level.mkdir()
+    (level / "f").write_text("x")
+    return root
+
+
+def _remove(tree: Path) -> None:
+    import subprocess
+
+    subprocess.run(["rm", "-rf", str(tree)], check=True)
+
+
+def _analyze_with_file_limit(bundle: Path, files: int) -> Any:
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+    return subprocess.run(
+        [sys.executable, "-m", "gdsdoctor", "analyze", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
+
+
+def test_a_directory_bundle_nested_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    """1,000 levels gave "internal error: RecursionError"; 500 under `ulimit -n 256`, "Too many
+    open files". Both are refused cleanly (exit 3, one line) without reading a level too many."""
+    import pytest
+
+    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, BundleError, read_bundle
+
+    deep = _deep_bundle(tmp_path, 1000)
+    try:
+        with pytest.raises(BundleError, match=rf"more than {MAX_DIR_DEPTH} directory levels"):
+            read_bundle(deep)
+        result = _analyze_with_file_limit(deep, 256)
+    finally:
+        _remove(deep)
+    assert result.returncode == 3 and result.stderr.count("\n") == 1, result.stderr
+    assert (
+        f"more than {MAX_DIR_DEPTH} directory levels" in result.stderr
+        and "internal error" not in result.stderr
+    )
+
+
+def test_a_directory_bundle_at_the_depth_limit_is_read(tmp_path: Path) -> None:
+    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, read_bundle
+
+    capture = read_bundle(_deep_bundle(tmp_path, MAX_DIR_DEPTH))
+    assert capture.notes == [] or "directory levels" not in " ".join(capture.notes)
