@@ -324,3 +324,55 @@ def test_a_directory_bundle_at_the_depth_limit_is_read(tmp_path: Path) -> None:
 
     capture = read_bundle(_deep_bundle(tmp_path, MAX_DIR_DEPTH))
     assert capture.notes == [] or "directory levels" not in " ".join(capture.notes)
+
+
+# --- item 13: one time limit for reading inputs --------------------------------------------------
+
+
+def _trickle(fifo: Path, stop: threading.Event) -> threading.Thread:
+    """A writer that never falls silent long enough to be given up: a byte every 0.2 s."""
+
+    def write() -> None:
+        try:
+            with open(fifo, "wb", buffering=0) as out:
+                while not stop.wait(0.2):
+                    out.write(b"x")
+        except OSError:  # the reader went away (EPIPE): what a writer sees when we stop
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return writer
+
+
+def test_a_slow_writer_cannot_keep_analyze_reading(tmp_path: Path) -> None:
+    """A fifo trickled into kept `analyze` reading for minutes: reading all inputs stops at the
+    deadline, the fifo is a note (never its cut-off part as input) and the rest is analysed."""
+    from gdsdoctor.pipeline import analyze_paths
+
+    fifo, good = (
+        tmp_path / "slow",
+        write_tree(tmp_path, {"mounts": "/dev/nvme1n1 /mnt/ckpt ext4 rw 0 0\n"}) / "mounts",
+    )
+    os.mkfifo(fifo)
+    stop = threading.Event()
+    writer = _trickle(fifo, stop)
+    started = time.monotonic()
+    try:
+        analysis = _within(20, lambda: analyze_paths([fifo, good], deadline_s=1.5))
+    finally:
+        stop.set()
+        writer.join(5)
+    assert time.monotonic() - started < 6
+    notes = analysis.capture.notes
+    assert f"{fifo}: still being written at the 1.5 s deadline for reading inputs; not read" in notes
+    assert f"{good}: not read: the 1.5 s deadline for reading inputs had passed" in notes
+    assert "mounts" not in analysis.capture.assignments
+
+
+def test_inputs_read_before_the_deadline_are_analysed(tmp_path: Path) -> None:
+    from gdsdoctor.pipeline import analyze_paths
+
+    good = write_tree(tmp_path, {"mounts": "/dev/nvme1n1 /mnt/ckpt ext4 rw 0 0\n"}) / "mounts"
+    analysis = analyze_paths([good], deadline_s=30)
+    assert analysis.capture.assignments["mounts"] == ["mounts"]
