@@ -33,7 +33,7 @@ def build_report(
             "kind": capture.origin,
             "label": capture.label,
             "target_path": capture.options.get("target_path"),
-            "notes": list(capture.notes),
+            "notes": [*capture.notes, *_cut_notes(facts)],
         },
         "host": {str(k): str(v) for k, v in capture.host.items()},
         "probes": probes,
@@ -42,6 +42,16 @@ def build_report(
         "causes": [_verdict(r) for r in results],
         "summary": summarise(results, findings, probes),
     }
+
+
+def _cut_notes(facts: dict[str, Any]) -> list[str]:
+    """A note for each section whose parser kept only part of a huge input (``input_cut``): the
+    report must say when a cap, not the host, is why something is absent."""
+    return [
+        f"{name}: {section['input_cut']}"
+        for name, section in facts.items()
+        if isinstance(section, dict) and isinstance(section.get("input_cut"), str)
+    ]
 
 
 def _verdict(result: CauseResult) -> dict[str, Any]:
