@@ -418,7 +418,7 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
     by_level: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     pids: set[int] = set()
-    lines, truncated = content_lines(text)
+    lines = content_lines(text)
     total = 0
     for number, line in lines:
         match = _LOG_LINE.match(line)
@@ -447,7 +447,7 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
         "kinds": sorted(by_kind),
         "pids": sorted(pids),
         "volumes": volumes,
-        "truncated": truncated,
+        "truncated": lines.truncated,
     }
 
 
