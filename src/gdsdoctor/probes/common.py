@@ -44,10 +44,11 @@ def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
     Only the lines before the first ``{`` or ``[`` line are skipped, so provenance line
     numbers stay those of the pasted text.
     """
-    lines = text.split("\n")
-    for skipped, line in enumerate(lines[:20]):
-        if line.lstrip().startswith(("{", "[")):
-            body = "\n".join(lines[skipped:])
+    offset = 0
+    for skipped in range(20):  # the first 20 lines, cut from the text (never a list of all of them)
+        end = text.find("\n", offset)
+        if text[offset : end if end != -1 else len(text)].lstrip().startswith(("{", "[")):
+            body = text[offset:]
             try:
                 return json.loads(body), skipped
             except RecursionError:
@@ -57,6 +58,9 @@ def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
                 if repaired is not None:
                     return repaired, skipped
                 raise ParseError(f"not valid JSON ({what}): {str(error)[:120]}") from None
+        if end == -1:
+            break
+        offset = end + 1
     raise ParseError(f"no JSON document found (expected {what})")
 
 
@@ -109,6 +113,9 @@ def close_truncated_json(body: str) -> Any | None:
         return None
 
 
+_FINDER_CHUNK = 1 << 16  # characters a finder rules out with one search before it looks line by line
+
+
 def line_finder(text: str) -> Any:
     """A function ``find(regex, default) -> (line_no, line)`` scanning forward through ``text``.
 
@@ -118,25 +125,49 @@ def line_finder(text: str) -> Any:
     rest of the text and moves nothing, so misses (items printed in another order, or a hostile
     document of 100k items none of which is found) would make the search quadratic. Misses share
     a budget of a few passes over the text: past it, a miss gives ``default`` at once (only a
-    line number of provenance is lost, never a fact), and the whole search stays linear.
+    line number of provenance is lost, never a fact), and the whole search stays linear. Lines
+    are cut from the text as they are visited, never held as a list (JSON may hold millions of
+    newlines between its tokens), and a stretch of text with no match at all (searched at once,
+    ``^``/``$`` at line ends) is passed without looking at its lines one by one.
     """
-    lines = text.split("\n")
-    position = 0
-    miss_budget = 4 * len(lines) + 10_000
+    start = [1, 0]  # the number and offset of the first line not yet passed by a hit
+    miss_budget = 4 * (len(text) + 1) + 100_000  # in characters passed
 
     def find(pattern: str, default: int = 1) -> tuple[int, str]:
-        nonlocal position, miss_budget
-        regex = re.compile(pattern)
-        last = len(lines) if miss_budget > 0 else min(len(lines), position + 1)
-        for index in range(position, last):
-            if regex.search(lines[index]):
-                position = index + 1
-                return index + 1, lines[index]
-        miss_budget -= last - position
-        default = max(1, min(default, len(lines)))
-        return default, lines[default - 1]
+        nonlocal miss_budget
+        regex, anywhere = re.compile(pattern), re.compile(pattern, re.MULTILINE)
+        number, offset = start
+        while offset <= len(text) and miss_budget > offset - start[1]:
+            cut = text.find("\n", offset + _FINDER_CHUNK)
+            cut = len(text) if cut == -1 else cut
+            first = anywhere.search(text, offset, cut)
+            if first is None:  # no line of this stretch can match: pass it whole
+                number, offset = number + text.count("\n", offset, cut) + 1, cut + 1
+                continue
+            line_start = text.rfind("\n", offset, first.start()) + 1 or offset
+            number += text.count("\n", offset, line_start)
+            offset = line_start
+            while offset <= cut:  # no line before the first match's can match
+                end = text.find("\n", offset, cut)
+                end = cut if end == -1 else end
+                line = text[offset:end]
+                if regex.search(line):
+                    start[:] = [number + 1, end + 1]
+                    return number, line
+                number, offset = number + 1, end + 1
+        miss_budget -= min(offset, len(text) + 1) - start[1]
+        return _line_at(text, default)
 
     return find
+
+
+def _line_at(text: str, number: int) -> tuple[int, str]:
+    """(number, line) for the ``number``-th line of ``text`` (1-based), clamped to its lines."""
+    offset, current = 0, 1
+    while current < number and (cut := text.find("\n", offset)) != -1:
+        offset, current = cut + 1, current + 1
+    end = text.find("\n", offset)
+    return current, text[offset : end if end != -1 else len(text)]
 
 
 def json_key(name: str, value: str | int | None = None) -> str:
