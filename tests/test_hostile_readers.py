@@ -122,6 +122,24 @@ def test_a_link_loop_under_the_host_root_is_an_error(tmp_path: Path) -> None:
     assert (artifact.status, artifact.detail) == (ArtifactStatus.ERROR, "/etc/os-release: too many links")
 
 
+def test_sysfs_links_resolve_inside_the_host_root_like_host_files(tmp_path: Path) -> None:
+    """One mechanism for every path under the root: a sysfs dump with absolute links (as `cp -a`
+    of /sys makes) is read inside the root, and an attribute linking to a file outside reads
+    nothing, never the outside file."""
+    from gdsdoctor.probes.common import attrs_inside
+
+    outside = write_tree(tmp_path / "outside", {"secret": SECRET})
+    host = write_tree(tmp_path / "host", {"sys/devices/virtual/net/eth0/mtu": "9000\n"})
+    (host / "sys/class/net").mkdir(parents=True)
+    (host / "sys/class/net/eth0").symlink_to("/sys/devices/virtual/net/eth0")
+    (host / "sys/devices/virtual/net/eth0/operstate").symlink_to(outside / "secret")
+    root = os.path.realpath(host)
+    assert attrs_inside(root, host / "sys/class/net/eth0", ["mtu", "operstate"]) == {
+        "mtu": "9000",
+        "operstate": None,
+    }
+
+
 # --- item 2: every parser linear in its input, by work counted -----------------------------------
 
 
@@ -449,3 +467,36 @@ def test_an_event_storm_keeps_a_bounded_list_and_the_report_says_so(tmp_path: Pa
     assert f"dmesg: 500 of {dmesg.MAX_EVENTS + 500} kernel log events not kept" in " ".join(
         analysis.report["source"]["notes"]
     )
+
+
+def test_the_line_finder_equals_a_scan_of_every_line(monkeypatch: Any) -> None:
+    """The finder's shortcuts (lines cut as visited, stretches ruled out by one search) give
+    what searching each line of ``text.split("\\n")`` in turn gives, stretch sizes included."""
+    import random
+    import re
+
+    from gdsdoctor.probes import common
+
+    def plain(text: str) -> Callable[[str, int], tuple[int, str]]:
+        lines, position = text.split("\n"), [0]
+
+        def find(pattern: str, default: int) -> tuple[int, str]:
+            for index in range(position[0], len(lines)):
+                if re.search(pattern, lines[index]):
+                    position[0] = index + 1
+                    return index + 1, lines[index]
+            default = max(1, min(default, len(lines)))
+            return default, lines[default - 1]
+
+        return find
+
+    patterns = ["a", "^b", "ab", "^$", "x", "c$", r"a\s*b", r"^\s*b", r"\bc\b", "b|c"]
+    chance = random.Random(13)
+    for chunk in (0, 1, 3, 1 << 16):
+        monkeypatch.setattr(common, "_FINDER_CHUNK", chunk)
+        for _ in range(400):
+            text = "".join(chance.choice(["a", "b", "c", "\n", " "]) for _ in range(chance.randint(0, 30)))
+            fast, slow = common.line_finder(text), plain(text)
+            for _ in range(5):
+                pattern, default = chance.choice(patterns), chance.randint(1, 4)
+                assert fast(pattern, default) == slow(pattern, default), (chunk, text, pattern)

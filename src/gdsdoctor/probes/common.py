@@ -8,12 +8,15 @@ Parsers (pure, they look at text or values, never at the host):
 - ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
-Readers (I/O under ``host_root``; they never raise and never follow a symlink that leaves it):
-- ``is_inside`` / ``within`` / ``real_inside`` / ``child_inside``: does a path (symlinks
-  resolved) stay under the root.
+Readers (I/O under ``host_root``; they never raise and never reach anything outside it):
+- ``resolve_in_root`` / ``real_inside`` / ``child_inside`` / ``within``: a path with its links
+  resolved inside the root, as ``openat2(RESOLVE_IN_ROOT)`` does (an absolute link starts again
+  at the root, ``..`` stops at it), so nothing outside the root is ever reached.
 - ``attrs_inside`` / ``attrs_of_real`` / ``list_inside``: the attributes and the names of a sysfs
   directory, read only inside the root; ``read_under_root`` (a whole file), ``read_attr`` (one
-  sysfs attribute at a path already checked), ``link_name``, ``list_dir``, ``bdfs_in``.
+  sysfs attribute at a path already checked), ``read_in_root`` / ``read_regular`` /
+  ``open_regular`` (regular files only, opened without blocking), ``link_name``, ``list_dir``,
+  ``bdfs_in``.
 - ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
   provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
 """
@@ -346,32 +349,25 @@ def within(real_root: str, real_path: str) -> bool:
     return real_path == real_root or real_path.startswith(real_root.rstrip("/") + "/")
 
 
-def is_inside(real_root: str, path: Path | str) -> bool:
-    """Whether ``path``, every symlink resolved, stays inside ``real_root`` (already a realpath)."""
-    try:
-        return within(real_root, os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-
-
 def real_inside(real_root: str, path: Path | str) -> str | None:
-    """``path`` with every symlink resolved; None when it is missing or leaves ``real_root``
-    (the host root, already a realpath: readers resolve it once, not once per device)."""
-    try:
-        if not os.path.lexists(path):
-            return None
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
+    """``path``, named below ``real_root`` (the host root, already a realpath: readers resolve
+    it once, not once per device), with every link resolved inside that root
+    (``resolve_in_root``: the one way every host file and sysfs path is resolved); None when it
+    is missing or not named below the root."""
+    path = os.fspath(path)
+    if not within(real_root, path):
         return None
-    return real if within(real_root, real) else None
+    real = resolve_in_root(real_root, path[len(real_root) :])
+    return real if real is not None and os.path.lexists(real) else None
 
 
 def child_inside(real_root: str, real_directory: str, name: str) -> str | None:
-    """``name`` in a directory already resolved inside ``real_root``; None when it is a link that
-    leads out. Only a link of its own can, so one lstat does what a realpath walk (an lstat of
-    every component, and sysfs paths run through links) would."""
+    """``name`` in a directory already resolved inside ``real_root``: the path itself, or, for a
+    link, where it leads inside the root (opening the link would let the kernel follow an
+    absolute target out of it). Only a link of its own can lead elsewhere, so one lstat does
+    what a walk of every component (sysfs paths run through links) would."""
     path = os.path.join(real_directory, name)
-    return None if os.path.islink(path) and not is_inside(real_root, path) else path
+    return real_inside(real_root, path) if os.path.islink(path) else path
 
 
 def attrs_inside(real_root: str, directory: Path | str | None, names: Iterable[str]) -> dict[str, str | None]:
