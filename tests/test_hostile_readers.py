@@ -500,3 +500,13 @@ def test_the_line_finder_equals_a_scan_of_every_line(monkeypatch: Any) -> None:
             for _ in range(5):
                 pattern, default = chance.choice(patterns), chance.randint(1, 4)
                 assert fast(pattern, default) == slow(pattern, default), (chunk, text, pattern)
+
+
+def test_a_cufile_log_storm_keeps_a_bounded_list_and_says_so() -> None:
+    from gdsdoctor.probes import cufile
+
+    line = " 27-06-2023 16:20:37:235 [pid=41294 tid=41294] ERROR  cufio:1185 cuFileBufRegister error\n"
+    section = cufile.parse_cufile_log(line * (cufile.MAX_LOG_ENTRIES + 300), "cufile.log")
+    assert len(section["entries"]) == cufile.MAX_LOG_ENTRIES
+    assert section["counts"]["lines"] == cufile.MAX_LOG_ENTRIES + 300
+    assert section["input_cut"].startswith("300 cufile.log entries or volume records not kept")

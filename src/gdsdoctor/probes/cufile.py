@@ -419,7 +419,7 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
     by_kind: Counter[str] = Counter()
     pids: set[int] = set()
     lines = content_lines(text)
-    total = 0
+    total = not_kept = 0
     for number, line in lines:
         match = _LOG_LINE.match(line)
         log_line = _is_log_line(match)
@@ -434,14 +434,22 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
             by_kind[kind] += 1
         if match and match["pid"] and log_line:
             pids.add(int(match["pid"]))
+        # counted above; the first MAX_LOG_ENTRIES of each list are kept whole (a 64 MiB log of
+        # one message must not become a record per line)
         item_src = src(artifact, number, line)
         if kind == "volume_attributes":
-            volumes.append({**volume_attributes(message), "src": item_src})
-        if (kind or level in _KEEP_LEVELS) and len(entries) < MAX_LOG_ENTRIES:
-            entries.append(_entry(match if log_line else None, message, kind, item_src))
+            if len(volumes) < MAX_LOG_ENTRIES:
+                volumes.append({**volume_attributes(message), "src": item_src})
+            else:
+                not_kept += 1
+        if kind or level in _KEEP_LEVELS:
+            if len(entries) < MAX_LOG_ENTRIES:
+                entries.append(_entry(match if log_line else None, message, kind, item_src))
+            else:
+                not_kept += 1
     if not total and text.strip():
         raise ParseError("no cufile.log lines (expected `DD-MM-YYYY HH:MM:SS:ms [pid=N tid=N] LEVEL ...`)")
-    return {
+    section: Section = {
         "entries": entries,
         "counts": {"lines": total, "by_level": dict(by_level), "by_kind": dict(by_kind)},
         "kinds": sorted(by_kind),
@@ -449,6 +457,12 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
         "volumes": volumes,
         "truncated": lines.truncated,
     }
+    if not_kept:
+        section["input_cut"] = (
+            f"{not_kept} cufile.log entries or volume records not kept after the first {MAX_LOG_ENTRIES} "
+            "of each (the counts include them)"
+        )
+    return section
 
 
 def _entry(
