@@ -96,9 +96,9 @@ class NumberedLines:
         text, number, start = self.text, 1, 0
         while True:
             cut = text.find("\n", start + self.chunk)
-            for line in text[start : cut if cut != -1 else len(text)].split("\n"):
-                yield number, line
-                number += 1
+            lines = text[start : cut if cut != -1 else len(text)].split("\n")
+            yield from enumerate(lines, number)
+            number += len(lines)
             if cut == -1:
                 return
             start = cut + 1

@@ -623,7 +623,8 @@ class _Ascending:
         self._next = next(numbers, None)
 
     def __contains__(self, number: object) -> bool:
-        assert isinstance(number, int)
+        if not isinstance(number, int):
+            return False
         while self._next is not None and self._next < number:
             self._next = next(self._numbers, None)
         return self._next == number
