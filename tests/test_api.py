@@ -35,7 +35,7 @@ def test_public_names_and_signatures_are_stable() -> None:
     }
     assert signatures == {
         "check": ["path", "host_root", "rules_dirs", "deadline_s", "job"],
-        "analyze": ["paths", "path", "rules_dirs", "job"],
+        "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s"],
         "analyze_texts": ["texts", "path", "rules_dirs", "job"],
         "analyze_fleet": ["paths", "path", "rules_dirs", "jobs", "job"],
     }

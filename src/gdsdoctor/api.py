@@ -113,13 +113,15 @@ def analyze(
     path: PathLike | None = None,
     rules_dirs: Sequence[PathLike] = (),
     job: Mapping[str, Any] | None = None,
+    deadline_s: float = 60.0,
 ) -> Report:
-    """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``."""
+    """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``;
+    pasted files (a fifo fed by a slow writer among them) are read within ``deadline_s`` seconds."""
     from gdsdoctor import pipeline
 
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
     checked = _job(job)
-    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked))
+    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked, deadline_s))
 
 
 def analyze_texts(

@@ -33,13 +33,12 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
-from gdsdoctor.capture.bundle import MANIFEST, BundleError
+from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST, BundleError
 
 FLEET_KIND = "gdsdoctor.fleet"
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 WORST_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")  # later is worse
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 
 # Configuration that should be the same on every node of a fleet: name -> JMESPath over the
 # facts (only sections read ``ok`` are visible). Lists are compared as sorted, joined text.
@@ -390,8 +389,9 @@ def _names(names: Sequence[str]) -> str:
     return shown + (f" … (+{len(names) - MAX_NAMES_SHOWN})" if len(names) > MAX_NAMES_SHOWN else "")
 
 
-def outline(summary: dict[str, Any]) -> Iterator[Any]:
-    """The fleet summary as outline blocks, drawn by the text and Markdown renderers."""
+def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
+    """The fleet summary as outline blocks, drawn by the text and Markdown renderers.
+    ``verbose`` lists every unreadable bundle (otherwise the first few and how many more)."""
     from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
 
     head = summary["summary"]
@@ -443,8 +443,11 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
     errors = [n for n in summary["nodes"] if n.get("error")]
     if errors:
         yield Heading(f"Unreadable bundles ({len(errors)})")
-        for node in errors[:MAX_NAMES_SHOWN]:
+        shown = errors if verbose else errors[:MAX_NAMES_SHOWN]
+        for node in shown:
             yield Bullet(((node["bundle"], "bold"), (f": {node['error']}", "dim")))
+        if len(errors) > len(shown):
+            yield Bullet(((f"… and {len(errors) - len(shown)} more (-v lists all)", "dim"),))
     yield Line(
         (
             ("Fleet status: ", "bold"),
@@ -455,15 +458,15 @@ def outline(summary: dict[str, Any]) -> Iterator[Any]:
     )
 
 
-def render(summary: dict[str, Any], fmt: str, color: bool = False) -> str:
+def render(summary: dict[str, Any], fmt: str, color: bool = False, verbose: bool = False) -> str:
     if fmt == "json":
         return json.dumps(summary, indent=2, ensure_ascii=True) + "\n"
     if fmt == "markdown":
         from gdsdoctor.report.markdown import render_markdown_blocks
 
-        return render_markdown_blocks(outline(summary))
+        return render_markdown_blocks(outline(summary, verbose))
     if fmt == "text":
         from gdsdoctor.report.text import render_blocks
 
-        return render_blocks(outline(summary), color=color)
+        return render_blocks(outline(summary, verbose), color=color)
     raise ValueError(f"a fleet summary renders as {', '.join(FLEET_FORMATS)}, not {fmt!r}")

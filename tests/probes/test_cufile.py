@@ -88,14 +88,19 @@ def test_reader_does_not_follow_links_out_of_host_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outside = tmp_path / "outside.json"
-    outside.write_text("{}")
+    outside.write_text('{"properties": {"max_direct_io_size_kb": 1}}')
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
     (root / "etc/cufile.json").symlink_to(outside)
     monkeypatch.delenv("CUFILE_ENV_PATH_JSON", raising=False)
-    # not read, and not "absent" either (cuFile's defaults would be a guess): the capture says denied
-    with pytest.raises(PermissionError, match="leads out of the host root"):
-        cufile.read_cufile_json(root)
+    # resolved inside the root as the host sees it (RESOLVE_IN_ROOT): a dangling link there, so
+    # absent, as cuFile on that host finds it; this machine's file is never read
+    facts = cufile.parse_cufile_json(cufile.read_cufile_json(root).decode(), "a")
+    assert facts["file"]["exists"] is False and facts["config"] == cufile.DEFAULTS
+    (root / outside.relative_to("/")).parent.mkdir(parents=True)
+    (root / outside.relative_to("/")).write_text('{"properties": {"max_direct_io_size_kb": 2}}')
+    inside = cufile.parse_cufile_json(cufile.read_cufile_json(root).decode(), "a")
+    assert inside["config"]["properties.max_direct_io_size_kb"] == 2  # the host root's copy
 
 
 def test_pasted_excerpt_is_read_leniently() -> None:

@@ -558,7 +558,7 @@ def test_skipping_lines_without_a_hint_changes_no_event(monkeypatch: pytest.Monk
     texts = [file.read_text(errors="replace") for file in logs if file.is_file()]
     assert len(texts) > 20
     skipping = [dmesg.parse(text, "x") if _is_log(text) else None for text in texts]
-    monkeypatch.setattr(dmesg, "hinted_lines", lambda text, hints: set(range(1, text.count("\n") + 2)))
+    monkeypatch.setattr(dmesg, "hinted_candidates", lambda text, hints: set(range(1, text.count("\n") + 2)))
     assert [dmesg.parse(text, "x") if _is_log(text) else None for text in texts] == skipping
     assert sum(len(section["events"]) for section in skipping if section) > 50
 

@@ -41,12 +41,16 @@ from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.outputs import write_new
 
 MANIFEST = "manifest.json"
+# Names read as an archive bundle (the compression is told by the content, not the name: gzip,
+# bzip2, xz or none, all under the same size and member limits).
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_MEMBERS = 10_000
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024  # a pax or GNU long-name header: metadata, never content
 MAX_DIR_ENTRIES = 4 * MAX_MEMBERS  # entries a directory walk looks at, files or not
+MAX_DIR_DEPTH = 16  # directory levels below a bundle directory (its names are at most 5 deep)
 MAX_TEXT = 300  # characters kept of a free-text manifest value (detail, source…)
 _CONTROL = frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
 
@@ -361,26 +365,65 @@ def _check_integrity(name: str, entry: dict[str, Any], data: bytes, notes: list[
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
 def _read_dir(root: Path) -> _Members:
+    """Walk a bundle directory iteratively, never deeper than MAX_DIR_DEPTH: a bundle's names are
+    a few levels deep, and a hostile tree 1,000 levels deep must be refused in one line, not
+    exhaust the recursion limit (os.fwalk recurses) or the open files (one per level)."""
     if not root.is_dir():
         raise BundleError(f"{root}: no such file or directory")
     top = root.resolve()  # the path the user named is trusted; nothing under it is followed
-    members, seen = _Members(), 0
-    for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False):
-        seen += len(dirnames) + len(filenames)
-        if seen > MAX_DIR_ENTRIES:
-            raise BundleError(f"{root}: more than {MAX_DIR_ENTRIES} entries (not a bundle?)")
-        relative = os.path.relpath(dirpath, top)
-        for filename in sorted(filenames):
-            raw_name = filename if relative == "." else f"{relative}/{filename}"
-            name = safe_member_name(raw_name)
+    members, seen = _Members(), [0]
+    stack: list[tuple[int, str, Iterator[str]]] = []  # the open directories, top first
+
+    def enter(dirfd: int, relative: str) -> None:
+        stack.append((dirfd, relative, iter(())))  # on the stack first: closed should reading fail
+        stack[-1] = (dirfd, relative, iter(_read_dir_level(root, members, dirfd, relative, seen)))
+
+    try:
+        enter(os.open(top, _DIR_FLAGS), "")
+        while stack:
+            dirfd, relative, subdirectories = stack[-1]
+            name = next(subdirectories, None)
             if name is None:
-                members.ignored.append(f"{raw_name!r} (unsafe name)")
+                os.close(stack.pop()[0])
                 continue
-            _read_dir_file(root, members, name, filename, dirfd)
-            if len(members.files) > MAX_MEMBERS:
-                raise BundleError(f"{root}: more than {MAX_MEMBERS} files")
+            if len(stack) > MAX_DIR_DEPTH:
+                raise BundleError(f"{root}: more than {MAX_DIR_DEPTH} directory levels (not a bundle?)")
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
+            except OSError as error:
+                members.ignored.append(f"{relative}{name}/ ({error.strerror or 'unreadable'})")
+                continue
+            enter(child, f"{relative}{name}/")
+    except OSError as error:
+        raise BundleError(f"{root}: cannot read the directory ({error.strerror or error})") from None
+    finally:
+        for dirfd, _, _ in stack:
+            os.close(dirfd)
     return members
+
+
+def _read_dir_level(root: Path, members: _Members, dirfd: int, relative: str, seen: list[int]) -> list[str]:
+    """Read the files of one directory (``relative`` to the bundle, ``/``-terminated unless
+    the top); returns its subdirectories' names, links not counted as directories."""
+    with os.scandir(dirfd) as entries:
+        listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    seen[0] += len(listed)
+    if seen[0] > MAX_DIR_ENTRIES:
+        raise BundleError(f"{root}: more than {MAX_DIR_ENTRIES} entries (not a bundle?)")
+    for filename in sorted(name for name, is_directory in listed if not is_directory):
+        raw_name = relative + filename
+        name = safe_member_name(raw_name)
+        if name is None:
+            members.ignored.append(f"{raw_name!r} (unsafe name)")
+            continue
+        _read_dir_file(root, members, name, filename, dirfd)
+        if len(members.files) > MAX_MEMBERS:
+            raise BundleError(f"{root}: more than {MAX_MEMBERS} files")
+    return sorted(name for name, is_directory in listed if is_directory)
 
 
 def _read_dir_file(root: Path, members: _Members, name: str, filename: str, dirfd: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import selectors
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from gdsdoctor.probes.base import Probe
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
 FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
+READ_DEADLINE_S = 60.0  # reading every input together, like check's capture deadline
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -36,11 +38,15 @@ def expected_kinds(probes: Sequence[Probe] = RECOGNISABLE) -> str:
     return ", ".join(p.paste_hint for p in probes if p.recognise is not None and p.paste_hint)
 
 
-def capture_files(paths: Sequence[Path]) -> Capture:
-    """Recognise each file and assign it to its section; unrecognised files become notes."""
+def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) -> Capture:
+    """Recognise each file and assign it to its section; unrecognised files become notes.
+    Reading all of them stops at ``deadline_s`` (a fifo fed by a slow writer would otherwise
+    keep it reading for as long as the writer trickles): a file still being read then, and
+    the files after it, are notes, not input."""
     capture = Capture(origin="files", label=", ".join(p.name for p in paths))
+    ends_at = time.monotonic() + deadline_s
     for path in paths:
-        data, problem = read_pasted(path)
+        data, problem = read_pasted(path, ends_at, deadline_s)
         if problem:
             capture.notes.append(f"{path}: {problem}")
             continue
@@ -60,9 +66,20 @@ def capture_files(paths: Sequence[Path]) -> Capture:
     return capture
 
 
-def read_pasted(path: Path) -> tuple[bytes, str]:
+class ReadDeadline(Exception):
+    """The time for reading inputs ran out while reading this one."""
+
+
+def read_pasted(
+    path: Path, ends_at: float | None = None, deadline_s: float = READ_DEADLINE_S
+) -> tuple[bytes, str]:
     """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
-    while a writer feeds it (``<(command)`` works), and only up to ``FIFO_WAIT_S`` of silence."""
+    while a writer feeds it (``<(command)`` works), up to ``FIFO_WAIT_S`` of silence and never
+    past ``ends_at`` (a monotonic time; the deadline of ``deadline_s`` seconds it stands for is
+    named in the reason)."""
+    ends_at = time.monotonic() + deadline_s if ends_at is None else ends_at
+    if time.monotonic() >= ends_at:
+        return b"", f"not read: the {deadline_s:g} s deadline for reading inputs had passed"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -76,13 +93,15 @@ def read_pasted(path: Path) -> tuple[bytes, str]:
         if stat.S_ISDIR(info.st_mode):
             return b"", "is a directory (a bundle directory needs a manifest.json)"
         if stat.S_ISFIFO(info.st_mode):
-            data = _read_pipe(fd)
+            data = _read_pipe(fd, ends_at)
         elif not stat.S_ISREG(info.st_mode):
             return b"", "not a regular file (a device or socket); not read"
         elif info.st_size > MAX_PASTE_BYTES:
             return b"", _too_large()
         else:
             data = _read_at_most(fd, MAX_PASTE_BYTES + 1)
+    except ReadDeadline:
+        return b"", f"still being written at the {deadline_s:g} s deadline for reading inputs; not read"
     except OSError as error:  # EIO, EISDIR on odd filesystems, /proc/self/mem…
         return b"", f"cannot read ({error.strerror or error})"
     finally:
@@ -102,10 +121,11 @@ def _read_at_most(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_pipe(fd: int) -> bytes:
+def _read_pipe(fd: int, ends_at: float) -> bytes:
     """A fifo's data while a writer feeds it. No writer at all reads as EOF at once: we then give
     one a moment to connect (``mkfifo p; cmd > p &``); a silent writer is given up after
-    ``FIFO_WAIT_S``."""
+    ``FIFO_WAIT_S``; one still writing at ``ends_at`` raises ReadDeadline (what it wrote so far
+    may be a cut-off part: never analysed as if whole)."""
     chunks: list[bytes] = []
     size, waited_for_writer = 0, False
     with selectors.DefaultSelector() as selector:
@@ -118,11 +138,16 @@ def _read_pipe(fd: int) -> bytes:
             if chunk:
                 chunks.append(chunk)
                 size += len(chunk)
-                continue
-            if chunk == b"" and (chunks or waited_for_writer):
+            elif chunk == b"" and (chunks or waited_for_writer):
                 break  # EOF
+            left = ends_at - time.monotonic()
+            if left <= 0:
+                raise ReadDeadline
+            if chunk:
+                continue
             waited_for_writer = waited_for_writer or chunk == b""
-            if not selector.select(timeout=FIFO_WRITER_GRACE_S if chunk == b"" else FIFO_WAIT_S):
+            wait = FIFO_WRITER_GRACE_S if chunk == b"" else FIFO_WAIT_S
+            if not selector.select(timeout=min(wait, left)) and wait <= left:
                 break
     return b"".join(chunks)
 

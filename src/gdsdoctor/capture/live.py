@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source, Unavailable
-from gdsdoctor.probes.common import within
+from gdsdoctor.probes.common import read_regular_file, resolve_in_root
 
 DEFAULT_DEADLINE_S = 60.0
 
@@ -121,16 +120,14 @@ def capture_source(source: Source, host_root: Path) -> Artifact:
 
 
 def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
-    full = host_root / path.lstrip("/")
+    """A file of the host at ``host_root``: links resolved inside that root, never out of it
+    (``resolve_in_root``), and only a regular file is read (a fifo would block the probe)."""
     started = time.monotonic()
+    real = resolve_in_root(os.path.realpath(host_root), path)
+    if real is None:
+        return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: too many links")
     try:
-        # A link leading out of --host-root (an absolute /proc/cmdline -> /proc/...) would read this
-        # machine's file as the host's: refused. The real path is opened, so it cannot change between.
-        real = os.path.realpath(full)
-        if not within(os.path.realpath(host_root), real):
-            detail = f"{path} leads out of the host root ({real}); not followed"
-            return Artifact(name, ArtifactStatus.ERROR, source=path, detail=detail)
-        data = _read_regular_file(real)
+        data = read_regular_file(real, MAX_OUTPUT_BYTES, follow=False)
     except FileNotFoundError:
         return Artifact(name, ArtifactStatus.MISSING, source=path, detail=f"{path} does not exist")
     except PermissionError:
@@ -138,20 +135,6 @@ def read_host_file(name: str, host_root: Path, path: str) -> Artifact:
     except OSError as error:
         return Artifact(name, ArtifactStatus.ERROR, source=path, detail=f"{path}: {error.strerror or error}")
     return Artifact(name, ArtifactStatus.OK, data, path, duration_s=time.monotonic() - started)
-
-
-def _read_regular_file(path: Path | str) -> bytes:
-    """Read at most MAX_OUTPUT_BYTES; a fifo, socket or device under --host-root is refused
-    instead of blocking the probe (O_NONBLOCK open, then a type check)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(0, "not a regular file")
-        os.set_blocking(descriptor, True)
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(MAX_OUTPUT_BYTES)
-    finally:
-        os.close(descriptor)
 
 
 def _run_reader(source: Source, host_root: Path) -> Artifact:

@@ -12,7 +12,7 @@ provenance record made by :func:`src`, so a finding can show the exact line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -99,6 +99,34 @@ def src(artifact: str, line: int, text: str) -> dict[str, Any]:
     return {"artifact": artifact, "line": line, "text": text.rstrip("\n")[:500]}
 
 
-def numbered_lines(text: str) -> list[tuple[int, str]]:
-    """Lines with 1-based numbers, the way provenance counts them."""
-    return list(enumerate(text.split("\n"), start=1))
+_LINES_CHUNK = 1 << 20  # characters split at a time: a text of newlines must not become a list
+
+
+class NumberedLines:
+    """The lines of a text with 1-based numbers, the way provenance counts them: what
+    ``enumerate(text.split("\n"), start=1)`` gives, without ever holding that list. Each pass
+    splits about a MiB at a time, so memory stays bounded by the text's bytes however many
+    lines it has (a list costs ~100 bytes a line: 20M newlines took 2.3 GB). Iterable any
+    number of times."""
+
+    __slots__ = ("chunk", "text")
+
+    def __init__(self, text: str, chunk: int = _LINES_CHUNK) -> None:
+        self.text = text
+        self.chunk = max(1, chunk)
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        text, number, start = self.text, 1, 0
+        while True:
+            cut = text.find("\n", start + self.chunk)
+            lines = text[start : cut if cut != -1 else len(text)].split("\n")
+            yield from enumerate(lines, number)
+            number += len(lines)
+            if cut == -1:
+                return
+            start = cut + 1
+
+
+def numbered_lines(text: str) -> NumberedLines:
+    """Lines with 1-based numbers, the way provenance counts them (streamed: ``NumberedLines``)."""
+    return NumberedLines(text)

@@ -8,13 +8,16 @@ Parsers (pure, they look at text or values, never at the host):
 - ``to_int`` / ``to_bool`` / ``size_bytes`` / ``text_or_none``: value conversions.
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
-Readers (I/O under ``host_root``; they never follow a symlink that leaves it, and never raise but a
+Readers (I/O under ``host_root``; they never reach anything outside it, and never raise but a
 PermissionError where a caller asks for it, so that the capture says denied, not "nothing there"):
-- ``is_inside`` / ``within`` / ``real_inside`` / ``child_inside``: does a path (symlinks
-  resolved) stay under the root.
+- ``resolve_in_root`` / ``real_inside`` / ``child_inside`` / ``within``: a path with its links
+  resolved inside the root, as ``openat2(RESOLVE_IN_ROOT)`` does (an absolute link starts again
+  at the root, ``..`` stops at it), so nothing outside the root is ever reached.
 - ``attrs_inside`` / ``attrs_of_real`` / ``list_inside``: the attributes and the names of a sysfs
   directory, read only inside the root; ``read_under_root`` (a whole file), ``read_attr`` (one
-  sysfs attribute at a path already checked), ``link_name``, ``list_dir``, ``bdfs_in``.
+  sysfs attribute at a path already checked), ``read_in_root`` / ``read_regular`` /
+  ``open_regular`` (regular files only, opened without blocking), ``link_name``, ``list_dir``,
+  ``bdfs_in``.
 - ``json_bytes``: what a reader returns (``indent=1``, one member per line, so a parser can point
   provenance at the line where an object's name appears); ``MISSING`` when its tree is absent.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +48,11 @@ def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
     Only the lines before the first ``{`` or ``[`` line are skipped, so provenance line
     numbers stay those of the pasted text.
     """
-    lines = text.split("\n")
-    for skipped, line in enumerate(lines[:20]):
-        if line.lstrip().startswith(("{", "[")):
-            body = "\n".join(lines[skipped:])
+    offset = 0
+    for skipped in range(20):  # the first 20 lines, cut from the text (never a list of all of them)
+        end = text.find("\n", offset)
+        if text[offset : end if end != -1 else len(text)].lstrip().startswith(("{", "[")):
+            body = text[offset:]
             try:
                 return json.loads(body), skipped
             except RecursionError:
@@ -57,6 +62,9 @@ def load_pasted_json(text: str, what: str) -> tuple[Any, int]:
                 if repaired is not None:
                     return repaired, skipped
                 raise ParseError(f"not valid JSON ({what}): {str(error)[:120]}") from None
+        if end == -1:
+            break
+        offset = end + 1
     raise ParseError(f"no JSON document found (expected {what})")
 
 
@@ -109,26 +117,61 @@ def close_truncated_json(body: str) -> Any | None:
         return None
 
 
+_FINDER_CHUNK = 1 << 16  # characters a finder rules out with one search before it looks line by line
+
+
 def line_finder(text: str) -> Any:
     """A function ``find(regex, default) -> (line_no, line)`` scanning forward through ``text``.
 
     JSON objects are printed in document order, so searching forward from the previous hit
     finds the line of each object in turn (the cheap way to give JSON items a line number).
+    A hit moves the start forward, so all hits together visit each line once; a miss visits the
+    rest of the text and moves nothing, so misses (items printed in another order, or a hostile
+    document of 100k items none of which is found) would make the search quadratic. Misses share
+    a budget of a few passes over the text: past it, a miss gives ``default`` at once (only a
+    line number of provenance is lost, never a fact), and the whole search stays linear. Lines
+    are cut from the text as they are visited, never held as a list (JSON may hold millions of
+    newlines between its tokens), and a stretch of text with no match at all (searched at once,
+    ``^``/``$`` at line ends) is passed without looking at its lines one by one.
     """
-    lines = text.split("\n")
-    position = 0
+    start = [1, 0]  # the number and offset of the first line not yet passed by a hit
+    miss_budget = 4 * (len(text) + 1) + 100_000  # in characters passed
 
     def find(pattern: str, default: int = 1) -> tuple[int, str]:
-        nonlocal position
-        regex = re.compile(pattern)
-        for index in range(position, len(lines)):
-            if regex.search(lines[index]):
-                position = index + 1
-                return index + 1, lines[index]
-        default = max(1, min(default, len(lines)))
-        return default, lines[default - 1]
+        nonlocal miss_budget
+        regex, anywhere = re.compile(pattern), re.compile(pattern, re.MULTILINE)
+        number, offset = start
+        while offset <= len(text) and miss_budget > offset - start[1]:
+            cut = text.find("\n", offset + _FINDER_CHUNK)
+            cut = len(text) if cut == -1 else cut
+            first = anywhere.search(text, offset, cut)
+            if first is None:  # no line of this stretch can match: pass it whole
+                number, offset = number + text.count("\n", offset, cut) + 1, cut + 1
+                continue
+            line_start = text.rfind("\n", offset, first.start()) + 1 or offset
+            number += text.count("\n", offset, line_start)
+            offset = line_start
+            while offset <= cut:  # no line before the first match's can match
+                end = text.find("\n", offset, cut)
+                end = cut if end == -1 else end
+                line = text[offset:end]
+                if regex.search(line):
+                    start[:] = [number + 1, end + 1]
+                    return number, line
+                number, offset = number + 1, end + 1
+        miss_budget -= min(offset, len(text) + 1) - start[1]
+        return _line_at(text, default)
 
     return find
+
+
+def _line_at(text: str, number: int) -> tuple[int, str]:
+    """(number, line) for the ``number``-th line of ``text`` (1-based), clamped to its lines."""
+    offset, current = 0, 1
+    while current < number and (cut := text.find("\n", offset)) != -1:
+        offset, current = cut + 1, current + 1
+    end = text.find("\n", offset)
+    return current, text[offset : end if end != -1 else len(text)]
 
 
 def json_key(name: str, value: str | int | None = None) -> str:
@@ -248,14 +291,50 @@ BDF = lazy_compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _MAX_ATTR = 65536  # sysfs attributes are one page at most; bigger means it is not sysfs
 
 
-def read_attr(path: Path | str) -> str | None:
-    """The stripped text of one sysfs attribute, or None when it is missing or unreadable. It
-    follows links: readers reach it through ``attrs_inside``, which checks them."""
+def open_regular(path: Path | str, follow: bool = True) -> int:
+    """A blocking descriptor of a regular file; OSError when it cannot be opened or is not a
+    regular file. Opened without blocking and checked with fstat first: a fifo, socket or
+    device planted in a host root (sysfs attributes and /proc, /etc files are regular files)
+    would otherwise block the reader until the capture's deadline. ``follow`` False refuses a
+    link as the last component (``resolve_in_root`` has resolved them all)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    descriptor = os.open(path, flags)
     try:
-        with open(path, "rb") as handle:
-            return handle.read(_MAX_ATTR).decode("utf-8", "replace").strip()
-    except OSError:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def read_regular_file(path: Path | str, limit: int, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes of a regular file (``open_regular``); OSError when it cannot."""
+    descriptor = open_regular(path, follow)
+    try:
+        chunks, left = [], limit
+        while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def read_regular(path: Path | str, limit: int, follow: bool = True) -> bytes | None:
+    """``read_regular_file``, None instead of an error (readers never raise)."""
+    try:
+        return read_regular_file(path, limit, follow)
+    except (OSError, ValueError):
         return None
+
+
+def read_attr(path: Path | str) -> str | None:
+    """The stripped text of one sysfs attribute, or None when it is missing, unreadable or not a
+    regular file. It follows links: readers reach it through ``attrs_inside``, which checks them."""
+    data = read_regular(path, _MAX_ATTR)
+    return data.decode("utf-8", "replace").strip() if data is not None else None
 
 
 def link_name(path: Path) -> str | None:
@@ -271,32 +350,25 @@ def within(real_root: str, real_path: str) -> bool:
     return real_path == real_root or real_path.startswith(real_root.rstrip("/") + "/")
 
 
-def is_inside(real_root: str, path: Path | str) -> bool:
-    """Whether ``path``, every symlink resolved, stays inside ``real_root`` (already a realpath)."""
-    try:
-        return within(real_root, os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-
-
 def real_inside(real_root: str, path: Path | str) -> str | None:
-    """``path`` with every symlink resolved; None when it is missing or leaves ``real_root``
-    (the host root, already a realpath: readers resolve it once, not once per device)."""
-    try:
-        if not os.path.lexists(path):
-            return None
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
+    """``path``, named below ``real_root`` (the host root, already a realpath: readers resolve
+    it once, not once per device), with every link resolved inside that root
+    (``resolve_in_root``: the one way every host file and sysfs path is resolved); None when it
+    is missing or not named below the root."""
+    path = os.fspath(path)
+    if not within(real_root, path):
         return None
-    return real if within(real_root, real) else None
+    real = resolve_in_root(real_root, path[len(real_root) :])
+    return real if real is not None and os.path.lexists(real) else None
 
 
 def child_inside(real_root: str, real_directory: str, name: str) -> str | None:
-    """``name`` in a directory already resolved inside ``real_root``; None when it is a link that
-    leads out. Only a link of its own can, so one lstat does what a realpath walk (an lstat of
-    every component, and sysfs paths run through links) would."""
+    """``name`` in a directory already resolved inside ``real_root``: the path itself, or, for a
+    link, where it leads inside the root (opening the link would let the kernel follow an
+    absolute target out of it). Only a link of its own can lead elsewhere, so one lstat does
+    what a walk of every component (sysfs paths run through links) would."""
     path = os.path.join(real_directory, name)
-    return None if os.path.islink(path) and not is_inside(real_root, path) else path
+    return real_inside(real_root, path) if os.path.islink(path) else path
 
 
 def attrs_inside(real_root: str, directory: Path | str | None, names: Iterable[str]) -> dict[str, str | None]:
@@ -325,29 +397,70 @@ def list_inside(real_root: str, directory: Path | str | None, *, raise_denied: b
     return list_dir(real, raise_denied=raise_denied) if real is not None else []
 
 
-def read_under_root(
-    host_root: Path, path: str, limit: int = 16 * 1024 * 1024, *, raise_denied: bool = False
-) -> str | None:
-    """Text of the file ``path`` under host_root; None when missing, unreadable or a link out of host_root.
-    ``raise_denied``: a file there that cannot be read, or that links out of host_root, raises
-    PermissionError (the capture then says denied, as for kallsyms) instead of reading as absent."""
+_MAX_LINKS = 40  # symlinks followed in one path, as the kernel's ELOOP limit
+
+
+def resolve_in_root(real_root: str, path: str) -> str | None:
+    """``path`` (as the host sees it, e.g. ``/etc/os-release``) resolved under ``real_root`` the
+    way ``openat2(RESOLVE_IN_ROOT)`` does: an absolute link starts again at the root and ``..``
+    never climbs above it, so ``/etc/os-release -> /usr/lib/os-release`` reads the host root's
+    copy, and nothing outside the root is ever reached. Each component is looked at with lstat,
+    one at a time; None after too many links or on an unreadable component."""
+    pending = [part for part in reversed(path.split("/")) if part not in ("", ".")]
+    resolved: list[str] = []
+    links = 0
+    try:
+        while pending:
+            part = pending.pop()
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = os.path.join(real_root, *resolved, part)
+            if not os.path.islink(candidate):
+                resolved.append(part)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                return None
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                resolved = []
+            pending.extend(part for part in reversed(target.split("/")) if part not in ("", "."))
+    except (OSError, ValueError):
+        return None
+    return os.path.join(real_root, *resolved)
+
+
+def read_in_root(host_root: Path | str, path: str, limit: int, *, raise_denied: bool = False) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` of the host mounted at ``host_root``
+    (links resolved inside it: ``resolve_in_root``); None when missing, unreadable or not a
+    regular file. The last component is opened with O_NOFOLLOW, so a link swapped in after
+    the walk is refused rather than followed. ``raise_denied``: a file there that cannot be
+    read raises PermissionError (the capture then says denied) instead of reading as absent."""
     try:
         root = os.path.realpath(host_root)
-        target = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not within(root, target):
-            if raise_denied:
-                raise PermissionError(f"{path} leads out of the host root ({target}); not followed")
-            return None
-        if not os.path.isfile(target):
-            return None
-        with open(target, "rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    real = resolve_in_root(root, path)
+    if real is None:
+        return None
+    try:
+        return read_regular_file(real, limit, follow=False)
     except PermissionError:
         if raise_denied:
             raise
         return None
     except (OSError, ValueError):
         return None
+
+
+def read_under_root(
+    host_root: Path, path: str, limit: int = 16 * 1024 * 1024, *, raise_denied: bool = False
+) -> str | None:
+    """Text of the file ``path`` under host_root (``read_in_root``); None when it cannot be read."""
+    data = read_in_root(host_root, path, limit, raise_denied=raise_denied)
+    return data.decode("utf-8", "replace") if data is not None else None
 
 
 def list_dir(path: Path | str, *, raise_denied: bool = False) -> list[str]:
@@ -393,14 +506,32 @@ def reader_items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def provenance_finder(text: str, artifact: str, key: str) -> Callable[[str], dict[str, Any]]:
-    """A function mapping a value of ``key`` to the src of the first line ``"key": value``."""
-    lines = numbered_lines(text)
+    """A function mapping a value of ``key`` to the src of the first line ``"key": value``.
+    The lines holding the key are indexed once (a search per value was quadratic)."""
+    first_line: dict[str, tuple[int, str]] = {}
+    opener = json.dumps(key) + ": "
+    top = (1, "")
+    for number, line in numbered_lines(text):
+        if number == 1:
+            top = (1, line)
+        at = line.find(opener)
+        while at != -1:
+            start = at + len(opener)
+            value = _json_string_at(line, start)
+            if value is not None and value not in first_line:
+                first_line[value] = (number, line)
+            at = line.find(opener, start)
 
     def find(value: str) -> dict[str, Any]:
-        needle = f"{json.dumps(key)}: {json.dumps(value)}"
-        for number, line in lines:
-            if needle in line:
-                return src(artifact, number, line)
-        return src(artifact, 1, lines[0][1] if lines else "")
+        return src(artifact, *first_line.get(json.dumps(value), top))
 
     return find
+
+
+JSON_STRING = lazy_compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_string_at(line: str, start: int) -> str | None:
+    """The JSON string literal (quotes included, as written) that starts at ``line[start]``."""
+    match = JSON_STRING.match(line, start)
+    return match[0] if match else None

@@ -34,16 +34,18 @@ The kinds are in :data:`LOG_KINDS` (``driver_not_loaded``, ``compat_mode``, ``nv
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import read_under_root
+from gdsdoctor.probes.common import JSON_STRING, read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 
@@ -132,17 +134,27 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def key_line(lines: list[str], dotted: str) -> int:
-    """1-based line where the last part of a dotted key is written, found by walking its parts in order."""
-    index = 0
-    found = 0
-    for part in dotted.split("."):
-        needle = f'"{part}"'
-        for i in range(index, len(lines)):
-            if needle in lines[i]:
-                index, found = i, i + 1
-                break
-    return found or 1
+def key_line_finder(lines: list[str]) -> Callable[[str], int]:
+    """A function: dotted key -> the 1-based line where its last part is written, found by
+    walking its parts in order (each part's first ``"part"`` at or after the previous one's
+    line; 1 when none is). The string literals of every line are indexed once, so each key
+    costs a lookup per part instead of a scan of the text (a scan per key was quadratic)."""
+    lines_of: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        for literal in set(JSON_STRING.findall(line)) if '"' in line else ():
+            lines_of.setdefault(literal, []).append(index)
+
+    def key_line(dotted: str) -> int:
+        index, found = 0, 0
+        for part in dotted.split("."):
+            hits = lines_of.get(f'"{part}"', [])
+            at = bisect.bisect_left(hits, index)
+            if at < len(hits):
+                index = hits[at]
+                found = index + 1
+        return found or 1
+
+    return key_line
 
 
 def _unwrap(text: str) -> tuple[str | None, dict[str, Any]]:
@@ -167,8 +179,9 @@ def parse_cufile_json(text: str, artifact: str) -> Section:
     if body is not None:
         explicit, partial = _load_config(body)
         lines = body.split("\n")
+        key_line = key_line_finder(lines)
         for key, value in explicit.items():
-            number = key_line(lines, key)
+            number = key_line(key)
             item_src = src(artifact, number, lines[number - 1])
             items.append({"key": key, "value": value, "default": DEFAULTS.get(key), "src": item_src})
     return {
@@ -278,9 +291,10 @@ def parse_cufile_env(text: str, artifact: str) -> Section:
         document = None
     if isinstance(document, dict):
         lines = text.split("\n")
+        key_line = key_line_finder(lines)
         for name, value in document.items():
             if isinstance(name, str) and _ENV_NAME.match(name):
-                number = key_line(lines, name)
+                number = key_line(name)
                 item_src = src(artifact, number, lines[number - 1])
                 items.append({"name": name, "value": str(value), "src": item_src})
     else:
@@ -406,8 +420,8 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
     by_level: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     pids: set[int] = set()
-    lines, truncated = content_lines(text)
-    total = 0
+    lines = content_lines(text)
+    total = not_kept = 0
     for number, line in lines:
         match = _LOG_LINE.match(line)
         log_line = _is_log_line(match)
@@ -422,21 +436,35 @@ def parse_cufile_log(text: str, artifact: str) -> Section:
             by_kind[kind] += 1
         if match and match["pid"] and log_line:
             pids.add(int(match["pid"]))
+        # counted above; the first MAX_LOG_ENTRIES of each list are kept whole (a 64 MiB log of
+        # one message must not become a record per line)
         item_src = src(artifact, number, line)
         if kind == "volume_attributes":
-            volumes.append({**volume_attributes(message), "src": item_src})
-        if (kind or level in _KEEP_LEVELS) and len(entries) < MAX_LOG_ENTRIES:
-            entries.append(_entry(match if log_line else None, message, kind, item_src))
+            if len(volumes) < MAX_LOG_ENTRIES:
+                volumes.append({**volume_attributes(message), "src": item_src})
+            else:
+                not_kept += 1
+        if kind or level in _KEEP_LEVELS:
+            if len(entries) < MAX_LOG_ENTRIES:
+                entries.append(_entry(match if log_line else None, message, kind, item_src))
+            else:
+                not_kept += 1
     if not total and text.strip():
         raise ParseError("no cufile.log lines (expected `DD-MM-YYYY HH:MM:SS:ms [pid=N tid=N] LEVEL ...`)")
-    return {
+    section: Section = {
         "entries": entries,
         "counts": {"lines": total, "by_level": dict(by_level), "by_kind": dict(by_kind)},
         "kinds": sorted(by_kind),
         "pids": sorted(pids),
         "volumes": volumes,
-        "truncated": truncated,
+        "truncated": lines.truncated,
     }
+    if not_kept:
+        section["input_cut"] = (
+            f"{not_kept} cufile.log entries or volume records not kept after the first {MAX_LOG_ENTRIES} "
+            "of each (the counts include them)"
+        )
+    return section
 
 
 def _entry(

@@ -28,6 +28,7 @@ Section shape::
     cmdline: str | None            # from the last "Command line:" line
     events: [ {kind, device, message, timestamp, monotonic_s, level, boot, current_boot, details, src} ]
     events_dropped: int            # events cut from the middle of a huge log (summary still counts them)
+    input_cut: str                 # only when events were cut: says so (the report shows it as a note)
     summary: [ {kind, device, count, current_boot_count, first_line, last_line,
                 first_timestamp, last_timestamp, message, src} ]   # one per (kind, device)
     kinds: [str]                   # kinds seen at all
@@ -41,11 +42,11 @@ docs/facts/dmesg.md. The event kinds are :data:`KINDS`.
 
 from __future__ import annotations
 
-import bisect
-import itertools
+import heapq
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Container, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from gdsdoctor.patterns import lazy_compile
@@ -544,6 +545,10 @@ def _detail(value: str) -> int | str:
 _HINT_PIECES = {hint: (tuple(hint.split()), hint != "".join(hint.split())) for hint in _KINDS_OF_HINT}
 
 
+_WORDS_CHUNK = 1 << 20  # characters split into words at a time
+_MAX_DISTINCT_WORDS = 200_000  # past this the log does not repeat itself: search the text instead
+
+
 def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The hints that occur anywhere in ``text`` (with the kinds they gate): what is worth
     looking for in each of its lines. A log has a handful of the ~90.
@@ -551,32 +556,78 @@ def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     Each hint is a scan of the text, so they are looked for in its distinct words instead (a
     log repeats itself: a third of the text of a test VM's log, 7.7 -> 3.8 ms): a hint without
     whitespace occurs in the text exactly when it occurs in one of its words. A hint with
-    whitespace needs each of its pieces in the words, and is then confirmed in the text."""
+    whitespace needs each of its pieces in the words, and is then confirmed in the text. The
+    words are gathered a chunk at a time (a list of every word of a hostile 64 MiB log would
+    take gigabytes), and a log with too many distinct words is searched directly."""
     lowered = text.lower()
-    words = " ".join(set(lowered.split()))
+    words = _distinct_words(lowered)
+    haystack = " ".join(words) if words is not None else lowered
     found = []
     for hint, kinds in _KINDS_OF_HINT.items():
         pieces, spaced = _HINT_PIECES[hint]
-        if all(piece in words for piece in pieces) and (not spaced or hint in lowered):
+        if all(piece in haystack for piece in pieces) and (not spaced or hint in lowered):
             found.append((hint, kinds))
     return found
 
 
-def hinted_lines(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> set[int]:
-    """The numbers (1-based, as ``numbered_lines`` counts) of the lines of ``text`` in which one
-    of ``hints`` occurs: only those can hold an event, and a log's other lines then cost no
-    classification at all. Found by searching the whole lowered text for each hint (lowering
-    neither adds nor removes newlines, so its line numbers are the text's)."""
+def _distinct_words(lowered: str) -> set[str] | None:
+    """The distinct words of ``lowered``; None when there are more than _MAX_DISTINCT_WORDS."""
+    words: set[str] = set()
+    start = 0
+    while start < len(lowered):
+        cut = lowered.find("\n", start + _WORDS_CHUNK)
+        cut = len(lowered) if cut == -1 else cut
+        words.update(lowered[start:cut].split())
+        if len(words) > _MAX_DISTINCT_WORDS:
+            return None
+        start = cut + 1
+    return words
+
+
+def hinted_line_numbers(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> Iterator[int]:
+    """The numbers (1-based, as ``numbered_lines`` counts), in increasing order, of the lines of
+    ``text`` in which one of ``hints`` occurs: only those can hold an event, and a log's other
+    lines then cost no classification at all. Found by searching the whole lowered text for
+    each hint, the next hit of every hint kept in a heap; lowering neither adds nor removes
+    newlines, so its line numbers are the text's, counted between hits (no list of lines)."""
     lowered = text.lower()
-    ends = list(itertools.accumulate(len(line) + 1 for line in lowered.split("\n")))
-    found: set[int] = set()
-    for hint, _ in hints:
-        at = lowered.find(hint)
-        while at != -1:
-            number = bisect.bisect_right(ends, at) + 1
-            found.add(number)
-            at = lowered.find(hint, ends[number - 1])  # the next line: one hit a line is enough
-    return found
+    heap = [(at, hint) for hint, _ in hints if (at := lowered.find(hint)) != -1]
+    heapq.heapify(heap)
+    number, counted_to = 1, 0
+    while heap:
+        at = heap[0][0]
+        number += lowered.count("\n", counted_to, at)
+        counted_to = at
+        yield number
+        line_end = lowered.find("\n", at)
+        line_end = len(lowered) if line_end == -1 else line_end
+        while heap and heap[0][0] < line_end:  # one hit a line is enough: on to the next line
+            hint = heapq.heappop(heap)[1]
+            if (following := lowered.find(hint, line_end + 1)) != -1:
+                heapq.heappush(heap, (following, hint))
+
+
+def hinted_lines(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> set[int]:
+    """``hinted_line_numbers`` as a set."""
+    return set(hinted_line_numbers(text, hints))
+
+
+class _Ascending:
+    """Membership in an increasing sequence of numbers for questions asked in increasing order
+    (the lines of a log, read in turn): the sequence is consumed as the questions pass it."""
+
+    __slots__ = ("_next", "_numbers")
+
+    def __init__(self, numbers: Iterator[int]) -> None:
+        self._numbers = numbers
+        self._next = next(numbers, None)
+
+    def __contains__(self, number: object) -> bool:
+        if not isinstance(number, int):
+            return False
+        while self._next is not None and self._next < number:
+            self._next = next(self._numbers, None)
+        return self._next == number
 
 
 def classify(
@@ -665,21 +716,22 @@ def _json_lines(text: str) -> Iterator[LogLine]:
     entries = document.get("dmesg") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise ParseError('JSON without a "dmesg" list (expected `dmesg --json`)')
-    msg_lines = [n for n, line in numbered_lines(text) if '"msg"' in line]
-    for index, entry in enumerate(entries):
+    msg_lines = ((n, line) for n, line in numbered_lines(text) if '"msg"' in line)
+    first_line = text.split("\n", 1)[0]
+    for entry in entries:
+        number, raw = next(msg_lines, (1, first_line))  # the entry's own "msg" line, in turn
         if not isinstance(entry, dict) or not isinstance(entry.get("msg"), str):
             continue
-        number = msg_lines[index] if index < len(msg_lines) else 1
         raw_time = entry.get("time")
         monotonic = (
             float(raw_time) if isinstance(raw_time, int | float) and not isinstance(raw_time, bool) else None
         )
         timestamp = f"{monotonic:.6f}" if monotonic is not None else (str(raw_time) if raw_time else None)
         level = _level_name(entry.get("pri")) if entry.get("pri") is not None else None
-        yield LogLine(number, text.split("\n")[number - 1], entry["msg"], "json", timestamp, monotonic, level)
+        yield LogLine(number, raw, entry["msg"], "json", timestamp, monotonic, level)
 
 
-def _text_lines(text: str, boots: _Boots, hinted: set[int] | None = None) -> Iterator[LogLine | float]:
+def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) -> Iterator[LogLine | float]:
     """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
     outside it with nothing else to give yields only its clock: most lines of a log, and making
     each a LogLine was most of the parse (a 10,700-line log: 90 -> 65 ms)."""
@@ -737,13 +789,33 @@ def _is_json(text: str) -> bool:
     return bool(re.match(r'\s*\{\s*"dmesg"\s*:', text[:200]))
 
 
-def _summarise(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for event in events:
+class _Events:
+    """The events of a log as they are found: every one counted in its (kind, device) summary,
+    the first and last MAX_EVENTS // 2 kept whole. A storm of one message (a 64 MiB log of
+    timeouts) then costs a summary and a bounded list, not a record per line."""
+
+    __slots__ = ("dropped", "first", "groups", "last")
+
+    def __init__(self) -> None:
+        self.first: list[dict[str, Any]] = []
+        self.last: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS // 2)
+        self.dropped = 0
+        self.groups: dict[tuple[str, str | None], dict[str, Any]] = {}
+
+    def add(self, event: dict[str, Any]) -> None:
+        self._count(event)
+        if len(self.first) < MAX_EVENTS // 2:
+            self.first.append(event)
+            return
+        if len(self.last) == self.last.maxlen:
+            self.dropped += 1
+        self.last.append(event)
+
+    def _count(self, event: dict[str, Any]) -> None:
         key = (event["kind"], event["device"])
-        group = groups.get(key)
+        group = self.groups.get(key)
         if group is None:
-            group = groups[key] = {
+            group = self.groups[key] = {
                 "kind": event["kind"],
                 "device": event["device"],
                 "count": 0,
@@ -752,21 +824,36 @@ def _summarise(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "first_timestamp": event["timestamp"],
                 "message": event["message"],
                 "src": event["src"],
+                "_boot": event["boot"],  # the boot current_boot_count counts (boots only go up)
             }
+        if group["_boot"] != event["boot"]:
+            group["_boot"], group["current_boot_count"] = event["boot"], 0
         group["count"] += 1
-        group["current_boot_count"] += 1 if event["current_boot"] else 0
+        group["current_boot_count"] += 1
         group["last_line"] = event["src"]["line"]
         group["last_timestamp"] = event["timestamp"]
-    return list(groups.values())
+
+    def finish(self, current_boot: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(events kept, summary), ``current_boot`` marked once the last boot is known."""
+        events = self.first + list(self.last)
+        for event in events:
+            event["current_boot"] = event["boot"] == current_boot
+        summary = []
+        for group in self.groups.values():
+            boot = group.pop("_boot")
+            summary.append(
+                {**group, "current_boot_count": group["current_boot_count"] if boot == current_boot else 0}
+            )
+        return events, summary
 
 
 def parse(text: str, artifact: str) -> Section:
     boots = _Boots()
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
     hints = hints_in(text) if "\\" not in text else None
-    candidates = hinted_lines(text, hints) if hints is not None else None
+    candidates = hinted_candidates(text, hints) if hints is not None else None
     lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots, candidates)
-    events: list[dict[str, Any]] = []
+    found = _Events()
     line_count = 0
     for line in lines:
         line_count += 1
@@ -780,7 +867,7 @@ def parse(text: str, artifact: str) -> Section:
         if hit is None:
             continue
         kind, device, details = hit
-        events.append(
+        found.add(
             {
                 "kind": kind,
                 "device": device,
@@ -789,32 +876,39 @@ def parse(text: str, artifact: str) -> Section:
                 "monotonic_s": line.monotonic_s,
                 "level": line.level,
                 "boot": boot,
-                "current_boot": False,  # set below, once the last boot is known
+                "current_boot": False,  # set by finish, once the last boot is known
                 "details": details,
                 "src": src(artifact, line.number, line.raw),
             }
         )
     forms = boots.forms - {"plain"}
-    if text.strip() and not forms and not events:
+    if text.strip() and not forms and not found.groups:
         raise ParseError("no kernel log lines (expected dmesg, journalctl -k, /dev/kmsg or syslog output)")
-    for event in events:
-        event["current_boot"] = event["boot"] == boots.index
-    summary = _summarise(events)
-    dropped = max(0, len(events) - MAX_EVENTS)
-    if dropped:
-        events = events[: MAX_EVENTS // 2] + events[-MAX_EVENTS // 2 :]
-    return {
+    events, summary = found.finish(boots.index)
+    section: Section = {
         "format": (forms.pop() if len(forms) == 1 else "mixed") if forms else "plain",
         "line_count": line_count,
         "boot_count": boots.index + 1,
         "kernel_release": boots.release,
         "cmdline": boots.cmdline,
         "events": events,
-        "events_dropped": dropped,
+        "events_dropped": found.dropped,
         "summary": summary,
         "kinds": sorted({e["kind"] for e in summary}),
         "current_boot_kinds": sorted({e["kind"] for e in summary if e["current_boot_count"]}),
     }
+    if found.dropped:
+        section["input_cut"] = (
+            f"{found.dropped} of {found.dropped + len(events)} kernel log events not kept (the first and "
+            f"last {MAX_EVENTS // 2} are; the summary counts them all)"
+        )
+    return section
+
+
+def hinted_candidates(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> Container[int]:
+    """The hinted lines, for questions asked in line order: consumed as the log is read, never
+    held as a set (a log of 12M hinted lines would hold 12M numbers)."""
+    return _Ascending(hinted_line_numbers(text, hints))
 
 
 # ---------------------------------------------------------------------------------------------

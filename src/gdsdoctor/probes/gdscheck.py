@@ -42,6 +42,7 @@ Section ``gdscheck``:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
@@ -149,19 +150,33 @@ def classify_message(text: str) -> str | None:
 # --- helpers shared by the GDS probes (cufile.py, nvidia_fs.py) ---------------------------------
 
 
-def content_lines(text: str) -> tuple[list[tuple[int, str]], bool]:
-    """Numbered lines minus a line cut by an excerpt marker (the line just before it), and whether cut."""
-    lines = numbered_lines(text)
-    kept: list[tuple[int, str]] = []
-    truncated = False
-    for number, line in lines:
-        if TRUNCATION_MARKER.match(line):
-            truncated = True
-            if kept:
-                kept.pop()
-            continue
-        kept.append((number, line))
-    return kept, truncated
+class ContentLines:
+    """Numbered lines minus a line cut by an excerpt marker (the line just before it), read one
+    at a time (a list of every line of a text of newlines would cost ~100 bytes a line);
+    ``truncated`` says, once they have been read, whether a marker was seen."""
+
+    __slots__ = ("text", "truncated")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        held: tuple[int, str] | None = None  # the previous line: a marker after it drops it
+        for number, line in numbered_lines(self.text):
+            if TRUNCATION_MARKER.match(line):
+                self.truncated, held = True, None
+                continue
+            if held is not None:
+                yield held
+            held = (number, line)
+        if held is not None:
+            yield held
+
+
+def content_lines(text: str) -> ContentLines:
+    """The lines of a pasted text, excerpt markers honoured (``ContentLines``)."""
+    return ContentLines(text)
 
 
 class _Parser:
@@ -406,7 +421,7 @@ def _layout(parser: _Parser) -> str | None:
 
 def parse(text: str, artifact: str) -> Section:
     parser = _Parser(artifact)
-    lines, truncated = content_lines(text)
+    lines = content_lines(text)
     for number, line in lines:
         parser.feed(number, line)
     if not parser.recognised:
@@ -425,7 +440,7 @@ def parse(text: str, artifact: str) -> Section:
         "platform": parser.platform,
         "messages": parser.messages,
         "layout": _layout(parser),
-        "truncated": truncated,
+        "truncated": lines.truncated,
     }
 
 

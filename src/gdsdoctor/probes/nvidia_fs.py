@@ -420,7 +420,7 @@ _BUILD_LINE = lazy_compile(r"^\s*(make(\[\d+\])?: |CC \[M\]|LD \[M\]|Checking if
 def parse_build_log(text: str, artifact: str) -> Section:
     header: dict[str, Any] = {"module": None, "version": None, "kernel": None, "src": None}
     errors = []
-    lines, truncated = content_lines(text)
+    lines = content_lines(text)
     for number_, line in lines:
         if match := _DKMS_HEADER.search(line):
             header = {"module": match["module"], "version": match["version"], "kernel": match["kernel"]}
@@ -438,7 +438,7 @@ def parse_build_log(text: str, artifact: str) -> Section:
         "errors": errors,
         "kinds": sorted({e["kind"] for e in errors}),
         "failed": any(e["kind"] not in ("modpost_undefined_nvidia_p2p", "modpost_undefined") for e in errors),
-        "truncated": truncated,
+        "truncated": lines.truncated,
     }
 
 

@@ -46,6 +46,7 @@ from gdsdoctor.probes.common import (
     link_name,
     list_inside,
     load_pasted_json,
+    read_regular,
     real_inside,
     split_address,
     text_or_none,
@@ -78,12 +79,9 @@ _MAX_READ = 65536
 
 
 def _read_attr(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            # dumps made with tar pad attribute files with NULs up to the page size
-            return handle.read(_MAX_READ).split(b"\0", 1)[0].decode("utf-8", "replace").rstrip("\n")
-    except (OSError, ValueError):
-        return None
+    data = read_regular(path, _MAX_READ)  # a regular file only: a fifo would block the reader
+    # dumps made with tar pad attribute files with NULs up to the page size
+    return data.split(b"\0", 1)[0].decode("utf-8", "replace").rstrip("\n") if data is not None else None
 
 
 def _list(root: str, path: Path, *, raise_denied: bool = False) -> list[str]:

@@ -46,6 +46,7 @@ io_timeout, admin_timeout, default_ps_max_latency_us. Values are strings as writ
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -56,16 +57,28 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import is_inside
+from gdsdoctor.probes.common import open_regular, resolve_in_root
 
 
-def _content_lines(text: str) -> list[tuple[int, str]]:
-    """Numbered non-empty lines, without a leading ``$ command`` line a user pasted."""
-    lines = [(n, line.rstrip()) for n, line in numbered_lines(text) if line.strip()]
-    if lines and re.match(r"^\s*\S*[$#] ", lines[0][1]):
-        output = _strip_command_prefix(lines[0][1])  # "$ cat /proc/cmdline BOOT_IMAGE=..." keeps its output
-        lines = ([(lines[0][0], output)] if output.strip() and output != lines[0][1] else []) + lines[1:]
-    return lines
+def _content_lines(text: str, at_most: int | None = None) -> list[tuple[int, str]]:
+    """The first ``at_most`` (all when None) numbered non-empty lines, without a leading
+    ``$ command`` line a user pasted. Parsers that read every line use ``_each_content_line``."""
+    return list(itertools.islice(_each_content_line(text), at_most))
+
+
+def _each_content_line(text: str) -> Iterator[tuple[int, str]]:
+    """``_content_lines`` one at a time: a text of millions of lines is never held as a list."""
+    lines = ((n, line.rstrip()) for n, line in numbered_lines(text) if line.strip())
+    first = next(lines, None)
+    if first is None:
+        return
+    if re.match(r"^\s*\S*[$#] ", first[1]):
+        output = _strip_command_prefix(first[1])  # "$ cat /proc/cmdline BOOT_IMAGE=..." keeps its output
+        if output.strip() and output != first[1]:
+            yield first[0], output
+    else:
+        yield first
+    yield from lines
 
 
 def _strip_command_prefix(line: str) -> str:
@@ -90,7 +103,7 @@ def _version_tuple(release: str) -> list[int]:
 
 
 def parse_kernel(text: str, artifact: str) -> Section:
-    for number, line in _content_lines(text):
+    for number, line in _each_content_line(text):
         line = line.strip()
         machine = hostname = None
         if m := _PROC_VERSION.match(line):
@@ -149,7 +162,7 @@ def parse_os_release(text: str, artifact: str) -> Section:
     fields: dict[str, str] = {}
     lines: dict[str, tuple[int, str]] = {}
     form = "os-release"
-    for number, line in _content_lines(text):
+    for number, line in _each_content_line(text):
         if m := _OS_LINE.match(line.strip()):
             key, value = m["key"], _unquote(m["value"])
         elif m := _LSB_LINE.match(line.strip()):
@@ -176,7 +189,7 @@ def parse_os_release(text: str, artifact: str) -> Section:
 
 
 def recognise_os_release(text: str) -> bool:
-    lines = [line.strip() for _, line in _content_lines(text[:20_000])[:60]]
+    lines = [line.strip() for _, line in _content_lines(text[:20_000], 60)]
     os_keys = sum(
         bool(re.match(r"^(NAME|ID|ID_LIKE|VERSION_ID|PRETTY_NAME|VERSION|HOME_URL)=", x)) for x in lines
     )
@@ -244,7 +257,7 @@ def _as_text(value: str | bool | None) -> str | None:
 
 
 def parse_cmdline(text: str, artifact: str) -> Section:
-    lines = _content_lines(text)
+    lines = _content_lines(text, 2)  # one line of parameters; a second says it is not that
     if not lines:
         raise ParseError("empty /proc/cmdline")
     number, line = lines[0]
@@ -356,11 +369,11 @@ def _line_chunks(stream: Any, size: int = _KALLSYMS_CHUNK) -> Iterator[str]:
 
 def read_kallsyms(host_root: Path) -> bytes:
     """Reader: stream ``<root>/proc/kallsyms``; unreadable -> a record that says why."""
-    path = host_root / "proc" / "kallsyms"
     try:
-        if not is_inside(os.path.realpath(host_root), path):
-            raise PermissionError("proc/kallsyms points outside the host root")
-        with path.open(encoding="ascii", errors="replace") as stream:
+        real = resolve_in_root(os.path.realpath(host_root), "/proc/kallsyms")
+        if real is None:
+            raise PermissionError("proc/kallsyms: too many links")
+        with open(open_regular(real, follow=False), encoding="ascii", errors="replace") as stream:
             result = scan_kallsyms(_line_chunks(stream), table_only=False)
     except OSError as exc:
         result = {"format": _SCAN_MARK, "readable": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -441,7 +454,7 @@ def _any_present(found: dict[str, Any], complete: bool, wanted: Any) -> bool | N
 
 
 def recognise_kallsyms(text: str) -> bool:
-    lines = [line for _, line in _content_lines(text[:20_000])[:100]]
+    lines = [line for _, line in _content_lines(text[:20_000], 100)]
     hits = sum(bool(_KALLSYMS_LINE.match(line)) for line in lines)
     return bool(lines) and hits * 2 >= len(lines)
 
@@ -456,7 +469,7 @@ _OFED = lazy_compile(
 
 
 def parse_ofed(text: str, artifact: str) -> Section:
-    for number, line in _content_lines(text):
+    for number, line in _each_content_line(text):
         if m := _OFED.match(line.strip()):
             major, minor = (int(x) for x in re.findall(r"\d+", m["version"])[:2])
             return {
@@ -494,7 +507,7 @@ _VMS = (
 
 
 def parse_virt(text: str, artifact: str) -> Section:
-    lines = _content_lines(text)
+    lines = _content_lines(text, 1)
     word = lines[0][1].strip() if lines else ""
     if word not in ("none", *_CONTAINERS, *_VMS):
         raise ParseError("not `systemd-detect-virt` output (one word: none, kvm, docker, ...)")
@@ -523,7 +536,7 @@ _GRUB_LINE = lazy_compile(r"^(?:export\s+)?(?P<key>GRUB_[A-Z0-9_]+)=(?P<value>.*
 def parse_grub(text: str, artifact: str) -> Section:
     variables: dict[str, str] = {}
     where: dict[str, tuple[int, str]] = {}
-    for number, line in _content_lines(text):
+    for number, line in _each_content_line(text):
         if m := _GRUB_LINE.match(line.strip()):
             variables[m["key"]] = _unquote(m["value"])
             where[m["key"]] = (number, line)
@@ -544,7 +557,7 @@ def parse_grub(text: str, artifact: str) -> Section:
 
 def recognise_grub(text: str) -> bool:
     lines = [
-        line.strip() for _, line in _content_lines(text[:50_000])[:100] if not line.strip().startswith("#")
+        line.strip() for _, line in _content_lines(text[:50_000], 100) if not line.strip().startswith("#")
     ]
     hits = sum(bool(_GRUB_LINE.match(line)) for line in lines)
     return hits >= 1 and hits * 2 >= len(lines)

@@ -33,7 +33,7 @@ def build_report(
             "kind": capture.origin,
             "label": capture.label,
             "target_path": capture.options.get("target_path"),
-            "notes": list(capture.notes),
+            "notes": [*capture.notes, *_cut_notes(facts)],
         },
         "host": {str(k): str(v) for k, v in capture.host.items()},
         "probes": probes,
@@ -56,6 +56,16 @@ def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseRes
         for r in results
         if r.outcome is Outcome.NOT_APPLICABLE and "derived.nvidia_present" in (r.cause.applies_when or "")
     )
+
+
+def _cut_notes(facts: dict[str, Any]) -> list[str]:
+    """A note for each section whose parser kept only part of a huge input (``input_cut``): the
+    report must say when a cap, not the host, is why something is absent."""
+    return [
+        f"{name}: {section['input_cut']}"
+        for name, section in facts.items()
+        if isinstance(section, dict) and isinstance(section.get("input_cut"), str)
+    ]
 
 
 def _verdict(result: CauseResult) -> dict[str, Any]:
