@@ -5,6 +5,8 @@ for reading inputs, and the fleet's list of bundles it could not read."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import threading
 import time
@@ -242,6 +244,12 @@ def test_the_fleet_lists_every_unreadable_bundle_with_verbose(tmp_path: Path) ->
         full = fleet.render(summary, fmt, verbose=True)
         assert all(f"broken{n:02d}.tar.gz" in full for n in range(20)), fmt
         assert "more (-v lists all)" not in full
+    # and through the command line: -v reaches the fleet renderer
+    from gdsdoctor.cli import run
+
+    with contextlib.redirect_stdout(io.StringIO()) as shown, contextlib.redirect_stderr(io.StringIO()):
+        run(["analyze", "--fleet", "-j", "1", "-v", *map(str, broken)])
+    assert all(f"broken{n:02d}.tar.gz" in shown.getvalue() for n in range(20))
 
 
 def _bundle_compressed(tmp_path: Path, suffix: str, mode: str) -> Path:
@@ -386,6 +394,25 @@ def test_a_slow_writer_cannot_keep_analyze_reading(tmp_path: Path) -> None:
     assert f"{fifo}: still being written at the 1.5 s deadline for reading inputs; not read" in notes
     assert f"{good}: not read: the 1.5 s deadline for reading inputs had passed" in notes
     assert "mounts" not in analysis.capture.assignments
+
+
+def test_analyze_deadline_option_bounds_reading(tmp_path: Path) -> None:
+    """`analyze --deadline` is the same limit, from the command line."""
+    from gdsdoctor.cli import run
+
+    fifo = tmp_path / "slow"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+    writer = _trickle(fifo, stop)
+    started = time.monotonic()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as shown, contextlib.redirect_stderr(io.StringIO()):
+            code = _within(20, lambda: run(["analyze", str(fifo), "--deadline", "1", "-f", "json"]))
+    finally:
+        stop.set()
+        writer.join(5)
+    assert time.monotonic() - started < 6 and code == 3
+    assert "still being written at the 1 s deadline" in shown.getvalue()
 
 
 def test_inputs_read_before_the_deadline_are_analysed(tmp_path: Path) -> None:

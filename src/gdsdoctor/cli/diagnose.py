@@ -216,6 +216,7 @@ def analyze(
         ),
     ] = None,
     fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     params: Params = None,
     preset: Preset = None,
     interval: Interval = None,
@@ -235,8 +236,8 @@ def analyze(
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
-        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job)
-    report = analyze_paths(paths, path, rules_dir or [], job).report
+        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose)
+    report = analyze_paths(paths, path, rules_dir or [], job, deadline_s=deadline).report
     return finish(report, fmt, verbose, targets, fail_on, npd)
 
 
@@ -249,13 +250,14 @@ def _fleet(
     targets: list[tuple[str, str]],
     fail_on: str | None,
     job: dict[str, Any] | None = None,
+    verbose: bool = False,
 ) -> int:
     from gdsdoctor import fleet
 
     _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
         summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job)
-    return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets)
+    return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets, verbose)
 
 
 def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> None:
@@ -266,14 +268,17 @@ def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> Non
             raise UserError(f"a fleet summary is written as {', '.join(FLEET_FORMATS)}, not {name}")
 
 
-def _finish_fleet(summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]]) -> int:
+def _finish_fleet(
+    summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]], verbose: bool = False
+) -> int:
     from gdsdoctor import fleet
 
     for target_format, target in targets:
-        write_output(fleet.render(summary, target_format), target)
+        write_output(fleet.render(summary, target_format, verbose=verbose), target)
     shown = fmt if fmt is not None else (None if targets else "text")
     if shown is not None:
-        sys.stdout.write(fleet.render(summary, shown, color=shown == "text" and sys.stdout.isatty()))
+        color = shown == "text" and sys.stdout.isatty()
+        sys.stdout.write(fleet.render(summary, shown, color=color, verbose=verbose))
     if shown != "text":
         print(fleet.exit_line(summary), file=sys.stderr)
     return int(summary["summary"]["exit_code"])

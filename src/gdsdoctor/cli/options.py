@@ -41,7 +41,7 @@ Deadline = Annotated[
         "--deadline",
         metavar="SECONDS",
         show_default=False,
-        help=f"Global time limit for capture (default {DEFAULT_DEADLINE_S:g}).",
+        help=f"Global time limit for capturing or reading the inputs (default {DEFAULT_DEADLINE_S:g}).",
     ),
 ]
 RulesDirs = Annotated[
