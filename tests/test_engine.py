@@ -193,3 +193,49 @@ def test_boost_signals_never_fire_a_cause_alone() -> None:
     boost = Signal("ctx", "y", 0.5, "context", boost=True)
     assert combined_certainty([SignalResult(main, False), SignalResult(boost, True)]) == 0.0
     assert combined_certainty([SignalResult(main, True), SignalResult(boost, True)]) == pytest.approx(0.7)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_carries_the_rules_as_the_yaml_loader_reads_them(tmp_path: Path) -> None:
+    """The build hook (hatch_build.py) writes gdsdoctor/rules.json into the wheel; it holds the
+    causes the YAML gives and compiled syntax trees equal to what jmespath compiles."""
+    import json
+    import zipfile
+
+    import jmespath
+    from hatchling.builders.wheel import WheelBuilder
+
+    from gdsdoctor.engine.rules import builtin_rules_dir, causes_from_document, rules_document
+
+    (wheel,) = WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"])
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        built = json.loads(archive.read("gdsdoctor/rules.json"))
+    assert "gdsdoctor/rules/gds-driver.yaml" in names
+    rules_dir = builtin_rules_dir()
+    causes, issues = lint_paths([rules_dir], KNOWN_SECTIONS)
+    assert issues == []
+    assert built == json.loads(json.dumps(rules_document(rules_dir, causes)))
+    assert causes_from_document(built, rules_dir) == causes
+    expression = causes[0].signals[0].when
+    assert built["trees"][expression] == jmespath.compile(expression).parsed
+    assert not (REPO / "src" / "gdsdoctor" / "rules.json").exists()  # nothing left in the tree
+
+
+def test_an_edited_rule_counts_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout reads the YAML: an edit shows in the next load, with no step in between."""
+    import shutil
+
+    from gdsdoctor import pipeline
+    from gdsdoctor.engine import rules
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.builtin_rules_dir(), copy)
+    monkeypatch.setattr(rules, "builtin_rules_dir", lambda: copy)
+    assert {c.id: c.title for c in pipeline.rules()}["nvidia-fs-not-loaded"] == "nvidia-fs kernel module is not loaded"
+    file = copy / "gds-driver.yaml"
+    text = file.read_text()
+    file.write_text(text.replace("title: nvidia-fs kernel module is not loaded", "title: edited title", 1))
+    assert {c.id: c.title for c in pipeline.rules()}["nvidia-fs-not-loaded"] == "edited title"

@@ -268,10 +268,10 @@ def test_not_root(world_readable_tmp: Path, isolated_path: Path) -> None:
     (host / "proc" / "mounts").chmod(0o644)
     (host / "proc" / "modules").chmod(0o000)
     drop = "os.setgroups([]); os.setgid(65534); os.setuid(65534)" if os.geteuid() == 0 else "pass"
-    code = (  # everything imported first: the interpreter's own files may be unreadable to nobody
-        "import os, sys, importlib.readers; from gdsdoctor.pipeline import check; "
+    code = (  # everything imported and the rules loaded first: the interpreter's files may be unreadable to nobody
+        "import os, sys, importlib.readers; from gdsdoctor.pipeline import check, rules; rules(); "
         "import gdsdoctor.facts.document, gdsdoctor.facts.section, gdsdoctor.engine.evaluate, "
-        "gdsdoctor.engine.rank, gdsdoctor.engine.rules_pack, gdsdoctor.report.build; "
+        "gdsdoctor.engine.rank, gdsdoctor.report.build; "
         "from gdsdoctor.report.json_report import render_json; "
         f"{drop}; report = check(__import__('pathlib').Path({str(host)!r}), deadline_s=30).report; "
         "sys.stdout.write(render_json(report))"

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -60,33 +59,16 @@ OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
 
 
 _COMPILED: dict[str, ParsedResult] = {}
-_PACKED: dict[str, str] = {}  # expression -> its syntax tree as JSON text (the rules pack)
 
 
-def compile_expression(expression: str) -> ParsedResult:
-    """Compile once per process; raises jmespath.exceptions.JMESPathError on a bad expression."""
+def compile_expression(expression: str, tree: dict[str, Any] | None = None) -> ParsedResult:
+    """Compile once per process; raises jmespath.exceptions.JMESPathError on a bad expression.
+    ``tree``: its syntax tree, compiled before (the rules built into a wheel carry them)."""
     compiled = _COMPILED.get(expression)
     if compiled is None:
-        compiled = _from_pack(expression) or jmespath.compile(expression)
+        compiled = ParsedResult(expression, tree) if tree is not None else jmespath.compile(expression)
         _COMPILED[expression] = compiled
     return compiled
-
-
-def _from_pack(expression: str) -> ParsedResult | None:
-    packed = _PACKED.pop(expression, None)
-    try:
-        tree = json.loads(packed) if packed is not None else None
-    except (ValueError, RecursionError):
-        return None  # a damaged pack entry: compile the expression instead
-    return ParsedResult(expression, tree) if isinstance(tree, dict) else None
-
-
-def prime_expressions(syntax_trees: dict[str, str]) -> None:
-    """Take expressions compiled elsewhere (the rules pack): their syntax trees as JSON text,
-    decoded at the first use."""
-    for expression, tree in syntax_trees.items():
-        if expression not in _COMPILED and isinstance(tree, str):
-            _PACKED[expression] = tree
 
 
 def search(expression: str, facts: Any) -> Any:

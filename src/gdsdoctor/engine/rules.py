@@ -8,6 +8,7 @@ certainty). ``lint`` reports schema and semantic problems with file and line, so
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 Location = tuple[str | int, ...]
 PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
+BUILT_RULES = "rules.json"  # beside the package in a wheel only (hatch_build.py writes it)
 
 
 class Signal(NamedTuple):
@@ -99,20 +101,63 @@ def rule_files(paths: Iterable[Path]) -> list[Path]:
 def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = ()) -> list[Cause]:
     """The built-in matrix plus site rule directories; raises RuleError on any lint issue.
 
-    Site rules are validated against the JSON Schema; the built-in ones are not validated again
-    at every run (``rules lint`` checks them in the test suite), because jsonschema is the
-    slowest import of an analysis. Built-in rules come from the pre-parsed pack while it matches
-    the rule files (see rules_pack); semantic checks run on everything parsed.
+    An installed wheel carries the built-in rules parsed, linted and compiled at build time
+    (``gdsdoctor/rules.json``, see hatch_build.py); a source checkout or an editable install
+    parses the YAML under ``rules/``, so an edited rule counts at once. The built-in files are
+    not validated against the JSON Schema at every run (``rules lint`` does, in the test suite):
+    jsonschema is the slowest import of an analysis. Site rules are always validated.
     """
-    from gdsdoctor.engine.rules_pack import read_pack  # it builds on this module
-
     builtin = builtin_rules_dir()
-    packed = read_pack(builtin, rule_files([builtin]))
-    paths = [*extra_dirs] if packed is not None else [builtin, *extra_dirs]
-    causes, issues = lint_paths(paths, known_sections, schema_exempt=(builtin,), loaded=packed or ())
+    built = built_rules(builtin)
+    if built is None:
+        causes, issues = lint_paths([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
+    else:
+        causes, issues = lint_paths(extra_dirs, known_sections, loaded=built)
     if issues:
         raise RuleError(issues)
     return causes
+
+
+def built_rules(rules_dir: Path) -> list[Cause] | None:
+    """The built-in causes from ``gdsdoctor/rules.json`` when this is an installed wheel that has
+    it (None otherwise: the caller parses the YAML), their expressions compiled from its trees."""
+    try:
+        return causes_from_document(
+            json.loads(resources.files("gdsdoctor").joinpath(BUILT_RULES).read_bytes()), rules_dir
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no built rules (a source checkout), or a damaged file: parse the YAML
+
+
+def causes_from_document(document: dict[str, Any], rules_dir: Path) -> list[Cause]:
+    """The causes of a ``rules_document``, their expressions compiled from its syntax trees."""
+    causes = [_cause_from_record(record, str(rules_dir)) for record in document["causes"]]
+    for expression, tree in document["trees"].items():
+        compile_expression(expression, tree)
+    return causes
+
+
+def rules_document(rules_dir: Path, causes: Sequence[Cause]) -> dict[str, Any]:
+    """What ``built_rules`` reads: each cause as loaded from the YAML under ``rules_dir`` (lint
+    clean), and the syntax tree of every expression."""
+    expressions = sorted({e for cause in causes for _, e in cause_expressions(cause)})
+    records = []
+    for cause in causes:
+        record = cause._asdict()
+        record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
+        record["signals"] = [s._asdict() for s in cause.signals]
+        records.append(record)
+    return {"causes": records, "trees": {e: compile_expression(e).parsed for e in expressions}}
+
+
+def _cause_from_record(record: dict[str, Any], rules_dir: str) -> Cause:
+    fields = dict(record)
+    fields["file"] = os.path.join(rules_dir, record["file"])  # a str join: Path costs 10 us a cause
+    fields["signals"] = tuple(Signal(**signal) for signal in record["signals"])
+    fields["requires"] = tuple(r if isinstance(r, str) else tuple(r) for r in record["requires"])
+    for name in ("remediation", "references", "explains"):
+        fields[name] = tuple(record[name])
+    return Cause(**fields)
 
 
 def lint_paths(
@@ -134,7 +179,7 @@ def lint_paths(
 
 
 def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[LintIssue]]:
-    import yaml  # not needed when the built-in rules come from the pack
+    import yaml  # not needed when the built-in rules come built into the wheel
 
     name = str(file)
     try:
