@@ -239,3 +239,74 @@ def test_an_edited_rule_counts_at_once(tmp_path: Path, monkeypatch: pytest.Monke
     text = file.read_text()
     file.write_text(text.replace("title: nvidia-fs kernel module is not loaded", "title: edited title", 1))
     assert {c.id: c.title for c in pipeline.rules()}["nvidia-fs-not-loaded"] == "edited title"
+
+
+CHECKED_RULES = """
+checks:
+  ext4_mounts: "derived.checkpoint_mounts[?fstype=='ext4']"
+causes:
+  - id: ext4-anywhere
+    title: ext4 checkpoint mounts, for the test
+    category: filesystem
+    severity: warning
+    requires: [mounts]
+    explanation: A cause whose condition and vars share one named check of the file.
+    signals:
+      - id: ext4
+        when: "{check.ext4_mounts}"
+        certainty: 0.6
+        says: "ext4 on {mountpoints}"
+      - id: not-negated
+        when: "!{check.ext4_mounts}"
+        certainty: -0.1
+        says: no ext4 mount
+      - id: quiet
+        when: "{check.ext4_mounts}"
+        certainty: 0.1
+        says: cites nothing
+        evidence: false
+    vars:
+      mountpoints: "{check.ext4_mounts}[].mountpoint"
+"""
+
+
+def _facts_with_mounts(*mounts: tuple[str, str]) -> dict:
+    records = [
+        {"mountpoint": point, "fstype": fstype, "src": {"artifact": "mounts", "line": n, "text": point}}
+        for n, (point, fstype) in enumerate(mounts, 1)
+    ]
+    return {"mounts": {"status": "ok"}, "derived": {"checkpoint_mounts": records}}
+
+
+def test_named_checks_and_evidence_default_to_when(tmp_path: Path) -> None:
+    (tmp_path / "checks.yaml").write_text(CHECKED_RULES)
+    causes, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
+    assert issues == []
+    (cause,) = causes
+    filter_ = "(derived.checkpoint_mounts[?fstype=='ext4'])"
+    assert cause.signals[0].when == cause.signals[0].evidence == filter_
+    assert cause.signals[1].when == "!" + filter_
+    assert cause.signals[2].evidence is None
+    assert cause.vars == {"mountpoints": filter_ + "[].mountpoint"}
+    facts = _facts_with_mounts(("/ckpt", "ext4"), ("/data", "xfs"), ("/scratch", "ext4"))
+    (result,) = evaluate(causes, facts, {})
+    assert result.outcome == Outcome.FIRED
+    assert [e.text for e in result.evidence] == ["ext4 on /ckpt, /scratch", "/ckpt", "/scratch", "cites nothing"]
+    (clear,) = evaluate(causes, _facts_with_mounts(("/data", "xfs")), {})
+    assert clear.outcome == Outcome.CLEAR and [s.held for s in clear.signals] == [False, True, False]
+
+
+def test_unknown_or_nested_check_is_a_lint_error(tmp_path: Path) -> None:
+    text = CHECKED_RULES.replace('"{check.ext4_mounts}[].mountpoint"', '"{check.ext4_mount}[].mountpoint"')
+    text = text.replace('  ext4_mounts: "', '  nested: "{check.ext4_mounts}"\n  ext4_mounts: "')
+    text = text.replace('when: "!{check.ext4_mounts}"', 'when: "!{check.nested}"')
+    (tmp_path / "checks.yaml").write_text(text)
+    _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
+    messages = [str(i).split(": ", 1)[1] for i in issues]
+    assert messages == [
+        "check nested: a check cannot use another check ({check.ext4_mounts})",
+        "ext4-anywhere: unknown check {check.ext4_mount} (the checks of this file: ext4_mounts, nested)",
+    ]
+    assert [i.line for i in issues] == [3, 27]
+    with pytest.raises(RuleError, match="unknown check"):
+        load_rules([tmp_path], KNOWN_SECTIONS)

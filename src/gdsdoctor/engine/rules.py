@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 Location = tuple[str | int, ...]
 PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
+CHECK_REFERENCE = lazy_compile(r"\{check\.([A-Za-z0-9_]*)\}")  # a named check of the file, in an expression
 BUILT_RULES = "rules.json"  # beside the package in a wheel only (hatch_build.py writes it)
 
 
@@ -195,9 +196,42 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
     schema_issues = _schema_issues(name, document, lines) if validate else []
     if schema_issues:
         return [], schema_issues
-    causes = [_cause(raw, name, lines.get(("causes", i), 0)) for i, raw in enumerate(document["causes"])]
-    issues = [issue for i, cause in enumerate(causes) for issue in _cause_checks(cause, lines, ("causes", i))]
-    return causes, issues
+    checks = document.get("checks") or {}
+    nested = [
+        LintIssue(
+            name, _nearest_line(lines, ("checks", check)), f"check {check}: {_unknown_check(inner, checks)}"
+        )
+        for check, body in checks.items()
+        for inner in CHECK_REFERENCE.findall(body)[:1]
+    ]
+    causes = [
+        _cause(_with_checks(raw, checks), name, lines.get(("causes", i), 0))
+        for i, raw in enumerate(document["causes"])
+    ]
+    issues = [issue for i, c in enumerate(causes) for issue in _cause_checks(c, lines, ("causes", i), checks)]
+    return causes, nested + issues
+
+
+def _with_checks(raw: dict[str, Any], checks: dict[str, str]) -> dict[str, Any]:
+    """The cause with every ``{check.NAME}`` in its expressions replaced by the file's check NAME,
+    in parentheses so that it reads as one value wherever it stands. A reference to no check of
+    the file is left as it is (lint reports it)."""
+
+    def expand(text: Any) -> Any:
+        if not isinstance(text, str) or "{check." not in text:
+            return text
+        return CHECK_REFERENCE.sub(lambda m: f"({checks[m[1]]})" if _usable(checks, m[1]) else m[0], text)
+
+    cause = dict(raw)
+    if "applies_when" in cause:
+        cause["applies_when"] = expand(cause["applies_when"])
+    cause["signals"] = [
+        {**signal, **{key: expand(signal[key]) for key in ("when", "evidence") if key in signal}}
+        for signal in raw["signals"]
+    ]
+    if "vars" in cause:
+        cause["vars"] = {name: expand(expression) for name, expression in cause["vars"].items()}
+    return cause
 
 
 def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
@@ -288,7 +322,14 @@ def jmespath_problem(expression: str, error: JMESPathError) -> str:
 def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
     requires = tuple(r if isinstance(r, str) else tuple(r["any_of"]) for r in raw["requires"])
     signals = tuple(
-        Signal(s["id"], s["when"], float(s["certainty"]), s["says"], s.get("evidence"), bool(s.get("boost")))
+        Signal(
+            s["id"],
+            s["when"],
+            float(s["certainty"]),
+            s["says"],
+            s.get("evidence", s["when"]) or None,  # the lines the condition finds; false: none
+            bool(s.get("boost")),
+        )
         for s in raw["signals"]
     )
     return Cause(
@@ -319,19 +360,26 @@ def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
         expressions.append((("applies_when",), cause.applies_when))
     for i, signal in enumerate(cause.signals):
         expressions.append((("signals", i, "when"), signal.when))
-        if signal.evidence:
+        if signal.evidence and signal.evidence != signal.when:  # by default it is the when
             expressions.append((("signals", i, "evidence"), signal.evidence))
     expressions += [(("vars", k), v) for k, v in cause.vars.items()]
     return expressions
 
 
-def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> list[LintIssue]:
+def _cause_checks(
+    cause: Cause, lines: dict[Location, int], at: Location, checks: dict[str, str]
+) -> list[LintIssue]:
     issues: list[LintIssue] = []
 
     def issue(where: Location, message: str) -> None:
         issues.append(LintIssue(cause.file, _nearest_line(lines, at + where), f"{cause.id}: {message}"))
 
     for where, expression in cause_expressions(cause):
+        unknown = CHECK_REFERENCE.findall(expression)
+        if unknown:  # a check that uses another one is reported where it is defined
+            if unknown[0] not in checks:
+                issue(where, _unknown_check(unknown[0], checks))
+            continue
         try:
             compile_expression(expression)
         except JMESPathError as error:
@@ -352,6 +400,18 @@ def _cause_checks(cause: Cause, lines: dict[Location, int], at: Location) -> lis
                 reported.add(name)
                 issue(where, f"placeholder {{{name}}} has no entry in vars")
     return issues
+
+
+def _usable(checks: dict[str, str], name: str) -> bool:
+    body = checks.get(name)
+    return isinstance(body, str) and "{check." not in body
+
+
+def _unknown_check(name: str, checks: dict[str, str]) -> str:
+    if name in checks:
+        return f"a check cannot use another check ({{check.{name}}})"
+    known = ", ".join(sorted(checks)) or "none"
+    return f"unknown check {{check.{name}}} (the checks of this file: {known})"
 
 
 def _cross_checks(causes: Sequence[Cause], known_sections: set[str]) -> list[LintIssue]:
