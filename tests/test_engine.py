@@ -243,7 +243,7 @@ def test_an_edited_rule_counts_at_once(tmp_path: Path, monkeypatch: pytest.Monke
 
 CHECKED_RULES = """
 checks:
-  ext4_mounts: "derived.checkpoint_mounts[?fstype=='ext4']"
+  ext4_mounts: "derived.storage.checkpoint_mounts[?fstype=='ext4']"
 causes:
   - id: ext4-anywhere
     title: ext4 checkpoint mounts, for the test
@@ -275,7 +275,7 @@ def _facts_with_mounts(*mounts: tuple[str, str]) -> dict:
         {"mountpoint": point, "fstype": fstype, "src": {"artifact": "mounts", "line": n, "text": point}}
         for n, (point, fstype) in enumerate(mounts, 1)
     ]
-    return {"mounts": {"status": "ok"}, "derived": {"checkpoint_mounts": records}}
+    return {"mounts": {"status": "ok"}, "derived": {"storage": {"checkpoint_mounts": records}}}
 
 
 def test_named_checks_and_evidence_default_to_when(tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_named_checks_and_evidence_default_to_when(tmp_path: Path) -> None:
     causes, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
     assert issues == []
     (cause,) = causes
-    filter_ = "(derived.checkpoint_mounts[?fstype=='ext4'])"
+    filter_ = "(derived.storage.checkpoint_mounts[?fstype=='ext4'])"
     assert cause.signals[0].when == cause.signals[0].evidence == filter_
     assert cause.signals[1].when == "!" + filter_
     assert cause.signals[2].evidence is None
@@ -310,3 +310,32 @@ def test_unknown_or_nested_check_is_a_lint_error(tmp_path: Path) -> None:
     assert [i.line for i in issues] == [3, 27]
     with pytest.raises(RuleError, match="unknown check"):
         load_rules([tmp_path], KNOWN_SECTIONS)
+
+
+def test_old_fact_names_still_fire_and_lint_names_the_new_one(tmp_path: Path) -> None:
+    """A site rule written for the previous release (flat derived names) loads, fires on today's
+    facts, and lint warns (without failing) with the new name."""
+    from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
+
+    old = CHECKED_RULES.replace("derived.storage.checkpoint_mounts", "derived.storage_checkpoint_mounts")
+    old = old.replace('when: "!{check.ext4_mounts}"', "when: \"!derived.checkpoint_mounts[?fstype=='ext4']\"")
+    (tmp_path / "old.yaml").write_text(old)
+    _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
+    assert [(i.line, i.warning, i.message) for i in issues] == [
+        (3, True, "check ext4_mounts: derived.storage_checkpoint_mounts is an old name: "
+                  "write derived.storage.checkpoint_mounts"),
+        (17, True, "ext4-anywhere: derived.checkpoint_mounts is an old name: write derived.storage.checkpoint_mounts"),
+    ]
+    assert str(issues[0]).startswith(f"{tmp_path / 'old.yaml'}:3: warning: check ext4_mounts:")
+    (cause,) = [c for c in load_rules([tmp_path], KNOWN_SECTIONS) if c.id == "ext4-anywhere"]
+    assert "storage_checkpoint_mounts" not in str(cause) and "derived.checkpoint_mounts" not in str(cause)
+    (result,) = evaluate([cause], _facts_with_mounts(("/ckpt", "ext4")), {})
+    assert result.outcome == Outcome.FIRED and [s.held for s in result.signals] == [True, False, True]
+    assert OLD_TO_NEW["derived.storage_checkpoint_mounts"] == "derived.storage.checkpoint_mounts"
+
+
+def test_built_in_rules_use_no_old_fact_name() -> None:
+    from gdsdoctor.engine.rules import builtin_rules_dir
+
+    _, issues = lint_paths([builtin_rules_dir()], KNOWN_SECTIONS)
+    assert [str(i) for i in issues if i.warning] == []

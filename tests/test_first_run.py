@@ -66,7 +66,7 @@ def test_host_without_gpu_in_lspci_makes_gpu_causes_not_applicable(
 def test_pasted_files_still_check_gpu_causes_without_pci_data() -> None:
     """Pasted files leave PCI not collected: the user chose what to paste, the causes are checked."""
     facts = {"pci": {"status": "not_collected"}, "lspci": {"status": "not_collected"}}
-    from gdsdoctor.facts.derive import derive
+    from gdsdoctor.facts.derived import derive
 
     assert derive(facts, None)["undecided"] == {}
     assert {"pci", "lspci"} <= pipeline.KNOWN_SECTIONS

@@ -150,7 +150,7 @@ def test_config_keys_tolerate_missing_sections_and_read_probe_shapes() -> None:
                 {"name": "lo", "mtu": 65536, "virtual": True},
             ],
         },
-        "derived": {"checkpoint_mounts": []},
+        "derived": {"storage": {"checkpoint_mounts": []}},
     }
     assert fleet.config_of(facts) == {
         "nvidia_fs_version": "2.17.5",

@@ -48,7 +48,9 @@ CONFIG_KEYS: dict[str, str] = {
     "nvidia_driver_version": "nvidia_driver.version",
     "nvme_core_io_timeout_s": "nvme_sysfs.nvme_core.io_timeout_s",
     "mtu": "netdev.interfaces[?virtual != `true`].join('=', [name, to_string(mtu)])",
-    "checkpoint_mount_options": "derived.checkpoint_mounts[].join(' ', [mountpoint, fstype, options])",
+    "checkpoint_mount_options": (
+        "derived.storage.checkpoint_mounts[].join(' ', [mountpoint, fstype, options])"
+    ),
 }
 MIN_NODES_FOR_OUTLIERS = 3
 

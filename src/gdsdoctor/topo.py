@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.facts.derive_topology import RANK
+from gdsdoctor.facts.derived.topology import RANK
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
 
 TOPOLOGY_SECTIONS = (
@@ -62,13 +62,13 @@ class Topology:
 
 
 def build(facts: dict[str, Any]) -> Topology:
-    derived = facts.get("derived") or {}
-    devices = {d["bdf"]: d for d in derived.get("topology_devices") or []}
-    links = {link["bdf"]: link for link in derived.get("topology_links") or []}
-    on_path = {b["bdf"]: b for b in (derived.get("topology_acs") or {}).get("on_path_bridges") or []}
-    slow_nics = {n["bdf"]: n for n in derived.get("topology_nic_pcie_bottleneck") or []}
-    iommu = (derived.get("topology_iommu") or {}).get("mode")
-    source = derived.get("topology_source")
+    derived = (facts.get("derived") or {}).get("topology") or {}
+    devices = {d["bdf"]: d for d in derived.get("devices") or []}
+    links = {link["bdf"]: link for link in derived.get("links") or []}
+    on_path = {b["bdf"]: b for b in (derived.get("acs") or {}).get("on_path_bridges") or []}
+    slow_nics = {n["bdf"]: n for n in derived.get("nic_pcie_bottleneck") or []}
+    iommu = (derived.get("iommu") or {}).get("mode")
+    source = derived.get("source")
     root = Node(f"host ({source_words(source)})")
     root.details.append(f"IOMMU: {iommu or 'unknown'}")
     if iommu == "translated":
@@ -83,7 +83,7 @@ def build(facts: dict[str, Any]) -> Topology:
                     f"{bdf}: PCIe {nic['link']} carries ~{nic['pcie_gbps']:g} Gb/s"
                     f" for a {nic['port_gbps']:g} Gb/s port"
                 )
-    gpus = [gpu_line(g) for g in derived.get("topology_gpus") or []]
+    gpus = [gpu_line(g) for g in derived.get("gpus") or []]
     problems = [flag for node in walk(root) for flag in node.flags]
     problems += [p for g in gpus for p in g["problems"]]
     return Topology(source, root, gpus, list(dict.fromkeys(problems)))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gdsdoctor.facts import derive_gds
+from gdsdoctor.facts.derived import gds
 from gdsdoctor.pipeline import analyze_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,7 +16,7 @@ CASES = ROOT / "fixtures" / "cases"
 
 
 def derived(*paths: Path) -> dict[str, Any]:
-    return analyze_paths(list(paths)).facts["derived"]
+    return analyze_paths(list(paths)).facts["derived"]["gds"]
 
 
 def src(line: int, artifact: str = "x") -> dict[str, Any]:
@@ -32,21 +32,21 @@ def ok(**section: Any) -> dict[str, Any]:
 
 def test_p2pdma_reference_node() -> None:
     found = derived(*sorted((CASES / "pgstrom-913-p2pdma-reference" / "files").iterdir()))
-    assert found["gds_path"] == "p2pdma"
-    assert found["gds_p2pdma_configured"] is True
-    assert [s["line"] for s in found["gds_path_src"]] == [11, 4]  # the P2PDMA row, then the json key
+    assert found["path"] == "p2pdma"
+    assert found["p2pdma_configured"] is True
+    assert [s["line"] for s in found["path_src"]] == [11, 4]  # the P2PDMA row, then the json key
 
 
 def test_gdscheck_without_nvidia_fs_is_compat_only() -> None:
     found = derived(DATA / "gdscheck" / "nccl-1637--gdscheck-p.txt")
-    assert found["gds_nvidia_fs_loaded"] is False
-    assert found["gds_path"] == "compat-only"
-    assert found["gds_p2pdma_configured"] is False
+    assert found["nvidia_fs_loaded"] is False
+    assert found["path"] == "compat-only"
+    assert found["p2pdma_configured"] is False
 
 
 def test_healthy_gdscheck_is_nvfs() -> None:
     found = derived(DATA / "gdscheck" / "gdscheck-p.gds-1.14-iommu-disabled.stelline-puget.txt")
-    assert (found["gds_nvidia_fs_loaded"], found["gds_nvidia_fs_version"], found["gds_path"]) == (
+    assert (found["nvidia_fs_loaded"], found["nvidia_fs_version"], found["path"]) == (
         True,
         "2.24",
         "nvfs",
@@ -55,8 +55,8 @@ def test_healthy_gdscheck_is_nvfs() -> None:
 
 def test_trace_log_proves_nvfs_path() -> None:
     found = derived(DATA / "cufile" / "gdsnvfs-078--cufile.log")
-    assert found["gds_path"] == "nvfs"
-    assert found["gds_compat_in_use"] is None
+    assert found["path"] == "nvfs"
+    assert found["compat_in_use"] is None
 
 
 def test_positive_source_wins_over_an_old_log() -> None:
@@ -66,13 +66,13 @@ def test_positive_source_wins_over_an_old_log() -> None:
         ),
         "cufile_log": ok(entries=[{"kind": "driver_not_loaded", "src": src(9, "cufile.log")}]),
     }
-    loaded, provenance = derive_gds.nvidia_fs_loaded(facts)
+    loaded, provenance = gds.nvidia_fs_loaded(facts)
     assert loaded is True and provenance == [src(3)]
 
 
 def test_nothing_known_is_none() -> None:
-    assert derive_gds.nvidia_fs_loaded({}) == (None, [])
-    assert derive_gds.derive({}, {})["gds_path"] is None
+    assert gds.nvidia_fs_loaded({}) == (None, [])
+    assert gds.derive({}, {})["path"] is None
 
 
 # --- cufile_effective -----------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_env_overrides_file_and_is_reported() -> None:
             items=[{"name": "CUFILE_FORCE_COMPAT_MODE", "value": "true", "src": src(2, "env.txt")}]
         ),
     }
-    effective = derive_gds.cufile_effective(facts)
+    effective = gds.cufile_effective(facts)
     assert effective["values"]["properties.force_compat_mode"] is True
     assert effective["sources"] == {
         "properties.force_compat_mode": "env",
@@ -113,7 +113,7 @@ def test_gdscheck_reading_beats_the_file_and_env_agreeing_is_no_override() -> No
             environment={"CUFILE_USE_PCIP2PDMA": "1"},
         ),
     }
-    effective = derive_gds.cufile_effective(facts)
+    effective = gds.cufile_effective(facts)
     assert effective["values"]["properties.use_pci_p2pdma"] is True
     assert effective["sources"]["properties.use_pci_p2pdma"] == "env"
     assert effective["env_overrides"] == []
@@ -121,7 +121,7 @@ def test_gdscheck_reading_beats_the_file_and_env_agreeing_is_no_override() -> No
 
 @pytest.mark.parametrize(("size", "misaligned"), [(16384, False), (1000, True), (None, None), ("x", None)])
 def test_direct_io_alignment(size: Any, misaligned: bool | None) -> None:
-    assert derive_gds._misaligned(size) is misaligned
+    assert gds._misaligned(size) is misaligned
 
 
 # --- versions, kernels, GPUs, platform -------------------------------------------------------
@@ -132,11 +132,11 @@ def test_direct_io_alignment(size: Any, misaligned: bool | None) -> None:
     [("6.5.0-17-generic", "2.19.6"), ("6.18.8-9.213.amzn2023.aarch64", "2.29"), ("5.15.0-105-generic", None)],
 )
 def test_min_nvidia_fs_for_kernel(release: str, needed: str | None) -> None:
-    assert derive_gds.min_nvidia_fs_for_kernel(release) == needed
+    assert gds.min_nvidia_fs_for_kernel(release) == needed
 
 
 def test_kernel_gap_from_a_dkms_build_log() -> None:
-    gap = derived(DATA / "nvidia_fs" / "gdsnvfs-035--dkms-make.log")["gds_nvidia_fs_kernel_gap"]
+    gap = derived(DATA / "nvidia_fs" / "gdsnvfs-035--dkms-make.log")["nvidia_fs_kernel_gap"]
     assert {k: gap[k] for k in ("kernel", "nvidia_fs_version", "needed")} == {
         "kernel": "6.5.0-17-generic",
         "nvidia_fs_version": "2.18.3",
@@ -147,7 +147,7 @@ def test_kernel_gap_from_a_dkms_build_log() -> None:
 
 def test_no_gap_when_the_release_is_new_enough() -> None:
     facts = {"nvidia_fs_build": ok(kernel="6.8.0-60-generic", version="2.24.3", src={})}
-    assert derive_gds.nvidia_fs_kernel_gap(facts) is None
+    assert gds.nvidia_fs_kernel_gap(facts) is None
 
 
 @pytest.mark.parametrize(
@@ -163,11 +163,11 @@ def test_no_gap_when_the_release_is_new_enough() -> None:
     ],
 )
 def test_consumer_gpu_names(name: str, consumer: bool) -> None:
-    assert bool(derive_gds.CONSUMER_GPU.search(name)) is consumer
+    assert bool(gds.CONSUMER_GPU.search(name)) is consumer
 
 
 def test_gpus_from_nvidia_smi_with_bar1_use() -> None:
-    gpus = derived(DATA / "gpu" / "nvidia-smi-q.h100-hgx.535.161.08.gpu0.txt")["gds_gpus"]
+    gpus = derived(DATA / "gpu" / "nvidia-smi-q.h100-hgx.535.161.08.gpu0.txt")["gpus"]
     assert len(gpus) == 1
     assert gpus[0]["bar1_bytes"] == 131072 * 1024 * 1024
     assert gpus[0]["bar1_used_pct"] == 0.0
@@ -176,8 +176,8 @@ def test_gpus_from_nvidia_smi_with_bar1_use() -> None:
 
 def test_old_architecture_is_unsupported() -> None:
     found = derived(DATA / "gdscheck" / "gdscheck-p.gds-0.9-beta.gds-matrix.txt")
-    assert [g["name"] for g in found["gds_unsupported_gpus"]] == ["Quadro K1200"]
-    assert found["gds_unsupported_gpus"][0]["src"]["line"] == 16
+    assert [g["name"] for g in found["unsupported_gpus"]] == ["Quadro K1200"]
+    assert found["unsupported_gpus"][0]["src"]["line"] == 16
 
 
 def test_wsl_and_rdma_mounts() -> None:
@@ -191,11 +191,11 @@ def test_wsl_and_rdma_mounts() -> None:
             ]
         ),
     }
-    found = derive_gds.derive(facts, {})
-    assert found["gds_is_wsl"] is True
-    assert [m["mountpoint"] for m in found["gds_rdma_fs_mounts"]] == ["/mnt/weka", "/mnt/vast"]
-    assert [m["mountpoint"] for m in found["gds_userspace_rdma_fs_mounts"]] == ["/mnt/weka"]
-    assert derive_gds.is_wsl({}) is None
+    found = gds.derive(facts, {})
+    assert found["is_wsl"] is True
+    assert [m["mountpoint"] for m in found["rdma_fs_mounts"]] == ["/mnt/weka", "/mnt/vast"]
+    assert [m["mountpoint"] for m in found["userspace_rdma_fs_mounts"]] == ["/mnt/weka"]
+    assert gds.is_wsl({}) is None
 
 
 def test_rdma_addresses_from_every_place_cufile_reads_them() -> None:
@@ -205,4 +205,4 @@ def test_rdma_addresses_from_every_place_cufile_reads_them() -> None:
         "fs.lustre.mount_table": {"/mnt/l": {"rdma_dev_addr_list": ["172.16.9.1", " "]}},
         "fs.weka.rdma_write_support": False,
     }
-    assert derive_gds.rdma_dev_addrs(values) == ["172.16.8.11", "172.16.9.1"]
+    assert gds.rdma_dev_addrs(values) == ["172.16.8.11", "172.16.9.1"]

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gdsdoctor.facts import derive_storage
+from gdsdoctor.facts.derived import storage, storage_space
 from gdsdoctor.pipeline import analyze_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,9 +27,9 @@ def mount(device: str, point: str, fstype: str, options: str = "rw,relatime") ->
 
 
 def derive(facts: dict[str, Any], *mounts: dict[str, Any], target: dict[str, Any] | None = None) -> dict:
-    derived = {"checkpoint_mounts": list(mounts), "target_mount": target}
-    result = derive_storage.derive(facts, derived)
-    assert "storage_error" not in result, result.get("storage_error")
+    """``derived.storage`` for the checkpoint mounts ``mounts``."""
+    result = storage.derive(facts, list(mounts))
+    assert "error" not in result, result.get("error")
     return result
 
 
@@ -70,7 +70,7 @@ def test_lvm_on_md_on_nvme_partitions_from_lsblk() -> None:
             block=[{"name": "nvme0n1", "write_cache": "write back"}],
         ),
     }
-    [stack] = derive(facts, mount("/dev/mapper/vg-ckpt", "/mnt/ckpt", "xfs"))["storage_checkpoint_mounts"]
+    [stack] = derive(facts, mount("/dev/mapper/vg-ckpt", "/mnt/ckpt", "xfs"))["checkpoint_mounts"]
     assert [layer["name"] for layer in stack["stack"]] == [
         "vg-ckpt",
         "md0",
@@ -92,14 +92,14 @@ def test_stack_from_device_names_without_lsblk() -> None:
         mount("/dev/mapper/vg0-lv_tmp", "/tmp", "xfs"),
         mount("/dev/loop3", "/mnt/img", "ext4"),
     )
-    kinds = {m["mountpoint"]: m["stack_kinds"] for m in result["storage_checkpoint_mounts"]}
+    kinds = {m["mountpoint"]: m["stack_kinds"] for m in result["checkpoint_mounts"]}
     assert kinds == {"/data": ["nvme", "partition"], "/tmp": ["dm"], "/mnt/img": ["loop"]}
-    assert result["storage_checkpoint_mounts"][0]["nvme_controllers"] == []  # unknown without sysfs
+    assert result["checkpoint_mounts"][0]["nvme_controllers"] == []  # unknown without sysfs
 
 
 def test_md_slaves_from_sysfs_without_lsblk() -> None:
     facts = {"nvme_sysfs": ok(controllers=[], block=[{"name": "md0", "slaves": ["nvme0n1", "nvme1n1"]}])}
-    [stack] = derive(facts, mount("/dev/md0", "/raid", "xfs"))["storage_checkpoint_mounts"]
+    [stack] = derive(facts, mount("/dev/md0", "/raid", "xfs"))["checkpoint_mounts"]
     assert [layer["name"] for layer in stack["stack"]] == ["md0", "nvme0n1", "nvme1n1"]
     assert stack["stack_kinds"] == ["md", "nvme"]
 
@@ -117,7 +117,7 @@ def test_virtual_and_network_filesystems() -> None:
         mount("10.0.0.1@o2ib:/lustre", "/lustre", "lustre"),
         mount("tank/ckpt", "/tank", "zfs"),
     )
-    by_point = {m["mountpoint"]: m for m in result["storage_checkpoint_mounts"]}
+    by_point = {m["mountpoint"]: m for m in result["checkpoint_mounts"]}
     assert by_point["/"]["anonymous"] is True and by_point["/"]["stack_kinds"] == ["overlay"]
     assert by_point["/mnt/s3"]["stack_kinds"] == ["fuse", "object_store"]
     assert by_point["/mnt/s3fs"]["stack_kinds"] == ["fuse", "object_store"]
@@ -133,21 +133,21 @@ def test_free_space_target_wins_over_df_and_capacity_vs_job() -> None:
         "job": ok(checkpoint_bytes=980),
     }
     result = derive(facts, mount("/dev/nvme0n1", "/mnt/ckpt", "xfs"))
-    [free] = result["storage_free"]
+    [free] = result["free"]
     assert (free["source"], free["avail_bytes"], free["free_pct"], free["avail_text"]) == (
         "target",
         400,
         40.0,
         "400 B",
     )
-    assert result["storage_checkpoint_bytes"] == 980
-    [short] = result["storage_capacity_short"]
+    assert result["checkpoint_bytes"] == 980
+    [short] = result["capacity_short"]
     assert short["shortfall_bytes"] == 580 and short["checkpoint_text"] == "980 B"
 
 
 def test_no_job_means_no_checkpoint_size() -> None:
     result = derive({"job": {"status": "not_collected"}}, mount("/dev/nvme0n1", "/mnt/ckpt", "xfs"))
-    assert result["storage_checkpoint_bytes"] is None and result["storage_capacity_short"] == []
+    assert result["checkpoint_bytes"] is None and result["capacity_short"] == []
 
 
 def test_df_alone_gives_free_space_of_data_filesystems() -> None:
@@ -178,7 +178,7 @@ def test_df_alone_gives_free_space_of_data_filesystems() -> None:
             ]
         )
     }
-    assert [(f["mountpoint"], f["free_pct"]) for f in derive(facts)["storage_free"]] == [("/mnt/ckpt", 2.0)]
+    assert [(f["mountpoint"], f["free_pct"]) for f in derive(facts)["free"]] == [("/mnt/ckpt", 2.0)]
 
 
 def test_fabrics_controllers_from_nvme_cli_and_presence() -> None:
@@ -190,24 +190,24 @@ def test_fabrics_controllers_from_nvme_cli_and_presence() -> None:
             / "nvme-list-subsys-text.v1.x-vs-v2.0rc-connecting-path.txt"
         ]
     )
-    derived = analysis.facts["derived"]
-    names = [(c["name"], c["transport"], c["state"]) for c in derived["storage_fabrics_controllers"]]
+    derived = analysis.facts["derived"]["storage"]
+    names = [(c["name"], c["transport"], c["state"]) for c in derived["fabrics_controllers"]]
     assert ("nvme9", "tcp", "connecting") in names and ("nvme8", "tcp", "live") in names
     assert (None, "tcp", None) in names  # nvme-cli printed (null) for a connecting path
-    assert derived["storage_fabrics_present"] is True
-    assert derive({"nvme_sysfs": ok(controllers=[], block=[])})["storage_fabrics_present"] is False
-    assert derive({})["storage_fabrics_present"] is None
+    assert derived["fabrics_present"] is True
+    assert derive({"nvme_sysfs": ok(controllers=[], block=[])})["fabrics_present"] is False
+    assert derive({})["fabrics_present"] is None
 
 
 def test_ana_groups_and_multipath_subsystems_from_sysfs() -> None:
     analysis = analyze_paths(list((FIXTURES / "nvmeof-sysfs-rdma-iopolicy-numa" / "files").iterdir()))
-    derived = analysis.facts["derived"]
-    [group] = derived["storage_ana"]
+    derived = analysis.facts["derived"]["storage"]
+    [group] = derived["ana"]
     assert group["head"] == "nvme1n1" and group["states"] == ["optimized", "non-optimized"]
     assert group["optimized"] and group["usable"] and group["inaccessible"] == []
-    [subsystem] = derived["storage_multipath_subsystems"]
+    [subsystem] = derived["multipath_subsystems"]
     assert subsystem["iopolicy"] == "numa" and subsystem["controllers"] == ["nvme1", "nvme2"]
-    assert derived["storage_rdma_capable"] is True
+    assert derived["rdma_capable"] is True
 
 
 def test_kernel_log_groups_keepalive_apart_from_pcie_timeouts() -> None:
@@ -219,13 +219,13 @@ def test_kernel_log_groups_keepalive_apart_from_pcie_timeouts() -> None:
             / "journal-nvmeof-tcp-admin-timeout-cid-format.txt"
         ]
     )
-    groups = keepalive.facts["derived"]["storage_dmesg"]
+    groups = keepalive.facts["derived"]["storage"]["dmesg"]
     assert groups["devices"]["keepalive"] == ["nvme0", "nvme1", "nvme2", "nvme3", "nvme4"]
     assert groups["pcie_timeouts"] == []
     pcie = analyze_paths(
         [FIXTURES / "nvme-pcie-completion-polled" / "files" / "dmesg-nvme-pcie-completion-polled.txt"]
     )
-    groups = pcie.facts["derived"]["storage_dmesg"]
+    groups = pcie.facts["derived"]["storage"]["dmesg"]
     assert groups["devices"]["pcie_timeouts"] == ["nvme0"] and groups["devices"]["completion_polled"] == [
         "nvme0"
     ]
@@ -251,13 +251,13 @@ def test_resets_on_fabrics_controllers_are_not_pcie_resets() -> None:
             ]
         )
     }
-    assert derive(facts)["storage_dmesg"]["devices"]["pcie_resets"] == ["nvme0"]
+    assert derive(facts)["dmesg"]["devices"]["pcie_resets"] == ["nvme0"]
 
 
 def test_human_bytes() -> None:
-    assert derive_storage.human_bytes(980_000_000_000) == "980 GB"
-    assert derive_storage.human_bytes(95_621_222_400) == "95.6 GB"
-    assert derive_storage.human_bytes(None) is None and derive_storage.human_bytes(True) is None
+    assert storage_space.human_bytes(980_000_000_000) == "980 GB"
+    assert storage_space.human_bytes(95_621_222_400) == "95.6 GB"
+    assert storage_space.human_bytes(None) is None and storage_space.human_bytes(True) is None
 
 
 _json = st.recursive(
@@ -306,7 +306,7 @@ def test_connect_errors_are_unique_with_their_meaning() -> None:
             / "dmesg-nvmeof-tcp-reconnect-econnrefused.txt"
         ]
     )
-    [error] = analysis.facts["derived"]["storage_dmesg"]["connect_errors"]
+    [error] = analysis.facts["derived"]["storage"]["dmesg"]["connect_errors"]
     assert error["errno"] == -111 and error["meaning"].startswith("connection refused")
 
 
@@ -317,7 +317,7 @@ def test_findmnt_only_target_gets_its_options_split() -> None:
         "fstype": "ext4",
         "options": "rw,noatime,data=ordered",
     }
-    [stack] = derive({}, target, target=target)["storage_checkpoint_mounts"]
+    [stack] = derive({}, target, target=target)["checkpoint_mounts"]
     assert (
         stack["opts"] == {"rw": True, "noatime": True, "data": "ordered"}
         and stack["all_opts"]["data"] == "ordered"
@@ -326,8 +326,8 @@ def test_findmnt_only_target_gets_its_options_split() -> None:
 
 def test_kernel_events_on_the_checkpoint_devices() -> None:
     files = sorted((FIXTURES / "nvme-path-error-on-checkpoint-mount" / "files").iterdir())
-    derived = analyze_paths(files, "/mnt/ckpt/step-1000").facts["derived"]
-    hits = {(e["kind"], e["device"]) for e in derived["storage_dmesg"]["on_checkpoint"]}
+    derived = analyze_paths(files, "/mnt/ckpt/step-1000").facts["derived"]["storage"]
+    hits = {(e["kind"], e["device"]) for e in derived["dmesg"]["on_checkpoint"]}
     assert ("fs_shutdown", "nvme0n1p1") in hits and ("nvme_status_error", "nvme0n1") in hits
-    elsewhere = analyze_paths(files, "/users/PZS0710").facts["derived"]  # the NFS mount: other devices
-    assert elsewhere["storage_dmesg"]["on_checkpoint"] == []
+    elsewhere = analyze_paths(files, "/users/PZS0710").facts["derived"]["storage"]  # the NFS mount: other devices
+    assert elsewhere["dmesg"]["on_checkpoint"] == []

@@ -1,11 +1,11 @@
-"""derived.udev_checkpoint_layers: the udev device under each checkpoint mount, found by node,
+"""derived.udev.checkpoint_layers: the udev device under each checkpoint mount, found by node,
 link or major:minor, from the parsed udev section of real-format records."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gdsdoctor.facts import derive_udev
+from gdsdoctor.facts.derived import udev as udev_layers
 from gdsdoctor.probes import udev
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "udev-dm-crypt-checkpoint-gpu" / "files"
@@ -27,8 +27,8 @@ def _mount(device: str, maj_min: str | None = None) -> dict:
 
 
 def _layers(mount: dict, facts: dict | None = None) -> list[dict]:
-    derived = {"storage_checkpoint_mounts": [mount]}
-    return derive_udev.derive(facts or _facts(), derived)["udev_checkpoint_layers"]
+    derived = {"storage": {"checkpoint_mounts": [mount]}}
+    return udev_layers.derive(facts or _facts(), derived)["checkpoint_layers"]
 
 
 def test_a_mapper_link_finds_the_crypt_volume() -> None:
@@ -60,7 +60,7 @@ def test_md_level_comes_from_udev() -> None:
 
 def test_without_the_udev_section_nothing_is_derived() -> None:
     assert _layers(_mount("/dev/mapper/ckpt"), {"udev": {"status": "missing"}}) == []
-    assert derive_udev.derive({}, {})["udev_checkpoint_layers"] == []
+    assert udev_layers.derive({}, {})["checkpoint_layers"] == []
 
 
 def test_a_loop_device_is_a_layer() -> None:

@@ -357,5 +357,7 @@ def rules_lint(
     causes, issues = lint_paths(targets, KNOWN_SECTIONS)
     for issue in issues:
         print(issue)
-    print(f"{len(causes)} cause(s), {len(issues)} problem(s)", file=sys.stderr)
-    return UNKNOWN_EXIT if issues else 0
+    problems = [issue for issue in issues if not issue.warning]  # warnings: old fact names, still loaded
+    warned = f", {len(issues) - len(problems)} warning(s)" if len(problems) < len(issues) else ""
+    print(f"{len(causes)} cause(s), {len(problems)} problem(s){warned}", file=sys.stderr)
+    return UNKNOWN_EXIT if problems else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
 from gdsdoctor.engine.functions import compile_expression
+from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
 from gdsdoctor.patterns import lazy_compile
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 Location = tuple[str | int, ...]
 PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
+# A derived fact name in an expression (``derived.storage_free``; not ``x.derived.y``), to rewrite old ones.
+OLD_FACT_NAME = lazy_compile(r"(?<![\w.])derived\.[a-z0-9_]+(?![\w])")
 CHECK_REFERENCE = lazy_compile(r"\{check\.([A-Za-z0-9_]*)\}")  # a named check of the file, in an expression
 BUILT_RULES = "rules.json"  # beside the package in a wheel only (hatch_build.py writes it)
 
@@ -62,9 +65,10 @@ class LintIssue(NamedTuple):
     file: str
     line: int
     message: str
+    warning: bool = False  # still loads (e.g. an old fact name); an error stops the rules loading
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}"
+        return f"{self.file}:{self.line}: {'warning: ' if self.warning else ''}{self.message}"
 
 
 class RuleError(ValueError):
@@ -114,8 +118,9 @@ def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = 
         causes, issues = lint_paths([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
     else:
         causes, issues = lint_paths(extra_dirs, known_sections, loaded=built)
-    if issues:
-        raise RuleError(issues)
+    errors = [issue for issue in issues if not issue.warning]
+    if errors:
+        raise RuleError(errors)
     return causes
 
 
@@ -196,7 +201,12 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
     schema_issues = _schema_issues(name, document, lines) if validate else []
     if schema_issues:
         return [], schema_issues
-    checks = document.get("checks") or {}
+    checks = {
+        check: OLD_FACT_NAME.sub(lambda m: OLD_TO_NEW.get(m[0], m[0]), body)
+        if isinstance(body, str)
+        else body
+        for check, body in _checks(document).items()
+    }
     nested = [
         LintIssue(
             name, _nearest_line(lines, ("checks", check)), f"check {check}: {_unknown_check(inner, checks)}"
@@ -209,29 +219,64 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
         for i, raw in enumerate(document["causes"])
     ]
     issues = [issue for i, c in enumerate(causes) for issue in _cause_checks(c, lines, ("causes", i), checks)]
-    return causes, nested + issues
+    return causes, _old_names(document, name, lines) + nested + issues
 
 
 def _with_checks(raw: dict[str, Any], checks: dict[str, str]) -> dict[str, Any]:
     """The cause with every ``{check.NAME}`` in its expressions replaced by the file's check NAME,
-    in parentheses so that it reads as one value wherever it stands. A reference to no check of
-    the file is left as it is (lint reports it)."""
+    in parentheses so that it reads as one value wherever it stands (a reference to no check of
+    the file is left as it is: lint reports it), and every old derived fact name by its new one."""
 
-    def expand(text: Any) -> Any:
-        if not isinstance(text, str) or "{check." not in text:
-            return text
-        return CHECK_REFERENCE.sub(lambda m: f"({checks[m[1]]})" if _usable(checks, m[1]) else m[0], text)
+    def expand(text: str) -> str:
+        if "{check." in text:
+            text = CHECK_REFERENCE.sub(lambda m: f"({checks[m[1]]})" if _usable(checks, m[1]) else m[0], text)
+        return OLD_FACT_NAME.sub(lambda m: OLD_TO_NEW.get(m[0], m[0]), text)
+
+    return _map_expressions(raw, expand)
+
+
+def _map_expressions(raw: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+    """A copy of the cause as read with ``change`` applied to each of its expressions."""
+
+    def apply(value: Any) -> Any:
+        return change(value) if isinstance(value, str) else value
 
     cause = dict(raw)
     if "applies_when" in cause:
-        cause["applies_when"] = expand(cause["applies_when"])
+        cause["applies_when"] = apply(cause["applies_when"])
     cause["signals"] = [
-        {**signal, **{key: expand(signal[key]) for key in ("when", "evidence") if key in signal}}
+        {**signal, **{key: apply(signal[key]) for key in ("when", "evidence") if key in signal}}
         for signal in raw["signals"]
     ]
     if "vars" in cause:
-        cause["vars"] = {name: expand(expression) for name, expression in cause["vars"].items()}
+        cause["vars"] = {name: apply(expression) for name, expression in cause["vars"].items()}
     return cause
+
+
+def _old_names(document: dict[str, Any], name: str, lines: dict[Location, int]) -> list[LintIssue]:
+    """A warning for each old derived fact name (aliases.py) in the file's expressions."""
+    expressions = [(("checks", check), f"check {check}", body) for check, body in _checks(document).items()]
+    for i, raw in enumerate(document["causes"]):
+        at: Location = ("causes", i)
+        where = [(("applies_when",), raw.get("applies_when"))]
+        where += [
+            (("signals", j, key), signal.get(key))
+            for j, signal in enumerate(raw["signals"])
+            for key in ("when", "evidence")
+        ]
+        where += [(("vars", var), value) for var, value in (raw.get("vars") or {}).items()]
+        expressions += [(at + place, str(raw["id"]), text) for place, text in where if isinstance(text, str)]
+    return [
+        LintIssue(
+            name, _nearest_line(lines, at), f"{who}: {old} is an old name: write {OLD_TO_NEW[old]}", True
+        )
+        for at, who, text in expressions
+        for old in dict.fromkeys(m[0] for m in OLD_FACT_NAME.finditer(text) if m[0] in OLD_TO_NEW)
+    ]
+
+
+def _checks(document: dict[str, Any]) -> dict[str, Any]:
+    return document.get("checks") or {}
 
 
 def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.facts.derive import derive
+from gdsdoctor.facts.derived import derive
 from gdsdoctor.facts.job import job_section
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import Artifact

@@ -184,16 +184,17 @@ def json_key(name: str, value: str | int | None = None) -> str:
 
 
 def to_bool(value: Any) -> bool | None:
-    """lsblk/sysfs booleans: true/false, 1/0, "1"/"0", "Y"/"N"; anything else is unknown."""
+    """lsblk/sysfs/cuFile booleans: true/false, 1/0, "1"/"0", "Y"/"N", "on"/"off"; anything else
+    is unknown."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
         return value != 0 if value in (0, 1) else None
     if isinstance(value, str):
         lowered = value.strip().lower()
-        if lowered in ("1", "y", "yes", "true"):
+        if lowered in ("1", "y", "yes", "true", "on"):
             return True
-        if lowered in ("0", "n", "no", "false"):
+        if lowered in ("0", "n", "no", "false", "off"):
             return False
     return None
 

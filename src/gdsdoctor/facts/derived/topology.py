@@ -4,36 +4,37 @@ against the path's line rate.
 
 Placement comes from the first source that has it: sysfs (``pci``: resolved device paths), then
 ``lspci -tv`` (``lspci_tree``), then ``lspci -vvv`` bridge bus numbers (``lspci``), then
-``nvidia-smi topo -m`` (``nvidia_topo``: relations only, no bridges). Keys (all ``topology_*``):
+``nvidia-smi topo -m`` (``nvidia_topo``: relations only, no bridges). ``derive`` returns
+``derived.topology`` (the IOMMU, RDMA and throughput parts are computed in topology_io.py):
 
-- ``topology_source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvidia_topo`` placed the devices (None).
-- ``topology_devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
+- ``source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvidia_topo`` placed the devices (None).
+- ``devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
   root_complex, upstream, link: {speed_gts, max_speed_gts, width, max_width}, acs_redirect, namespaces,
   src}``.
-- ``topology_pairs``: every GPU × NVMe/NIC ``{gpu, gpu_bdf, other, other_bdf, other_kind, relation, rank,
+- ``pairs``: every GPU × NVMe/NIC ``{gpu, gpu_bdf, other, other_bdf, other_kind, relation, rank,
   label, numa_aligned, path_bridges, src}``; ``relation`` is ``switch`` (PIX/PXB), ``root_port``,
   ``root_complex`` (PHB), ``cross_root_complex`` (NODE: another host bridge of the same socket) or
   ``cross_socket`` (SYS), ``rank`` 0..4 in that order.
-- ``topology_gpus``: per GPU ``{gpu, bdf, numa_node, nearest_nvme, nearest_nic, src}``, each nearest being the
+- ``gpus``: per GPU ``{gpu, bdf, numa_node, nearest_nvme, nearest_nic, src}``, each nearest being the
   best pair (or None when there is no such device).
-- ``topology_counts``: ``{gpus, nvme, nics}`` placed.
-- ``topology_links``: endpoints whose link runs below what both ends support ``{bdf, kind, name, speed_gts,
+- ``counts``: ``{gpus, nvme, nics}`` placed.
+- ``links``: endpoints whose link runs below what both ends support ``{bdf, kind, name, speed_gts,
   expected_speed_gts, width, expected_width, width_reduced, speed_reduced, degraded, idle_downclock,
   link_down, says, src}``. A GPU that only runs slower (not narrower) is downclocked at idle, not degraded.
-- ``topology_gpu_link_capped``: GPUs whose host slot caps the link (nvidia-smi ``Host Max`` < ``Device Max``).
-- ``topology_acs``: ``{readable, redirect_bridges: [...], on_path_bridges: [{bdf, pairs, src}],
+- ``gpu_link_capped``: GPUs whose host slot caps the link (nvidia-smi ``Host Max`` < ``Device Max``).
+- ``acs``: ``{readable, redirect_bridges: [...], on_path_bridges: [{bdf, pairs, src}],
   path_known, unattributed_redirect: [...]}``; redirect = ReqRedir+, CmpltRedir+ or EgressCtrl+.
-- ``topology_iommu``: ``{mode: translated|passthrough|disabled|None, votes: [{source, mode, says, src}]}``.
-- ``topology_arch``: ``x86_64``/``aarch64``/None.
-- ``topology_roce_ports``: active Ethernet RDMA ports ``{device, port, active_mtu, netdev, netdev_mtu,
-  mtu_low, src}``; ``topology_rdma_slow_ports``: active ports slower than the fastest active port of the same
+- ``iommu``: ``{mode: translated|passthrough|disabled|None, votes: [{source, mode, says, src}]}``.
+- ``arch``: ``x86_64``/``aarch64``/None.
+- ``roce_ports``: active Ethernet RDMA ports ``{device, port, active_mtu, netdev, netdev_mtu,
+  mtu_low, src}``; ``rdma_slow_ports``: active ports slower than the fastest active port of the same
   HCA type.
-- ``topology_roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority,
+- ``roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority,
   ecn_on_rdma_priority, src}`` from ``mlnx_qos`` (DSCP 26 assumed when the RDMA traffic class is not shown).
-- ``topology_expected_throughput``: the line rate of the checkpoint drives ``{bytes_per_s, limited_by, drives,
-  components}`` (None when the drives or their links are unknown); ``topology_throughput``: each measured
+- ``expected_throughput``: the line rate of the checkpoint drives ``{bytes_per_s, limited_by, drives,
+  components}`` (None when the drives or their links are unknown); ``throughput``: each measured
   rate against it ``{tool, what, measured_bytes_per_s, expected_bytes_per_s, ratio, level, src}``.
-- ``topology_gds_vs_cpu``: GDS runs slower than the CPU path on the same benchmark ``{tool, io_type,
+- ``gds_vs_cpu``: GDS runs slower than the CPU path on the same benchmark ``{tool, io_type,
   gds_bytes_per_s, cpu_bytes_per_s, ratio, src}`` (ratio < 0.9 only).
 """
 
@@ -42,6 +43,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.facts.derived.access import items, num, obj, ok_section, strs, txt
+from gdsdoctor.facts.derived.topology_io import (
+    arch,
+    gds_vs_cpu,
+    iommu_state,
+    nic_pcie_bottleneck,
+    rdma_slow_ports,
+    roce_ports,
+    roce_qos,
+    smaller,
+    throughput,
+)
 from gdsdoctor.patterns import lazy_compile
 
 RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
@@ -52,9 +65,6 @@ FROM_TOPO = {"PIX": "switch", "PXB": "switch", "PHB": "root_complex", "NODE": "c
              "SYS": "cross_socket", "SOC": "cross_socket"}  # fmt: skip
 ENDPOINTS = ("gpu", "nvme", "nic")
 KIND_LABEL = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
-GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
-GDS_SLOWER_RATIO = 0.9
-DEFAULT_RDMA_DSCP = 26  # NVIDIA's RoCE default (priority 3)
 _NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+$")
 
 
@@ -68,51 +78,24 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     gpus = gpu_summaries(facts, {} if source == "nvidia_topo" else devices, pairs)
     links = link_states(facts, devices)
     return {
-        "topology_source": source,
-        "topology_devices": list(devices.values()),
-        "topology_pairs": pairs,
-        "topology_gpus": gpus,
-        "topology_counts": counts(devices, facts),
-        "topology_links": links,
-        "topology_gpu_link_capped": gpu_link_capped(facts),
-        "topology_acs": acs_state(facts, devices, pairs),
-        "topology_iommu": iommu_state(facts),
-        "topology_arch": arch(facts),
-        "topology_roce_ports": roce_ports(facts),
-        "topology_rdma_slow_ports": rdma_slow_ports(facts),
-        "topology_roce_qos": roce_qos(facts),
-        "topology_nic_pcie_bottleneck": nic_pcie_bottleneck(facts, devices),
+        "source": source,
+        "devices": list(devices.values()),
+        "pairs": pairs,
+        "gpus": gpus,
+        "counts": counts(devices, facts),
+        "links": links,
+        "gpu_link_capped": gpu_link_capped(facts),
+        "acs": acs_state(facts, devices, pairs),
+        "iommu": iommu_state(facts),
+        "arch": arch(facts),
+        "roce_ports": roce_ports(facts),
+        "rdma_slow_ports": rdma_slow_ports(facts),
+        "roce_qos": roce_qos(facts),
+        "nic_pcie_bottleneck": nic_pcie_bottleneck(facts, devices),
         **aer_latched(facts),
         **throughput(facts, derived, devices),
-        "topology_gds_vs_cpu": gds_vs_cpu(facts),
+        "gds_vs_cpu": gds_vs_cpu(facts),
     }
-
-
-def ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
-    value = facts.get(section)
-    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
-
-
-def items(section: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    found = section.get(key)
-    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
-
-
-# Facts come from bundles of any version: read every field through these, never trust its type.
-def txt(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def num(value: Any) -> int | float | None:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def strs(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 # --- placement ------------------------------------------------------------------------------------
@@ -120,9 +103,10 @@ def strs(value: Any) -> list[str]:
 
 def placed_devices(facts: dict[str, Any]) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """GPUs, NVMe, NICs and bridges by BDF, from the best source that places them."""
-    lspci = {d["bdf"]: d for d in items(ok(facts, "lspci"), "devices") if isinstance(d.get("bdf"), str)}
-    sysfs = [d for d in items(ok(facts, "pci"), "devices") if isinstance(d.get("bdf"), str)]
-    tree = [d for d in items(ok(facts, "lspci_tree"), "devices") if isinstance(d.get("bdf"), str)]
+    listed = items(ok_section(facts, "lspci"), "devices")
+    lspci = {d["bdf"]: d for d in listed if isinstance(d.get("bdf"), str)}
+    sysfs = [d for d in items(ok_section(facts, "pci"), "devices") if isinstance(d.get("bdf"), str)]
+    tree = [d for d in items(ok_section(facts, "lspci_tree"), "devices") if isinstance(d.get("bdf"), str)]
     if sysfs:
         source, devices = "pci", {d["bdf"]: from_sysfs(d) for d in sysfs}
     elif tree:
@@ -133,7 +117,7 @@ def placed_devices(facts: dict[str, Any]) -> tuple[str | None, dict[str, dict[st
         source = None
         devices = {bdf: from_lspci(d, None, []) for bdf, d in lspci.items()}
     else:
-        return ("nvidia_topo" if ok(facts, "nvidia_topo") else None), {}
+        return ("nvidia_topo" if ok_section(facts, "nvidia_topo") else None), {}
     for bdf, device in devices.items():
         enrich_from_lspci(device, lspci.get(bdf))
     kept = {bdf: d for bdf, d in devices.items() if d["kind"] in (*ENDPOINTS, "bridge")}
@@ -227,15 +211,15 @@ def enrich_from_lspci(found: dict[str, Any], raw: dict[str, Any] | None) -> None
 
 def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
     """OS names: NVMe controller (``nvme0``) with its namespaces and mounts, RDMA device and netdevs."""
-    for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
+    for controller in items(ok_section(facts, "nvme_sysfs"), "controllers"):
         found = devices.get(str(controller.get("pci_bdf")))
         if found is not None:
             found["name"] = txt(controller.get("name"))
-    for ib in items(ok(facts, "infiniband"), "devices"):
+    for ib in items(ok_section(facts, "infiniband"), "devices"):
         found = devices.get(str(ib.get("bdf")))
         if found is not None:
             found["name"] = txt(ib.get("name"))
-    for netdev in items(ok(facts, "netdev"), "interfaces"):
+    for netdev in items(ok_section(facts, "netdev"), "interfaces"):
         found = devices.get(str(netdev.get("bdf")))
         if found is not None and txt(netdev.get("name")):
             found["netdevs"].append(netdev["name"])
@@ -249,7 +233,7 @@ def mark_rdma(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
     """Which NICs can carry GPUDirect RDMA: those with an RDMA device. Unknown (None) when the RDMA
     devices were not read or do not say their PCI address (a pasted ``ibstat``)."""
     section = facts.get("infiniband") if isinstance(facts.get("infiniband"), dict) else {}
-    ib = items(ok(facts, "infiniband"), "devices")
+    ib = items(ok_section(facts, "infiniband"), "devices")
     bdfs = {txt(d.get("bdf")) for d in ib} - {None}
     if section.get("status") == "missing" or (section.get("status") == "ok" and not ib):
         known: bool | None = True  # no RDMA stack, or no RDMA device on this host
@@ -263,12 +247,12 @@ def mark_rdma(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
 def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """``nvme0`` → [{name: nvme0n1, size_bytes, mountpoints}], from lsblk and the NVMe sysfs tree; a
     namespace's mountpoints include those of its partitions and of md/dm devices built on it."""
-    lsblk = items(ok(facts, "lsblk"), "devices")
+    lsblk = items(ok_section(facts, "lsblk"), "devices")
     by_name = {str(d.get("name")): d for d in lsblk}
     names = [str(d.get("name")) for d in lsblk]
-    for controller in items(ok(facts, "nvme_sysfs"), "controllers"):
+    for controller in items(ok_section(facts, "nvme_sysfs"), "controllers"):
         names += strs(controller.get("namespaces"))
-    mounts = items(ok(facts, "mounts"), "mounts")
+    mounts = items(ok_section(facts, "mounts"), "mounts")
     found: dict[str, list[dict[str, Any]]] = {}
     for name in dict.fromkeys(names):
         match = _NAMESPACE.match(name)
@@ -382,7 +366,7 @@ def placement_pairs(devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Relations from ``nvidia-smi topo -m`` when nothing places the devices on the bus."""
-    topo = ok(facts, "nvidia_topo")
+    topo = ok_section(facts, "nvidia_topo")
     numa = {txt(g.get("name")): num(g.get("numa_affinity")) for g in items(topo, "gpus")}
     pairs = []
     for key, kind in (("gpu_nvme", "nvme"), ("gpu_nic", "nic")):
@@ -409,7 +393,7 @@ def gpu_summaries(
 ) -> list[dict[str, Any]]:
     names = sorted({p["gpu"] for p in pairs}, key=str)
     placed = {label(d["bdf"], None, "gpu"): d for d in devices.values() if d["kind"] == "gpu"}
-    topo = {txt(g.get("name")): g for g in items(ok(facts, "nvidia_topo"), "gpus")}
+    topo = {txt(g.get("name")): g for g in items(ok_section(facts, "nvidia_topo"), "gpus")}
     for name in placed:
         if name not in names:
             names.append(name)
@@ -432,7 +416,7 @@ def nearest(pairs: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
 
 def counts(devices: dict[str, dict[str, Any]], facts: dict[str, Any]) -> dict[str, int]:
     found = {kind: sum(1 for d in devices.values() if d["kind"] == kind) for kind in ENDPOINTS}
-    topo = ok(facts, "nvidia_topo")
+    topo = ok_section(facts, "nvidia_topo")
     if not found["gpu"] and topo:
         found = {
             "gpu": len(items(topo, "gpus")),
@@ -448,7 +432,7 @@ def counts(devices: dict[str, dict[str, Any]], facts: dict[str, Any]) -> dict[st
 def link_states(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     found = [state for d in devices.values() if d["kind"] in ENDPOINTS if (state := link_state(d, devices))]
     seen = {state["bdf"] for state in found}
-    for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
+    for gpu in items(ok_section(facts, "nvidia_smi"), "gpus"):
         width, widest = num(gpu.get("link_width_current")), num(gpu.get("link_width_max"))
         if txt(gpu.get("bus_id")) in seen or width is None or widest is None:
             continue
@@ -461,11 +445,6 @@ def link_states(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> li
                  "src": gpu.get("src")}
             )  # fmt: skip
     return found
-
-
-def smaller(a: Any, b: Any) -> Any:
-    known = [v for v in (a, b) if isinstance(v, int | float) and v > 0]
-    return min(known) if known else None
 
 
 def link_state(found: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -499,7 +478,7 @@ def link_state(found: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dic
 
 def gpu_link_capped(facts: dict[str, Any]) -> list[dict[str, Any]]:
     capped = []
-    for gpu in items(ok(facts, "nvidia_smi"), "gpus"):
+    for gpu in items(ok_section(facts, "nvidia_smi"), "gpus"):
         host, dev = num(gpu.get("link_gen_host_max")), num(gpu.get("link_gen_device_max"))
         if host is not None and dev is not None and host < dev:
             capped.append(
@@ -519,20 +498,20 @@ def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """AER error bits latched in ``lspci -vvv``: uncorrectable ones not masked, correctable ones; both
     without the routine bits."""
     found: dict[str, list[dict[str, Any]]] = {
-        "topology_aer_uncorrectable": [],
-        "topology_aer_correctable": [],
+        "aer_uncorrectable": [],
+        "aer_correctable": [],
     }
-    for raw in items(ok(facts, "lspci"), "devices"):
+    for raw in items(ok_section(facts, "lspci"), "devices"):
         srcs = obj(raw.get("srcs"))
         masked = set(strs(raw.get("aer_ue_masked")))
         ue = [b for b in strs(raw.get("aer_ue_set")) if b not in masked and b not in ROUTINE_AER]
         ce = [b for b in strs(raw.get("aer_ce_set")) if b not in ROUTINE_AER]
         if ue:
-            found["topology_aer_uncorrectable"].append(
+            found["aer_uncorrectable"].append(
                 {"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")}
             )
         if ce:
-            found["topology_aer_correctable"].append(
+            found["aer_correctable"].append(
                 {"bdf": raw.get("bdf"), "bits": ce, "src": srcs.get("CESta")}
             )
     return found
@@ -542,7 +521,7 @@ def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def acs_state(facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: list[dict[str, Any]]) -> dict:
-    lspci = ok(facts, "lspci")
+    lspci = ok_section(facts, "lspci")
     redirect = [
         {
             "bdf": d["bdf"],
@@ -572,333 +551,3 @@ def acs_state(facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: 
         "path_known": any(p["path_bridges"] for p in pairs),
         "unattributed_redirect": unattributed,
     }
-
-
-# --- IOMMU ----------------------------------------------------------------------------------------
-
-
-def iommu_state(facts: dict[str, Any]) -> dict[str, Any]:
-    """The IOMMU mode from runtime evidence first (groups, kernel log), then gdscheck, then the cmdline."""
-    votes = iommu_group_votes(facts) + dmesg_votes(facts) + gdscheck_votes(facts) + cmdline_votes(facts)
-    mode = None
-    for source in ("iommu_groups", "dmesg", "gdscheck", "cmdline"):
-        modes = [v["mode"] for v in votes if v["source"] == source]
-        if modes:
-            mode = modes[-1]
-            break
-    if mode == "enabled":  # gdscheck only says on/off; passthrough comes from the cmdline
-        mode = "passthrough" if any(v["mode"] == "passthrough" for v in votes) else "translated"
-    return {"mode": mode, "votes": votes}
-
-
-def vote(source: str, mode: str, says: str, src: Any) -> dict[str, Any]:
-    return {"source": source, "mode": mode, "says": says, "src": src}
-
-
-def iommu_group_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    groups = ok(facts, "iommu_groups")
-    if not groups:
-        return []
-    if not groups.get("present"):
-        return [vote("iommu_groups", "disabled", "no IOMMU groups in /sys/kernel/iommu_groups", None)]
-    types = [g for g in items(groups, "groups") if txt(g.get("type"))]
-    translated = [g for g in types if g["type"] in ("DMA", "DMA-FQ")]
-    if translated:
-        return [vote("iommu_groups", "translated", f"{len(translated)} IOMMU groups translate DMA "
-                     f"(type {translated[0]['type']})", translated[0].get("src"))]  # fmt: skip
-    if types and all(g["type"] == "identity" for g in types):
-        return [
-            vote(
-                "iommu_groups",
-                "passthrough",
-                "every IOMMU group is identity (passthrough)",
-                types[0].get("src"),
-            )
-        ]
-    return [vote("iommu_groups", "enabled", f"{groups.get('count')} IOMMU groups exist", None)]
-
-
-def dmesg_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The default domain type counts only where the log also shows an IOMMU driver at work: the kernel
-    prints "Default domain type: Translated" on machines with no IOMMU at all (VMs without a vIOMMU)."""
-    dmesg = ok(facts, "dmesg")
-    events = [
-        e for e in items(dmesg, "events") if e.get("kind") == "iommu_info" and e.get("current_boot", True)
-    ]
-    driver = [e for e in events if not set(obj(e.get("details"))) & {"domain_type", "policy"}]
-    found = []
-    for event in events if driver else []:
-        domain = txt(obj(event.get("details")).get("domain_type"))
-        if domain:
-            mode = "passthrough" if str(domain).lower().startswith("pass") else "translated"
-            found.append(vote("dmesg", mode, f"kernel: default domain type {domain}", event.get("src")))
-    if not driver and dmesg.get("kernel_release"):
-        src = events[0].get("src") if events else None
-        found.append(vote("dmesg", "disabled", "the kernel log from boot shows no IOMMU driver", src))
-    return found
-
-
-def gdscheck_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    gdscheck = ok(facts, "gdscheck")
-    platform = obj(gdscheck.get("platform"))
-    enabled = platform.get("iommu_enabled")
-    if enabled is None:
-        per_gpu = [
-            g.get("iommu_enabled") for g in items(gdscheck, "gpus") if g.get("iommu_enabled") is not None
-        ]
-        enabled = any(per_gpu) if per_gpu else None
-    if enabled is None:
-        return []
-    src = (platform.get("src") or {}).get("iommu_enabled") if isinstance(platform.get("src"), dict) else None
-    return [
-        vote(
-            "gdscheck",
-            "enabled" if enabled else "disabled",
-            f"gdscheck: IOMMU {'enabled' if enabled else 'disabled'}",
-            src,
-        )
-    ]
-
-
-def cmdline_votes(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    cmdline = ok(facts, "cmdline")
-    iommu = obj(cmdline.get("iommu"))
-    src = cmdline.get("src")
-    said = {k: str(v).lower() for k, v in iommu.items() if isinstance(v, str | bool) and k in
-            ("intel_iommu", "amd_iommu", "iommu", "iommu_passthrough")}  # fmt: skip
-    if "off" in (said.get("intel_iommu"), said.get("amd_iommu"), said.get("iommu")):
-        return [vote("cmdline", "disabled", "kernel command line turns the IOMMU off", src)]
-    if said.get("iommu") == "pt" or said.get("iommu_passthrough") in ("1", "on", "y"):
-        return [
-            vote("cmdline", "passthrough", "kernel command line asks for IOMMU passthrough (iommu=pt)", src)
-        ]
-    if said.get("intel_iommu", "").startswith("on") or said.get("iommu") in ("nopt", "force"):
-        return [
-            vote("cmdline", "translated", "kernel command line turns the IOMMU on without passthrough", src)
-        ]
-    return []
-
-
-def arch(facts: dict[str, Any]) -> str | None:
-    machine = txt(ok(facts, "kernel").get("machine"))
-    if machine:
-        return str(machine)
-    gdscheck = ok(facts, "gdscheck")
-    found = txt(obj(gdscheck.get("platform")).get("arch")) or txt(obj(gdscheck.get("header")).get("arch"))
-    return str(found).split("(")[0] if found else None
-
-
-# --- RDMA / RoCE ----------------------------------------------------------------------------------
-
-
-def roce_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    netdevs = {txt(n.get("name")): n for n in items(ok(facts, "netdev"), "interfaces")}
-    found = []
-    for port in items(ok(facts, "infiniband"), "ports"):
-        if not port.get("active") or port.get("link_layer") != "Ethernet":
-            continue
-        names = [n for n in strs(port.get("netdevs")) if n in netdevs]
-        mtu = num(netdevs[names[0]].get("mtu")) if names else None
-        active_mtu = num(port.get("active_mtu"))
-        low = (isinstance(active_mtu, int) and active_mtu < 4096) or (isinstance(mtu, int) and mtu < 4200)
-        found.append(
-            {"device": port.get("device"), "port": port.get("port"), "active_mtu": active_mtu,
-             "netdev": names[0] if names else None, "netdev_mtu": mtu, "mtu_low": bool(low),
-             "src": port.get("src")}
-        )  # fmt: skip
-    return found
-
-
-def rdma_slow_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Active ports running slower than the fastest active port of the same adapter model."""
-    infiniband = ok(facts, "infiniband")
-    model = {
-        txt(d.get("name")): txt(d.get("hca_type")) or txt(d.get("board_id"))
-        for d in items(infiniband, "devices")
-    }
-    active = [
-        p
-        for p in items(infiniband, "ports")
-        if p.get("active") is True and num(p.get("rate_gbps")) is not None
-    ]
-    fastest: dict[Any, float] = {}
-    for port in active:
-        key = (model.get(txt(port.get("device"))), txt(port.get("link_layer")))
-        fastest[key] = max(fastest.get(key, 0.0), float(port["rate_gbps"]))
-    slow = []
-    for port in active:
-        best = fastest[(model.get(txt(port.get("device"))), txt(port.get("link_layer")))]
-        if port["rate_gbps"] < best:
-            slow.append({"device": port.get("device"), "port": port.get("port"),
-                         "rate_gbps": port["rate_gbps"],
-                         "expected_gbps": best, "src": port.get("src")})  # fmt: skip
-    return slow
-
-
-def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """NICs whose PCIe link carries less than their active network port (a 400 Gb/s port on Gen4 x16)."""
-    rates: dict[str, float] = {}
-    for port in items(ok(facts, "infiniband"), "ports"):
-        if port.get("active") is True and num(port.get("rate_gbps")) is not None:
-            rates[str(port.get("device"))] = max(
-                rates.get(str(port.get("device")), 0.0), float(port["rate_gbps"])
-            )
-    found = []
-    if rates:
-        from gdsdoctor.bench import NETWORK_EFFICIENCY, expected_throughput  # start-up time: only if needed
-    for nic in (d for d in devices.values() if d["kind"] == "nic" and d["name"] in rates):
-        gen, width = GEN_BY_SPEED.get(nic["link"]["speed_gts"]), nic["link"]["width"]
-        if gen is None or not width:
-            continue
-        pcie_gbps = expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s * 8 / 1e9
-        port_gbps = rates[nic["name"]]
-        if pcie_gbps < port_gbps * NETWORK_EFFICIENCY:
-            found.append({"device": nic["name"], "bdf": nic["bdf"], "port_gbps": port_gbps,
-                          "pcie_gbps": round(pcie_gbps, 1),
-                          "link": f"{nic['link']['speed_gts']:g} GT/s x{width}",
-                          "src": nic.get("link_src") or nic["src"]})  # fmt: skip
-    return found
-
-
-def roce_qos(facts: dict[str, Any]) -> dict[str, Any] | None:
-    qos = ok(facts, "mlnx_qos")
-    if not qos:
-        return None
-    tclass = num(qos.get("rdma_tclass"))
-    dscp = int(tclass) >> 2 if tclass is not None and tclass >= 0 else DEFAULT_RDMA_DSCP
-    priority = None
-    if qos.get("trust") == "dscp":
-        mapping = obj(qos.get("dscp2prio"))
-        priority = next(
-            (int(p) for p, codes in mapping.items() if isinstance(codes, list) and dscp in codes), None
-        )
-        priority = dscp >> 3 if priority is None and not mapping else priority
-    pfc = qos.get("pfc_enabled_priorities")
-    ecn = qos.get("ecn_rp_enabled_priorities")
-    pfc = [p for p in pfc if num(p) is not None] if isinstance(pfc, list) else None
-    ecn = [p for p in ecn if num(p) is not None] if isinstance(ecn, list) else None
-    return {
-        "trust": txt(qos.get("trust")),
-        "rdma_dscp": dscp,
-        "rdma_dscp_assumed": tclass is None or tclass < 0,
-        "rdma_priority": priority,
-        "pfc_priorities": pfc,
-        "pfc_on_rdma_priority": (priority in pfc) if isinstance(pfc, list) and priority is not None else None,
-        "ecn_on_rdma_priority": (priority in ecn) if isinstance(ecn, list) and priority is not None else None,
-        "src": qos.get("src"),
-    }
-
-
-# --- throughput -----------------------------------------------------------------------------------
-
-
-def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict:
-    expected = expected_rate(derived, devices)
-    measured = measurements(facts)
-    judged = []
-    if expected:
-        from gdsdoctor.bench import verdict  # start-up time: only when there is something to judge
-
-        for item in measured:
-            found = verdict(item["measured_bytes_per_s"], expected["bytes_per_s"])
-            judged.append({**item, "expected_bytes_per_s": expected["bytes_per_s"],
-                           "ratio": round(found.ratio, 3),
-                           "level": found.level})  # fmt: skip
-    return {"topology_expected_throughput": expected, "topology_throughput": judged}
-
-
-def expected_rate(derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The line rate of the NVMe drives under the checkpoint mount: drives × PCIe link × efficiency."""
-    mounts = [
-        m
-        for m in [derived.get("target_mount"), *(derived.get("checkpoint_mounts") or [])]
-        if isinstance(m, dict)
-    ]
-    points = {txt(m.get("mountpoint")) for m in mounts} - {None}
-    drives = [d for d in devices.values() if d["kind"] == "nvme"
-              and any(p in points for ns in d["namespaces"] for p in ns["mountpoints"])]  # fmt: skip
-    links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
-    if not drives or any(gen is None or not width for gen, width in links):
-        return None
-    from gdsdoctor.bench import BenchError, expected_throughput  # start-up time: only with drives
-
-    try:
-        per_drive = [expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s for gen, width in links]
-    except BenchError:
-        return None
-    return {"bytes_per_s": sum(per_drive), "limited_by": "drives", "drives": [d["name"] for d in drives],
-            "components": {"drives": sum(per_drive)}}  # fmt: skip
-
-
-def best_gdsio_runs(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The fastest run per I/O type × transfer type (runs without both are fragments, left out)."""
-    best: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for run in items(ok(facts, "gdsio"), "runs"):
-        rate = num(run.get("throughput_bytes_per_s"))
-        if txt(run.get("io_type")) is None or txt(run.get("xfer_type")) is None or rate is None:
-            continue
-        key = (run["io_type"], run["xfer_type"])
-        if key not in best or rate > best[key]["throughput_bytes_per_s"]:
-            best[key] = run
-    return list(best.values())
-
-
-def rated(found: dict[str, Any], devices: dict[str, dict[str, Any]], key: str) -> Any:
-    """What the drive's link should run at (the most both ends support), else what it runs at."""
-    parent = devices.get(found["upstream"][-1]) if found["upstream"] else None
-    best = smaller(found["link"][f"max_{key}"], parent["link"][f"max_{key}"] if parent else None)
-    return best or found["link"][key]
-
-
-def measurements(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [
-        {"tool": "gdsio", "what": f"{run['io_type']} {run['xfer_type']}",
-         "measured_bytes_per_s": run["throughput_bytes_per_s"], "src": run.get("src")}
-        for run in best_gdsio_runs(facts)
-        if run["throughput_bytes_per_s"] > 0
-    ]  # fmt: skip
-    fio = ok(facts, "fio")
-    aggregate = obj(fio.get("aggregate"))
-    jobs = items(fio, "jobs")
-    for direction in ("read", "write"):
-        rate = aggregate.get(f"{direction}_bytes_per_s")
-        if isinstance(rate, int | float) and rate > 0:
-            found.append({"tool": "fio", "what": direction, "measured_bytes_per_s": rate,
-                          "src": jobs[0].get("src") if jobs else None})  # fmt: skip
-    return found
-
-
-GDS_XFER = ("GPUD", "GPUD_ASYNC", "GPU_BATCH")
-
-
-def gds_vs_cpu(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """GDS (gdsio GPUD, fio libcufile) slower than the CPU path of the same benchmark."""
-    slower = []
-    best = best_gdsio_runs(facts)
-    for gds in (run for run in best if run["xfer_type"] in GDS_XFER):
-        for cpu in (
-            run for run in best if run["xfer_type"] == "CPU_GPU" and run["io_type"] == gds["io_type"]
-        ):
-            slower += compare("gdsio", gds["io_type"], gds["throughput_bytes_per_s"],
-                              cpu["throughput_bytes_per_s"], gds.get("src"))  # fmt: skip
-    jobs = items(ok(facts, "fio"), "jobs")
-    for direction in ("read", "write"):
-        gds = [rate_of(j, direction) for j in jobs if j.get("gds")]
-        cpu = [rate_of(j, direction) for j in jobs if not j.get("gds")]
-        src = next((j.get("src") for j in jobs if j.get("gds")), None)
-        if max(gds, default=0) > 0 and max(cpu, default=0) > 0:
-            slower += compare("fio", direction, max(gds), max(cpu), src)
-    return slower
-
-
-def rate_of(job: dict[str, Any], direction: str) -> float:
-    value = obj(job.get(direction)).get("bytes_per_s")
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def compare(tool: str, io_type: Any, gds_rate: float, cpu_rate: float, src: Any) -> list[dict[str, Any]]:
-    ratio = gds_rate / cpu_rate if cpu_rate > 0 else 1.0
-    if ratio >= GDS_SLOWER_RATIO:
-        return []
-    return [{"tool": tool, "io_type": io_type, "gds_bytes_per_s": gds_rate, "cpu_bytes_per_s": cpu_rate,
-             "ratio": round(ratio, 3), "src": src}]  # fmt: skip

@@ -1,9 +1,9 @@
 """Derived facts for the storage domain: what sits under each checkpoint mount, and how full it is.
 
-``derive(facts, derived)`` returns these keys for ``facts["derived"]`` (it sees the facts and what
-is derived so far: nvidia_present, target_mount, checkpoint_mounts):
+``derive(facts, mounts)`` returns ``derived.storage`` for the mount records the rules judge
+(``core.checkpoint_selection``), with these keys:
 
-- ``storage_checkpoint_mounts``: each checkpoint mount (a copy, with its ``src``) plus
+- ``checkpoint_mounts``: each checkpoint mount (a copy, with its ``src``) plus
   ``maj_min`` (mountinfo, findmnt or lsblk), ``anonymous`` (major 0: overlay, tmpfs, FUSE, NFS,
   btrfs subvolumes — no block device for GDS to classify), ``all_opts`` (per-mount options
   merged over the superblock options of mountinfo when it was read), ``stack`` (the device
@@ -15,22 +15,22 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   filesystems: true for NFS ``proto=rdma`` or Lustre ``@o2ib``, false for ``proto=tcp`` or
   ``@tcp``, else null), ``volatile_write_cache`` (any NVMe namespace below says
   ``write back``; null when unknown).
-- ``storage_free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
+- ``free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
   source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
-- ``storage_checkpoint_bytes``: the size of the next checkpoint in bytes, null unless the job
+- ``checkpoint_bytes``: the size of the next checkpoint in bytes, null unless the job
   was described (``--params 70B`` → ``job.checkpoint_bytes``).
-- ``storage_capacity_short``: the ``storage_free`` entries whose ``avail_bytes`` is below
-  ``storage_checkpoint_bytes`` (with ``checkpoint_bytes``, ``checkpoint_text`` and
+- ``capacity_short``: the ``free`` entries whose ``avail_bytes`` is below
+  ``checkpoint_bytes`` (with ``checkpoint_bytes``, ``checkpoint_text`` and
   ``shortfall_bytes``; every entry also has ``avail_text``, e.g. ``500 GB``); [] when
   either is unknown.
-- ``storage_fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
+- ``fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
   (``{name, transport, state, subsystem, traddr, trsvcid, ctrl_loss_tmo, ctrl_loss_tmo_s,
   fast_io_fail_tmo_s, reconnect_delay_s, source, src}``), one per controller name.
-- ``storage_fabrics_devices``: controller names known to be fabrics (sysfs, nvme-cli, or named
+- ``fabrics_devices``: controller names known to be fabrics (sysfs, nvme-cli, or named
   in NVMe-oF kernel messages) — used to tell PCIe timeouts from fabrics ones.
-- ``storage_rdma_capable``: the node has RDMA ports (``infiniband`` section) or an RDMA
+- ``rdma_capable``: the node has RDMA ports (``infiniband`` section) or an RDMA
   driver loaded (``modules``); null when neither was read.
-- ``storage_dmesg``: kernel-log events sorted by what they mean for storage (copies with
+- ``dmesg``: kernel-log events sorted by what they mean for storage (copies with
   ``src``): ``keepalive`` (keep-alive failures and admin-queue Keep Alive (opcode 0x18)
   timeouts), ``pcie_timeouts`` (I/O timeouts on controllers not known as fabrics, not
   keep-alive), ``pcie_resets`` (resets, removals, capacity → 0, not on fabrics),
@@ -39,15 +39,15 @@ is derived so far: nvidia_present, target_mount, checkpoint_mounts):
   errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``), and
   ``on_checkpoint``: the events whose device is under a checkpoint mount (filesystem, partition,
   namespace or controller).
-- ``storage_fabrics_present``: true when any source shows an NVMe-oF controller, false when
+- ``fabrics_present``: true when any source shows an NVMe-oF controller, false when
   sysfs, nvme-cli or dmesg was read and shows none, null when none was read.
-- ``storage_nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART, or an
+- ``nvme_present``: the same for any NVMe device (sysfs, lsblk, nvme-cli, SMART, or an
   NVMe namespace under a checkpoint mount).
-- ``storage_mount_table_shows_atime``: some mount in the table carries relatime/noatime (a
+- ``mount_table_shows_atime``: some mount in the table carries relatime/noatime (a
   kernel-written table), so a mount without either really is strictatime.
-- ``storage_ana``: per multipath namespace ``{head, paths, states, optimized, usable,
+- ``ana``: per multipath namespace ``{head, paths, states, optimized, usable,
   inaccessible (path names), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
-- ``storage_multipath_subsystems``: subsystems reached through two or more NVMe-oF
+- ``multipath_subsystems``: subsystems reached through two or more NVMe-oF
   controllers: ``{name, nqn, iopolicy, controllers, src}``.
 """
 
@@ -56,7 +56,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.facts.derived.access import as_list, dicts, items, obj, ok_section
+from gdsdoctor.facts.derived.storage_events import (
+    NVME_PARTITION,
+    checkpoint_devices,
+    dmesg_fabrics_devices,
+    kernel_log,
+    namespace_of,
+)
+from gdsdoctor.facts.derived.storage_space import capacity_short, checkpoint_bytes_of, free_from_df, free_of
 
 OBJECT_STORE_FUSE = (
     "s3fs",
@@ -72,81 +80,59 @@ NETWORK_FSTYPES = frozenset(
     "nfs nfs4 cifs smb3 smbfs lustre beegfs wekafs gpfs ceph glusterfs 9p virtiofs afs ocfs2 scatefs".split()
 )
 RDMA_MODULES = frozenset(("mlx5_ib", "mlx4_ib", "ib_core", "rdma_cm", "irdma", "bnxt_re", "efa", "rdma_rxe"))
-RESET_KINDS = ("nvme_reset", "capacity_to_zero")
 NO_BLOCK_DEVICE = frozenset(("network", "fuse", "overlay", "tmpfs", "zfs"))
-CONNECT_KINDS = ("nvmeof_reconnect", "nvmeof_transport_error")
-ERRNO_MEANINGS = {
-    -111: "connection refused: nothing listens on the target port (target service down or wrong port)",
-    -110: "timed out: no answer from the target (routing, firewall, packet loss)",
-    -113: "host unreachable: no route to the target",
-    -104: "connection reset: the RDMA connection was rejected (RoCE interface not configured, no listener)",
-    -22: "invalid argument: the HCA refused the queue setup (resources, OFED/firmware)",
-    -12: "out of memory: queue resources could not be allocated",
-    -512: "interrupted (ERESTARTSYS)",
-}
 FABRICS = ("rdma", "tcp", "fc")
-_NVME_PARTITION = lazy_compile(r"^(nvme\d+n\d+)p\d+$")
-_NVME_NAMESPACE = lazy_compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 
 
-def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+def derive(facts: dict[str, Any], mounts: list[dict[str, Any]]) -> dict[str, Any]:
     try:
-        return _derive(facts, derived)
+        return _derive(facts, mounts)
     except Exception as error:  # a bug here must not take the whole diagnosis down
-        return {**EMPTY, "storage_error": f"{type(error).__name__}: {error}"[:300]}
+        return {**EMPTY, "error": f"{type(error).__name__}: {error}"[:300]}
 
 
 EMPTY: dict[str, Any] = {
-    "storage_checkpoint_mounts": [],
-    "storage_fabrics_present": None,
-    "storage_nvme_present": None,
-    "storage_ana": [],
-    "storage_multipath_subsystems": [],
-    "storage_free": [],
-    "storage_checkpoint_bytes": None,
-    "storage_capacity_short": [],
-    "storage_fabrics_controllers": [],
-    "storage_fabrics_devices": [],
-    "storage_rdma_capable": None,
-    "storage_mount_table_shows_atime": False,
-    "storage_dmesg": {},
+    "checkpoint_mounts": [],
+    "fabrics_present": None,
+    "nvme_present": None,
+    "ana": [],
+    "multipath_subsystems": [],
+    "free": [],
+    "checkpoint_bytes": None,
+    "capacity_short": [],
+    "fabrics_controllers": [],
+    "fabrics_devices": [],
+    "rdma_capable": None,
+    "mount_table_shows_atime": False,
+    "dmesg": {},
 }
 
 
-def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+def _derive(facts: dict[str, Any], selected: list[dict[str, Any]]) -> dict[str, Any]:
     context = _Context(facts)
-    mounts = [context.stack_of(mount) for mount in derived.get("checkpoint_mounts") or []]
-    writable = [m for m in mounts if not _dict(m.get("opts")).get("ro")]  # a full read-only fs is no news
-    free = [entry for entry in (_free(facts, mount) for mount in writable) if entry]
-    if not _ok(facts, "mounts"):
-        free = free or _free_from_df(facts)
-    checkpoint_bytes = _checkpoint_bytes(facts)
+    mounts = [context.stack_of(mount) for mount in selected]
+    writable = [m for m in mounts if not obj(m.get("opts")).get("ro")]  # a full read-only fs is no news
+    free = [entry for entry in (free_of(facts, mount) for mount in writable) if entry]
+    if not ok_section(facts, "mounts"):
+        free = free or free_from_df(facts)
+    checkpoint_bytes = checkpoint_bytes_of(facts)
     fabrics = context.fabrics_controllers()
-    fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | _dmesg_fabrics_devices(facts))
+    fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | dmesg_fabrics_devices(facts))
     return {
-        "storage_checkpoint_mounts": mounts,
-        "storage_fabrics_present": _fabrics_present(facts, fabrics_devices),
-        "storage_nvme_present": True if any(m["nvme_namespaces"] for m in mounts) else _nvme_present(facts),
-        "storage_ana": context.ana_groups(),
-        "storage_multipath_subsystems": context.multipath_subsystems(),
-        "storage_free": free,
-        "storage_checkpoint_bytes": checkpoint_bytes,
-        "storage_capacity_short": _capacity_short(free, checkpoint_bytes),
-        "storage_fabrics_controllers": fabrics,
-        "storage_fabrics_devices": fabrics_devices,
-        "storage_rdma_capable": _rdma_capable(facts),
-        "storage_mount_table_shows_atime": _shows_atime(facts),
-        "storage_dmesg": _dmesg(facts, set(fabrics_devices), _checkpoint_devices(mounts)),
+        "checkpoint_mounts": mounts,
+        "fabrics_present": _fabrics_present(facts, fabrics_devices),
+        "nvme_present": True if any(m["nvme_namespaces"] for m in mounts) else _nvme_present(facts),
+        "ana": context.ana_groups(),
+        "multipath_subsystems": context.multipath_subsystems(),
+        "free": free,
+        "checkpoint_bytes": checkpoint_bytes,
+        "capacity_short": capacity_short(free, checkpoint_bytes),
+        "fabrics_controllers": fabrics,
+        "fabrics_devices": fabrics_devices,
+        "rdma_capable": _rdma_capable(facts),
+        "mount_table_shows_atime": _shows_atime(facts),
+        "dmesg": kernel_log(facts, set(fabrics_devices), checkpoint_devices(mounts)),
     }
-
-
-def _ok(facts: dict[str, Any], section: str) -> dict[str, Any]:
-    value = facts.get(section)
-    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _index(items: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -154,33 +140,25 @@ def _index(items: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
     return {item[key]: item for item in items if isinstance(item.get(key), str) and item[key]}
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in _list(value) if isinstance(item, dict)]
-
-
 class _Context:
     """Indexes over lsblk, sysfs, mountinfo and nvme-cli, built once per derivation."""
 
     def __init__(self, facts: dict[str, Any]) -> None:
         self.facts = facts
-        lsblk = _dicts(_ok(facts, "lsblk").get("devices"))
+        lsblk = dicts(ok_section(facts, "lsblk").get("devices"))
         self.lsblk_by_name = _index(lsblk, "kname") | _index(lsblk, "name")
         self.lsblk_by_majmin = _index(lsblk, "maj_min")
         self.lsblk_by_mountpoint = {
-            point: d for d in lsblk for point in _list(d.get("mountpoints")) if isinstance(point, str)
+            point: d for d in lsblk for point in as_list(d.get("mountpoints")) if isinstance(point, str)
         }
-        sysfs = _ok(facts, "nvme_sysfs")
-        self.block = _index(_dicts(sysfs.get("block")), "name")
-        self.sys_controllers = _index(_dicts(sysfs.get("controllers")), "name")
-        self.sys_subsystems = _dicts(sysfs.get("subsystems"))
-        self.mountinfo = _dict(_ok(facts, "mountinfo").get("by_mountpoint"))
-        self.cli_paths = _dicts(_ok(facts, "nvme_subsys").get("paths"))
-        self.cli_namespaces = _dicts(_ok(facts, "nvme_list").get("namespaces"))
-        self.cli_controllers = _dicts(_ok(facts, "nvme_list").get("controllers"))
+        sysfs = ok_section(facts, "nvme_sysfs")
+        self.block = _index(dicts(sysfs.get("block")), "name")
+        self.sys_controllers = _index(dicts(sysfs.get("controllers")), "name")
+        self.sys_subsystems = dicts(sysfs.get("subsystems"))
+        self.mountinfo = obj(ok_section(facts, "mountinfo").get("by_mountpoint"))
+        self.cli_paths = dicts(ok_section(facts, "nvme_subsys").get("paths"))
+        self.cli_namespaces = dicts(ok_section(facts, "nvme_list").get("namespaces"))
+        self.cli_controllers = dicts(ok_section(facts, "nvme_list").get("controllers"))
 
     # --- the stack under one mount -------------------------------------------------------------
 
@@ -194,9 +172,9 @@ class _Context:
         device = "" if fs_kinds & NO_BLOCK_DEVICE else str(mount.get("device") or mount.get("source") or "")
         stack = self._device_stack(device, maj_min, point) if device or maj_min else []
         kinds = {layer["kind"] for layer in stack} | fs_kinds
-        namespaces = sorted({n for layer in stack if (n := _namespace_of(layer["name"]))})
+        namespaces = sorted({n for layer in stack if (n := namespace_of(layer["name"]))})
         controllers = self._controllers_of(namespaces)
-        opts = _dict(mount.get("opts")) or _split_options(mount.get("options"))  # findmnt-only targets
+        opts = obj(mount.get("opts")) or _split_options(mount.get("options"))  # findmnt-only targets
         all_opts = info.get("all_opts") if isinstance(info.get("all_opts"), dict) else opts
         return {
             **mount,
@@ -214,7 +192,7 @@ class _Context:
         }
 
     def _target_majmin(self, point: str) -> str | None:
-        target = _ok(self.facts, "target")
+        target = ok_section(self.facts, "target")
         return target.get("majmin") if target.get("mountpoint") == point else None
 
     def _device_stack(self, device: str, maj_min: str | None, point: str) -> list[dict[str, Any]]:
@@ -243,7 +221,7 @@ class _Context:
                 continue
             seen.add(name)
             stack.append({"name": name, "type": device.get("type"), "kind": _lsblk_kind(device)})
-            parents = _list(device.get("parents")) or ([device["parent"]] if device.get("parent") else [])
+            parents = as_list(device.get("parents")) or ([device["parent"]] if device.get("parent") else [])
             queue.extend(self.lsblk_by_name[p] for p in parents if p in self.lsblk_by_name)
         return stack
 
@@ -259,7 +237,7 @@ class _Context:
             stack.append({"name": current, "type": None, "kind": kind})
             if kind == "partition":
                 queue.append(_disk_of_partition(current))
-            queue.extend(_list((self.block.get(current) or {}).get("slaves")))
+            queue.extend(as_list((self.block.get(current) or {}).get("slaves")))
         return stack
 
     # --- NVMe controllers ----------------------------------------------------------------------
@@ -272,10 +250,11 @@ class _Context:
         return [found[name] for name in sorted(found)]
 
     def _controller_names(self, namespace: str) -> list[str]:
-        names = [c for c, ctrl in self.sys_controllers.items() if namespace in _list(ctrl.get("namespaces"))]
+        controllers = self.sys_controllers.items()
+        names = [c for c, ctrl in controllers if namespace in as_list(ctrl.get("namespaces"))]
         for subsystem in self.sys_subsystems:
-            if namespace in _list(subsystem.get("namespaces")):
-                names += [c for c in _list(subsystem.get("controllers")) if isinstance(c, str)]
+            if namespace in as_list(subsystem.get("namespaces")):
+                names += [c for c in as_list(subsystem.get("controllers")) if isinstance(c, str)]
         if names:
             return names
         subsystems = {n.get("subsystem") for n in self.cli_namespaces if n.get("device") == namespace}
@@ -313,7 +292,7 @@ class _Context:
         """Per multipath namespace: the ANA states of its paths (sysfs, else nvme-cli)."""
         groups: dict[str, list[dict[str, Any]]] = {}
         states_of = {c: ctrl.get("state") for c, ctrl in self.sys_controllers.items()}
-        sys_paths = [p for p in _list(_ok(self.facts, "nvme_sysfs").get("paths")) if isinstance(p, dict)]
+        sys_paths = dicts(ok_section(self.facts, "nvme_sysfs").get("paths"))
         for path in sys_paths:
             if path.get("ana_state") and path.get("head"):
                 groups.setdefault(path["head"], []).append(
@@ -330,13 +309,13 @@ class _Context:
         """Subsystems reached through two or more NVMe-oF controllers, with their I/O policy."""
         found = []
         for subsystem in self.sys_subsystems:
-            members = [self.sys_controllers.get(c) or {} for c in _list(subsystem.get("controllers"))]
+            members = [self.sys_controllers.get(c) or {} for c in as_list(subsystem.get("controllers"))]
             fabrics = [c["name"] for c in members if c.get("fabrics")]
             if len(fabrics) > 1:
                 found.append(_multipath_entry(subsystem, fabrics))
         if found or self.sys_subsystems:
             return found
-        for subsystem in _list(_ok(self.facts, "nvme_subsys").get("subsystems")):
+        for subsystem in as_list(ok_section(self.facts, "nvme_subsys").get("subsystems")):
             if not isinstance(subsystem, dict):
                 continue
             paths = [p for p in self.cli_paths if p.get("subsystem") == subsystem.get("name")]
@@ -386,21 +365,21 @@ def _fabrics_present(facts: dict[str, Any], fabrics_devices: list[str]) -> bool 
     if fabrics_devices:
         return True
     readable = ("nvme_sysfs", "nvme_subsys", "nvme_list", "dmesg")
-    return False if any(_ok(facts, section) for section in readable) else None
+    return False if any(ok_section(facts, section) for section in readable) else None
 
 
 def _nvme_present(facts: dict[str, Any]) -> bool | None:
     """True when sysfs, lsblk, nvme-cli or SMART show an NVMe device; False when read and none shown."""
     seen: list[bool] = []
-    sysfs = _ok(facts, "nvme_sysfs")
+    sysfs = ok_section(facts, "nvme_sysfs")
     if sysfs:
-        seen.append(bool(_list(sysfs.get("controllers"))))
-    lsblk = _ok(facts, "lsblk")
+        seen.append(bool(as_list(sysfs.get("controllers"))))
+    lsblk = ok_section(facts, "lsblk")
     if lsblk:
-        seen.append(any(str(d.get("name") or "").startswith("nvme") for d in _dicts(lsblk.get("devices"))))
+        seen.append(any(str(d.get("name") or "").startswith("nvme") for d in dicts(lsblk.get("devices"))))
     for section, key in (("nvme_list", "namespaces"), ("nvme_smart", "devices"), ("nvme_subsys", "paths")):
-        if _ok(facts, section):
-            seen.append(bool(_list(_ok(facts, section).get(key))))
+        if ok_section(facts, section):
+            seen.append(bool(as_list(ok_section(facts, section).get(key))))
     if any(seen):
         return True
     return False if seen else None
@@ -463,7 +442,7 @@ def _lsblk_kind(device: dict[str, Any]) -> str:
 
 
 def _name_kind(name: str) -> str:
-    if _NVME_PARTITION.match(name) or re.match(r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+)\d+$", name):
+    if NVME_PARTITION.match(name) or re.match(r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+)\d+$", name):
         return "partition"
     if re.match(r"^nvme\d+(c\d+)?n\d+$", name):
         return "nvme"
@@ -474,15 +453,8 @@ def _name_kind(name: str) -> str:
 
 
 def _disk_of_partition(name: str) -> str:
-    match = _NVME_PARTITION.match(name)
+    match = NVME_PARTITION.match(name)
     return match[1] if match else re.sub(r"\d+$", "", name)
-
-
-def _namespace_of(name: str) -> str | None:
-    match = _NVME_PARTITION.match(name)
-    if match:
-        return match[1]
-    return name if _NVME_NAMESPACE.match(name) and "c" not in name[4:] else None
 
 
 def _fs_kinds(fstype: str, device: Any) -> set[str]:
@@ -523,196 +495,22 @@ def _network_rdma(fstype: str, device: str, opts: dict[str, Any]) -> bool | None
 # --- capacity -----------------------------------------------------------------------------------
 
 
-def _free(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | None:
-    point = mount.get("mountpoint")
-    target = _ok(facts, "target")
-    if target.get("mountpoint") == point and target.get("avail_bytes") is not None:
-        return _free_entry(point, target, "target")
-    entry = _dict(_ok(facts, "df").get("by_mountpoint")).get(point) if isinstance(point, str) else None
-    if isinstance(entry, dict) and entry.get("avail_bytes") is not None:
-        return _free_entry(point, entry, "df")
-    return None
-
-
-def _free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Without a mount table: the df line holding --path, else every data filesystem df lists."""
-    from gdsdoctor.facts.derive import PSEUDO_FSTYPES, SYSTEM_MOUNTPOINTS, longest_prefix_mount
-
-    entries = _dicts(_ok(facts, "df").get("filesystems"))
-    path = _dict(facts.get("target")).get("path")
-    if path:
-        best = longest_prefix_mount(entries, str(path))
-        return (
-            [_free_entry(best["mountpoint"], best, "df")]
-            if best and best.get("avail_bytes") is not None
-            else []
-        )
-    data = [
-        e
-        for e in entries
-        if e.get("fstype") not in PSEUDO_FSTYPES
-        and e.get("source") not in PSEUDO_FSTYPES
-        and e.get("mountpoint") != "/"
-        and not any(
-            str(e.get("mountpoint")) == p or str(e.get("mountpoint")).startswith(p + "/")
-            for p in SYSTEM_MOUNTPOINTS
-        )
-        and e.get("avail_bytes") is not None
-    ]
-    return [_free_entry(e.get("mountpoint"), e, "df") for e in data]
-
-
-def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any]:
-    size, avail = entry.get("size_bytes"), entry.get("avail_bytes")
-    used = entry.get("used_bytes")
-    # df's Use% counts reserved blocks as unavailable: free = avail / (used + avail)
-    usable = (used + avail) if isinstance(used, int) and isinstance(avail, int) else size
-    free_pct = round(100.0 * avail / usable, 1) if isinstance(avail, int) and usable else None
-    return {
-        "mountpoint": point,
-        "size_bytes": size,
-        "avail_bytes": avail,
-        "avail_text": human_bytes(avail),
-        "free_pct": free_pct,
-        "source": source,
-        "src": entry.get("src"),
-    }
-
-
-def human_bytes(size: Any) -> str | None:
-    """``980000000000`` → ``980 GB`` (SI, as df -H and gdsdoctor estimate print)."""
-    if not isinstance(size, int | float) or isinstance(size, bool):
-        return None
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if abs(size) < 1000 or unit == "PB":
-            return f"{size:.3g} {unit}" if unit != "B" else f"{int(size)} B"
-        size /= 1000
-    return None
-
-
-def _checkpoint_bytes(facts: dict[str, Any]) -> int | None:
-    """The checkpoint size of the job the user described (``--params`` → ``job.checkpoint_bytes``)."""
-    value = _ok(facts, "job").get("checkpoint_bytes")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) -> list[dict[str, Any]]:
-    if checkpoint_bytes is None:
-        return []
-    return [
-        {
-            **entry,
-            "checkpoint_bytes": checkpoint_bytes,
-            "checkpoint_text": human_bytes(checkpoint_bytes),
-            "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"],
-        }
-        for entry in free
-        if isinstance(entry.get("avail_bytes"), int) and entry["avail_bytes"] < checkpoint_bytes
-    ]
-
-
-# --- RDMA and kernel log ------------------------------------------------------------------------
-
-
 def _shows_atime(facts: dict[str, Any]) -> bool:
     """The kernel prints relatime/noatime/strictatime on every mount; a table without any of them
     was written or filtered by hand, so a missing atime option there says nothing."""
     flags = ("relatime", "noatime", "strictatime", "lazytime")
-    mounts = _dicts(_ok(facts, "mounts").get("mounts")) + _dicts(_ok(facts, "mountinfo").get("mounts"))
-    return any(_dict(m.get("opts")).get(flag) for m in mounts for flag in flags)
+    mounts = items(ok_section(facts, "mounts"), "mounts") + items(ok_section(facts, "mountinfo"), "mounts")
+    return any(obj(m.get("opts")).get(flag) for m in mounts for flag in flags)
 
 
 def _rdma_capable(facts: dict[str, Any]) -> bool | None:
     seen: list[bool] = []
-    infiniband = _ok(facts, "infiniband")
+    infiniband = ok_section(facts, "infiniband")
     if infiniband:
-        seen.append(bool(_list(infiniband.get("ports")) or _list(infiniband.get("devices"))))
-    modules = _ok(facts, "modules")
+        seen.append(bool(as_list(infiniband.get("ports")) or as_list(infiniband.get("devices"))))
+    modules = ok_section(facts, "modules")
     if modules:
-        seen.append(bool(RDMA_MODULES & set(_list(modules.get("names")))))
+        seen.append(bool(RDMA_MODULES & set(as_list(modules.get("names")))))
     if any(seen):
         return True
     return False if seen else None
-
-
-def _events(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in _list(_ok(facts, "dmesg").get("events")) if isinstance(e, dict)]
-
-
-def _dmesg_fabrics_devices(facts: dict[str, Any]) -> set[str]:
-    kinds = ("nvmeof_reconnect", "nvmeof_reconnected", "nvmeof_keepalive", "nvmeof_transport_error")
-    found = {
-        e["device"] for e in _events(facts) if e.get("kind") in kinds and isinstance(e.get("device"), str)
-    }
-    # the TCP timeout wordings ("queue N: timeout cid/request") exist only on fabrics
-    found |= {
-        e["device"]
-        for e in _events(facts)
-        if e.get("kind") == "nvme_timeout"
-        and isinstance(e.get("device"), str)
-        and re.search(r"queue \d+: timeout|type \d+ opcode", str(e.get("message") or ""))
-    }
-    return found
-
-
-def _is_keepalive(event: dict[str, Any]) -> bool:
-    if event.get("kind") == "nvmeof_keepalive":
-        return True
-    details = event.get("details") if isinstance(event.get("details"), dict) else {}
-    opcode = str(details.get("opcode") or "").lower()
-    qid = details.get("qid")
-    message = str(event.get("message") or "")
-    admin = qid in (0, "0") or "queue 0:" in message or "Admin Cmd" in message
-    return event.get("kind") == "nvme_timeout" and admin and opcode in ("0x18", "24")
-
-
-def _errno(event: dict[str, Any]) -> int | None:
-    value = _dict(event.get("details")).get("errno")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _on_fabrics(event: dict[str, Any], fabrics: set[str]) -> bool:
-    device = str(event.get("device") or "")
-    match = _NVME_NAMESPACE.match(device)
-    return device in fabrics or bool(match and f"nvme{match[1]}" in fabrics)
-
-
-def _checkpoint_devices(mounts: list[dict[str, Any]]) -> set[str]:
-    """Every device name under the checkpoint mounts: stack layers, namespaces, controllers."""
-    names: set[str] = set()
-    for mount in mounts:
-        names |= {str(layer["name"]) for layer in mount["stack"]}
-        names |= set(mount["nvme_namespaces"]) | {str(c["name"]) for c in mount["nvme_controllers"]}
-        names |= {f"nvme{m[1]}" for n in mount["nvme_namespaces"] if (m := _NVME_NAMESPACE.match(n))}
-    return names
-
-
-def _on_checkpoint(event: dict[str, Any], devices: set[str]) -> bool:
-    # JBD2 names the journal after the partition: "nvme0n1p1-8"
-    device = re.sub(r"^(.*\d)-\d+$", r"\1", str(event.get("device") or ""))
-    if not device:
-        return False
-    namespace = _namespace_of(device)
-    return device in devices or (namespace is not None and namespace in devices)
-
-
-def _dmesg(facts: dict[str, Any], fabrics: set[str], checkpoint_devices: set[str]) -> dict[str, Any]:
-    events = _events(facts)
-    timeouts = [e for e in events if e.get("kind") == "nvme_timeout" and not _is_keepalive(e)]
-    groups = {
-        "keepalive": [e for e in events if _is_keepalive(e)],
-        "pcie_timeouts": [e for e in timeouts if not _on_fabrics(e, fabrics)],
-        "pcie_resets": [e for e in events if e.get("kind") in RESET_KINDS and not _on_fabrics(e, fabrics)],
-        "fabrics_timeouts": [e for e in timeouts if _on_fabrics(e, fabrics)],
-        "completion_polled": [e for e in timeouts if "completion polled" in str(e.get("message") or "")],
-    }
-    errnos = sorted(
-        {e["details"]["errno"] for e in events if _errno(e) is not None and e.get("kind") in CONNECT_KINDS}
-    )
-    groups_errors = [{"errno": n, "meaning": ERRNO_MEANINGS.get(n, "see errno(3)")} for n in errnos]
-    # unique device names per group, for messages and one remediation command per device
-    devices = {
-        name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
-    }
-    on_checkpoint = [e for e in events if _on_checkpoint(e, checkpoint_devices)]
-    return {**groups, "devices": devices, "connect_errors": groups_errors, "on_checkpoint": on_checkpoint}

@@ -1,6 +1,4 @@
-"""Derived facts, computed once in Python before rules run, so that rules stay declarative.
-
-``derived`` holds:
+"""Derived facts about the node as a whole, written at the top of ``derived``:
 
 - ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck),
   False if the sources that would show it were read and do not, None if none was readable.
@@ -11,19 +9,19 @@
 - ``path_focus``: with ``--path``, the names of the filesystem holding it (mount point,
   device, devices below it) and the other data mounts' points; ranking puts findings whose
   evidence names the former first and those naming only the latter last.
-- ``checkpoint_mounts``: the mounts the filesystem rules judge: the target mount with
-  ``--path``, otherwise every data mount (block or network filesystems, not pseudo ones,
-  not ``/`` nor system trees such as ``/boot``: name the path to judge those).
+- ``checkpoint_stall``: the stall model applied to the measured write rate, when the job was
+  described.
+
+The mounts the filesystem rules judge (``checkpoint_selection``: the target mount with
+``--path``, otherwise every data mount — block or network filesystems, not pseudo ones, not
+``/`` nor system trees such as ``/boot``) are described in ``derived.storage.checkpoint_mounts``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from gdsdoctor.facts import derive_gds, derive_storage, derive_topology, derive_udev
-
-Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+from gdsdoctor.facts.derived.access import items, ok_section
 
 PSEUDO_FSTYPES = frozenset(
     (
@@ -36,23 +34,27 @@ SYSTEM_MOUNTPOINTS = ("/boot", "/efi", "/snap", "/proc", "/sys", "/dev", "/run")
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
-    mounts = ok_section(facts, "mounts").get("mounts", [])
-    target_mount = _target_mount(facts, mounts, target_path)
+    """The node-wide facts; ``path_focus`` comes later (see ``path_focus``), from the storage ones."""
     derived: dict[str, Any] = {
         "nvidia_present": _nvidia_present(facts),
-        "target_mount": target_mount,
-        "checkpoint_mounts": [target_mount] if target_mount else _data_mounts(mounts),
+        "target_mount": _target_mount(facts, _mounts(facts), target_path),
         "checkpoint_stall": checkpoint_stall(facts),
     }
     derived["undecided"] = _undecided(facts, derived)
-    # Domain derivations see the facts and what is derived so far; each owns its keys.
-    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive):
-        derived.update(derivation(facts, derived))
-    derived["path_focus"] = _path_focus(derived, mounts)
     return derived
 
 
-def _path_focus(derived: dict[str, Any], mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
+def checkpoint_selection(facts: dict[str, Any], target_mount: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The mount records the filesystem rules judge: the target mount with ``--path``, otherwise
+    every data mount."""
+    return [target_mount] if target_mount else _data_mounts(_mounts(facts))
+
+
+def _mounts(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return items(ok_section(facts, "mounts"), "mounts")
+
+
+def path_focus(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any] | None:
     """With ``--path``: the names of the filesystem holding it (mount point, device and the
     devices below it) and the other data mounts, so that ranking puts what concerns the
     checkpoint filesystem first (engine/rank.py)."""
@@ -63,17 +65,12 @@ def _path_focus(derived: dict[str, Any], mounts: list[dict[str, Any]]) -> dict[s
     device = str(target.get("device") or "")
     if device.startswith("/dev/"):
         names |= {device, device.rsplit("/", 1)[1]}
-    for mount in derived.get("storage_checkpoint_mounts") or []:
+    for mount in (derived.get("storage") or {}).get("checkpoint_mounts") or []:
         names |= {str(layer["name"]) for layer in mount.get("stack") or [] if layer.get("name")}
         names |= {str(n) for n in mount.get("nvme_namespaces") or []}
         names |= {str(c["name"]) for c in mount.get("nvme_controllers") or [] if c.get("name")}
-    elsewhere = {str(m["mountpoint"]) for m in _data_mounts(mounts)} - {str(target["mountpoint"])}
+    elsewhere = {str(m["mountpoint"]) for m in _data_mounts(_mounts(facts))} - {str(target["mountpoint"])}
     return {"mountpoint": str(target["mountpoint"]), "names": sorted(names), "elsewhere": sorted(elsewhere)}
-
-
-def ok_section(facts: dict[str, Any], section: str) -> dict[str, Any]:
-    value = facts.get(section) or {}
-    return value if value.get("status") == "ok" else {}
 
 
 def _nvidia_present(facts: dict[str, Any]) -> bool | None:

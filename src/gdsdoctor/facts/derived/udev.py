@@ -1,9 +1,9 @@
 """Derived facts from udev: the device-mapper, md or loop layer under each checkpoint mount.
 
-``derive(facts, derived)`` returns (it runs after the storage derivation, whose mounts carry
-``maj_min``):
+``derive(facts, derived)`` returns ``derived.udev`` (it runs after the storage derivation, whose
+mounts carry ``maj_min``):
 
-- ``udev_checkpoint_layers``: for each checkpoint mount whose block device udev lists as a
+- ``checkpoint_layers``: for each checkpoint mount whose block device udev lists as a
   device-mapper, md or loop device, ``{mountpoint, device (as mounted), udev_device (kernel name),
   layer (lvm|crypt|multipath|dm|md|loop), dm_name, dm_uuid, md_level, src (the udev device), mount_src}``.
   The device is found by its node or one of its links (``/dev/mapper/vg-lv``, ``/dev/md/name``,
@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from gdsdoctor.facts.derived.core import checkpoint_selection
+
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     section = facts.get("udev") or {}
     if section.get("status") != "ok":
-        return {"udev_checkpoint_layers": []}
+        return {"checkpoint_layers": []}
     by_node, by_majmin = _block_index(section.get("devices"))
-    mounts = derived.get("storage_checkpoint_mounts") or derived.get("checkpoint_mounts") or []
+    storage = derived.get("storage") or {}
+    mounts = storage.get("checkpoint_mounts") or checkpoint_selection(facts, derived.get("target_mount"))
     layers = []
     for mount in mounts:
         if not isinstance(mount, dict):
@@ -28,7 +31,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         device = by_node.get(str(mount.get("device") or "")) or by_majmin.get(str(mount.get("maj_min") or ""))
         if device is not None and device.get("layer"):
             layers.append(_layer_entry(mount, device))
-    return {"udev_checkpoint_layers": layers}
+    return {"checkpoint_layers": layers}
 
 
 def _block_index(devices: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:

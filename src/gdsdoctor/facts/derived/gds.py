@@ -1,33 +1,33 @@
 """Derived facts for the GDS domain: which data path the node is set up for, the cuFile
 configuration in effect, and which GPUs GDS can use.
 
-``derive(facts, derived)`` returns these keys for ``facts["derived"]``:
+``derive(facts, derived)`` returns ``derived.gds``:
 
-- ``gds_nvidia_fs_loaded``: bool|None — nvidia_fs is loaded now (lsmod, /proc/driver/nvidia-fs,
+- ``nvidia_fs_loaded``: bool|None — nvidia_fs is loaded now (lsmod, /proc/driver/nvidia-fs,
   gdscheck header, nvidia-fs stats); False when a source shows it absent (lsmod without it,
   gdscheck header without the ``nvidia_fs version`` line, cufile.log ``driver not loaded``);
   a positive source wins over a negative one (a cufile.log may be older than the module).
-- ``gds_nvidia_fs_version``: str|None — the loaded (or installed) nvidia-fs version.
+- ``nvidia_fs_version``: str|None — the loaded (or installed) nvidia-fs version.
 - ``cufile_effective``: the cuFile configuration in effect ``{values: {json key: value},
   sources: {json key: "env"|"gdscheck"|"file"|"default"}, items: [{key, value, source, src}],
   env_overrides: [{key, env, env_value, file_value, src}]}``. Precedence: CUFILE_* environment
   (cufile_env, or the ENVIRONMENT section gdscheck printed) > what gdscheck read > cufile.json
   > documented defaults. ``env_overrides`` lists env values that contradict the file.
-- ``gds_rdma_dev_addrs``: every RDMA address cuFile is given (global, per-filesystem, mount tables).
-- ``gds_direct_io_size_misaligned``: bool|None — ``max_direct_io_size_kb`` not a multiple of 64.
-- ``gds_p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
-- ``gds_path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
+- ``rdma_dev_addrs``: every RDMA address cuFile is given (global, per-filesystem, mount tables).
+- ``direct_io_size_misaligned``: bool|None — ``max_direct_io_size_kb`` not a multiple of 64.
+- ``p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
+- ``path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
   (nvidia-fs loaded or a backend with a direct nvfs path), ``"compat-only"`` (neither: every
-  IO goes through the CPU bounce buffer at best), None (cannot tell). ``gds_path_src``: the
+  IO goes through the CPU bounce buffer at best), None (cannot tell). ``path_src``: the
   provenance records that decided it.
-- ``gds_compat_in_use``: True when a runtime source shows IO running in compat mode (cufile.log
+- ``compat_in_use``: True when a runtime source shows IO running in compat mode (cufile.log
   ``running in compatible mode`` / per-file fallback, kvikio banner, gds_stats posix IO);
-  ``gds_compat_evidence``: those items (with src).
-- ``gds_gpus``: GPUs from nvidia-smi, gdscheck and application output ``[{name, bus_id,
+  ``compat_evidence``: those items (with src).
+- ``gpus``: GPUs from nvidia-smi, gdscheck and application output ``[{name, bus_id,
   bar1_bytes, bar1_used_pct (nvidia-smi), compute_capability, consumer, source, src}]``;
-  ``gds_unsupported_gpus``: those GDS cannot pin (GeForce/consumer, compute capability < 6).
-- ``gds_is_wsl``: bool|None — running under WSL (uname, systemd-detect-virt).
-- ``gds_rdma_fs_mounts`` / ``gds_userspace_rdma_fs_mounts``: mounts of RDMA-backed filesystems
+  ``unsupported_gpus``: those GDS cannot pin (GeForce/consumer, compute capability < 6).
+- ``is_wsl``: bool|None — running under WSL (uname, systemd-detect-virt).
+- ``rdma_fs_mounts`` / ``userspace_rdma_fs_mounts``: mounts of RDMA-backed filesystems
   (Lustre, NFS over RDMA, WekaFS, GPFS, BeeGFS) / those whose GDS path is userspace RDMA through
   libcufile_rdma (WekaFS, GPFS), which needs ``rdma_dev_addr_list``.
 """
@@ -37,7 +37,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.facts.derived.access import ok_section
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.common import to_bool
 
 # cuFile environment variables that override one cufile.json key, and how they read.
 ENV_KEYS = {
@@ -45,8 +47,6 @@ ENV_KEYS = {
     "CUFILE_FORCE_COMPAT_MODE": "properties.force_compat_mode",
     "CUFILE_USE_PCIP2PDMA": "properties.use_pci_p2pdma",
 }
-_TRUE = {"1", "true", "on", "yes", "y"}
-_FALSE = {"0", "false", "off", "no", "n"}
 # Consumer GPUs: GDS (third-party P2P via nvidia_p2p_get_pages) is refused by the driver.
 CONSUMER_GPU = lazy_compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
 RDMA_FSTYPES = {"lustre", "wekafs", "gpfs", "beegfs"}
@@ -72,39 +72,27 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     path, path_src = gds_path(facts, loaded, loaded_src, p2pdma_configured, effective)
     compat = compat_evidence(facts)
     gpus = gds_gpus(facts)
-    mounts = _section(facts, "mounts").get("mounts", [])
+    mounts = ok_section(facts, "mounts").get("mounts", [])
     return {
-        "gds_nvidia_fs_loaded": loaded,
-        "gds_nvidia_fs_version": nvidia_fs_version(facts),
+        "nvidia_fs_loaded": loaded,
+        "nvidia_fs_version": nvidia_fs_version(facts),
         "cufile_effective": effective,
-        "gds_rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
-        "gds_direct_io_size_misaligned": _misaligned(
+        "rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
+        "direct_io_size_misaligned": _misaligned(
             effective["values"].get("properties.max_direct_io_size_kb")
         ),
-        "gds_p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
-        "gds_path": path,
-        "gds_path_src": path_src,
-        "gds_compat_in_use": True if compat else None,
-        "gds_compat_evidence": compat,
-        "gds_gpus": gpus,
-        "gds_unsupported_gpus": [g for g in gpus if g["consumer"] or _old_arch(g)],
-        "gds_nvidia_fs_kernel_gap": nvidia_fs_kernel_gap(facts),
-        "gds_is_wsl": is_wsl(facts),
-        "gds_rdma_fs_mounts": [m for m in mounts if _rdma_mount(m)],
-        "gds_userspace_rdma_fs_mounts": [m for m in mounts if m.get("fstype") in USERSPACE_RDMA_FSTYPES],
+        "p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
+        "path": path,
+        "path_src": path_src,
+        "compat_in_use": True if compat else None,
+        "compat_evidence": compat,
+        "gpus": gpus,
+        "unsupported_gpus": [g for g in gpus if g["consumer"] or _old_arch(g)],
+        "nvidia_fs_kernel_gap": nvidia_fs_kernel_gap(facts),
+        "is_wsl": is_wsl(facts),
+        "rdma_fs_mounts": [m for m in mounts if _rdma_mount(m)],
+        "userspace_rdma_fs_mounts": [m for m in mounts if m.get("fstype") in USERSPACE_RDMA_FSTYPES],
     }
-
-
-def _section(facts: dict[str, Any], name: str) -> dict[str, Any]:
-    value = facts.get(name) or {}
-    return value if isinstance(value, dict) and value.get("status") == "ok" else {}
-
-
-def _bool(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    return True if text in _TRUE else False if text in _FALSE else None
 
 
 # --- nvidia-fs -----------------------------------------------------------------------------
@@ -113,19 +101,19 @@ def _bool(value: Any) -> bool | None:
 def nvidia_fs_loaded(facts: dict[str, Any]) -> tuple[bool | None, list[dict[str, Any]]]:
     """(loaded, provenance): any positive source wins; otherwise any negative one."""
     says: list[tuple[bool, Any]] = []
-    modules = _section(facts, "modules")
+    modules = ok_section(facts, "modules")
     if modules:
         entry = (modules.get("by_name") or {}).get("nvidia_fs")
         says.append((entry is not None, (entry or {}).get("src")))
     for name in ("nvidia_fs_version", "nvidia_fs_stats", "nvidia_fs_modules"):
-        section = _section(facts, name)
+        section = ok_section(facts, name)
         if section:
             says.append((True, _first_src(section)))
-    gdscheck = _section(facts, "gdscheck")
+    gdscheck = ok_section(facts, "gdscheck")
     if isinstance(gdscheck.get("nvidia_fs_loaded"), bool):
         header_src = (gdscheck.get("header") or {}).get("src") or {}
         says.append((gdscheck["nvidia_fs_loaded"], header_src.get("nvidia_fs_version")))
-    log = _section(facts, "cufile_log")
+    log = ok_section(facts, "cufile_log")
     says.extend((False, e.get("src")) for e in log.get("entries", []) if e.get("kind") == "driver_not_loaded")
     for verdict in (True, False):
         if any(v is verdict for v, _ in says):
@@ -148,20 +136,20 @@ def _is_src(value: Any) -> bool:
 
 def nvidia_fs_version(facts: dict[str, Any]) -> str | None:
     candidates = (
-        _section(facts, "nvidia_fs_version").get("version"),
-        _section(facts, "gdscheck").get("nvidia_fs_version"),
-        _section(facts, "nvidia_fs_stats").get("driver_version"),
-        _section(facts, "modinfo_nvidia_fs").get("version"),
-        (_section(facts, "app_log").get("kvikio") or {}).get("gds_driver"),
+        ok_section(facts, "nvidia_fs_version").get("version"),
+        ok_section(facts, "gdscheck").get("nvidia_fs_version"),
+        ok_section(facts, "nvidia_fs_stats").get("driver_version"),
+        ok_section(facts, "modinfo_nvidia_fs").get("version"),
+        (ok_section(facts, "app_log").get("kvikio") or {}).get("gds_driver"),
     )
     return next((str(c) for c in candidates if c), None)
 
 
 def nvidia_fs_kernel_gap(facts: dict[str, Any]) -> dict[str, Any] | None:
     """The kernel an nvidia-fs build is for, when that nvidia-fs release predates the kernel."""
-    build = _section(facts, "nvidia_fs_build")
-    kernel = build.get("kernel") or _section(facts, "kernel").get("release")
-    kernel = kernel or _section(facts, "gdscheck").get("platform", {}).get("kernel")
+    build = ok_section(facts, "nvidia_fs_build")
+    kernel = build.get("kernel") or ok_section(facts, "kernel").get("release")
+    kernel = kernel or ok_section(facts, "gdscheck").get("platform", {}).get("kernel")
     version = build.get("version") or nvidia_fs_version(facts) or _dkms_nvidia_fs_version(facts)
     if not kernel or not version:
         return None
@@ -185,7 +173,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def _dkms_nvidia_fs_version(facts: dict[str, Any]) -> str | None:
-    modules = _section(facts, "dkms_status").get("modules", [])
+    modules = ok_section(facts, "dkms_status").get("modules", [])
     versions = [m.get("version") for m in modules if m.get("module") == "nvidia-fs" and m.get("version")]
     return max(versions, key=_version) if versions else None
 
@@ -197,13 +185,13 @@ def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     srcs: dict[str, Any] = {}
-    cufile_json = _section(facts, "cufile_json")
+    cufile_json = ok_section(facts, "cufile_json")
     explicit = {item["key"]: item for item in cufile_json.get("items", [])}
     for key, value in (cufile_json.get("config") or {}).items():
         values[key] = value
         sources[key] = "file" if key in explicit else "default"
         srcs[key] = explicit.get(key, {}).get("src")
-    gdscheck = _section(facts, "gdscheck")
+    gdscheck = ok_section(facts, "gdscheck")
     for item in gdscheck.get("config_items", []):
         key = item.get("json_key")
         if key:
@@ -211,7 +199,7 @@ def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
     overrides = []
     for name, raw, line_src in _env_items(facts):
         key = ENV_KEYS.get(name)
-        value = _bool(raw)
+        value = to_bool(raw)
         if key is None or value is None:
             continue
         before = values.get(key)
@@ -252,10 +240,10 @@ def _misaligned(size_kb: Any) -> bool | None:
 
 def _env_items(facts: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """CUFILE_* variables from the environment capture, else from gdscheck's ENVIRONMENT."""
-    env = _section(facts, "cufile_env")
+    env = ok_section(facts, "cufile_env")
     if env.get("items"):
         return [(i["name"], i["value"], i.get("src")) for i in env["items"]]
-    gdscheck = _section(facts, "gdscheck")
+    gdscheck = ok_section(facts, "gdscheck")
     src_map = (gdscheck.get("src") or {}) if isinstance(gdscheck.get("src"), dict) else {}
     return [(k, v, src_map.get(k)) for k, v in (gdscheck.get("environment") or {}).items()]
 
@@ -271,10 +259,10 @@ def gds_path(
     effective: dict[str, Any],
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """What gdscheck or a TRACE cufile.log shows usable first, then what is configured/loaded."""
-    backends = _section(facts, "gdscheck").get("backends", [])
+    backends = ok_section(facts, "gdscheck").get("backends", [])
     p2p_rows = [b for b in backends if _p2pdma_row(b)]
     nvfs_rows = [b for b in backends if _nvfs_row(b)]
-    log = _section(facts, "cufile_log")
+    log = ok_section(facts, "cufile_log")
     nvfs_io = [e for e in log.get("entries", []) if e.get("kind") in ("gds_path_taken", "nvfs_io_submit")]
     key_src = _src_of(effective, "properties.use_pci_p2pdma")
     if p2p_rows:
@@ -319,10 +307,10 @@ def _src_of(effective: dict[str, Any], key: str) -> Any:
 
 def compat_evidence(facts: dict[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    log = _section(facts, "cufile_log")
+    log = ok_section(facts, "cufile_log")
     found.extend(e for e in log.get("entries", []) if e.get("kind") in ("compat_mode", "compat_fallback"))
-    found.extend(_section(facts, "app_log").get("compat", []))
-    stats = _section(facts, "gds_stats").get("last") or {}
+    found.extend(ok_section(facts, "app_log").get("compat", []))
+    stats = ok_section(facts, "gds_stats").get("last") or {}
     for gpu in stats.get("gpus", []) or []:
         if any(((gpu.get(op) or {}).get("posix") or 0) > 0 for op in ("read", "write")):
             found.append(gpu)
@@ -334,17 +322,17 @@ def compat_evidence(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 def gds_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
     gpus: list[dict[str, Any]] = []
-    for gpu in _section(facts, "nvidia_smi").get("gpus", []):
+    for gpu in ok_section(facts, "nvidia_smi").get("gpus", []):
         bar1 = gpu.get("bar1_total_bytes") or _mib(gpu.get("bar1_total_mib"))
         entry = _gpu(gpu.get("product_name"), gpu.get("bus_id"), bar1, None, "nvidia-smi", gpu)
         total, used = gpu.get("bar1_total_mib"), gpu.get("bar1_used_mib")
         if isinstance(total, int) and isinstance(used, int) and total > 0:
             entry["bar1_used_pct"] = round(100 * used / total, 1)
         gpus.append(entry)
-    for gpu in _section(facts, "gdscheck").get("gpus", []):
+    for gpu in ok_section(facts, "gdscheck").get("gpus", []):
         cc = gpu.get("compute_capability")
         gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar_size"), cc, "gdscheck", gpu))
-    for gpu in _section(facts, "app_log").get("gpus", []):
+    for gpu in ok_section(facts, "app_log").get("gpus", []):
         gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar1_total_bytes"), None, "application", gpu))
     return gpus
 
@@ -378,8 +366,8 @@ def _old_arch(gpu: dict[str, Any]) -> bool:
 
 
 def is_wsl(facts: dict[str, Any]) -> bool | None:
-    kernel = _section(facts, "kernel")
-    virt = _section(facts, "virt")
+    kernel = ok_section(facts, "kernel")
+    virt = ok_section(facts, "virt")
     seen = []
     if kernel:
         seen.append(bool(kernel.get("is_wsl")))

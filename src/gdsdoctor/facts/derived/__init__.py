@@ -1,0 +1,34 @@
+"""Derived facts: computed once in Python before the rules run, so that rules stay declarative.
+
+``derive`` writes ``facts["derived"]``: the node-wide facts at its top (``core``:
+``nvidia_present``, ``undecided``, ``target_mount``, ``path_focus``, ``checkpoint_stall``)
+and one key per concern, each written by its own module, which documents its keys:
+
+- ``derived.gds`` (gds.py): the data path GDS can take, the cuFile configuration in effect,
+  the GPUs it can use;
+- ``derived.storage`` (storage.py): what sits under each checkpoint mount, NVMe-oF, free
+  space, the kernel log sorted for storage;
+- ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
+  throughput against line rate;
+- ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount.
+
+Names of the previous release (``derived.storage_free``) still work in rule expressions:
+``aliases.py`` maps them to these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gdsdoctor.facts.derived import core, gds, storage, topology, udev
+
+
+def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
+    derived = core.derive(facts, target_path)
+    # In order: each concern sees the facts and the concerns before it (udev reads storage's mounts).
+    derived["gds"] = gds.derive(facts, derived)
+    derived["storage"] = storage.derive(facts, core.checkpoint_selection(facts, derived["target_mount"]))
+    derived["topology"] = topology.derive(facts, derived)
+    derived["udev"] = udev.derive(facts, derived)
+    derived["path_focus"] = core.path_focus(facts, derived)
+    return derived

@@ -1,0 +1,63 @@
+"""The derived fact names of the previous release and the names that replaced them.
+
+Rule expressions may still use an old name for one release: the rule loader rewrites it to the
+new one (``engine/rules.py``) and ``gdsdoctor rules lint`` warns, naming the new one. Old and
+new names hold the same values (``derived.checkpoint_mounts``, the mount records themselves,
+now reads ``derived.storage.checkpoint_mounts``: the same records with what lies under them).
+"""
+
+from __future__ import annotations
+
+OLD_TO_NEW: dict[str, str] = {
+    "derived.checkpoint_mounts": "derived.storage.checkpoint_mounts",
+    "derived.cufile_effective": "derived.gds.cufile_effective",
+    "derived.gds_compat_evidence": "derived.gds.compat_evidence",
+    "derived.gds_compat_in_use": "derived.gds.compat_in_use",
+    "derived.gds_direct_io_size_misaligned": "derived.gds.direct_io_size_misaligned",
+    "derived.gds_p2pdma_configured": "derived.gds.p2pdma_configured",
+    "derived.gds_gpus": "derived.gds.gpus",
+    "derived.gds_is_wsl": "derived.gds.is_wsl",
+    "derived.gds_nvidia_fs_kernel_gap": "derived.gds.nvidia_fs_kernel_gap",
+    "derived.gds_nvidia_fs_loaded": "derived.gds.nvidia_fs_loaded",
+    "derived.gds_nvidia_fs_version": "derived.gds.nvidia_fs_version",
+    "derived.gds_path": "derived.gds.path",
+    "derived.gds_path_src": "derived.gds.path_src",
+    "derived.gds_rdma_dev_addrs": "derived.gds.rdma_dev_addrs",
+    "derived.gds_rdma_fs_mounts": "derived.gds.rdma_fs_mounts",
+    "derived.gds_unsupported_gpus": "derived.gds.unsupported_gpus",
+    "derived.gds_userspace_rdma_fs_mounts": "derived.gds.userspace_rdma_fs_mounts",
+    "derived.storage_ana": "derived.storage.ana",
+    "derived.storage_capacity_short": "derived.storage.capacity_short",
+    "derived.storage_checkpoint_bytes": "derived.storage.checkpoint_bytes",
+    "derived.storage_checkpoint_mounts": "derived.storage.checkpoint_mounts",
+    "derived.storage_dmesg": "derived.storage.dmesg",
+    "derived.storage_error": "derived.storage.error",
+    "derived.storage_fabrics_controllers": "derived.storage.fabrics_controllers",
+    "derived.storage_fabrics_devices": "derived.storage.fabrics_devices",
+    "derived.storage_fabrics_present": "derived.storage.fabrics_present",
+    "derived.storage_free": "derived.storage.free",
+    "derived.storage_mount_table_shows_atime": "derived.storage.mount_table_shows_atime",
+    "derived.storage_multipath_subsystems": "derived.storage.multipath_subsystems",
+    "derived.storage_nvme_present": "derived.storage.nvme_present",
+    "derived.storage_rdma_capable": "derived.storage.rdma_capable",
+    "derived.topology_acs": "derived.topology.acs",
+    "derived.topology_aer_correctable": "derived.topology.aer_correctable",
+    "derived.topology_aer_uncorrectable": "derived.topology.aer_uncorrectable",
+    "derived.topology_arch": "derived.topology.arch",
+    "derived.topology_counts": "derived.topology.counts",
+    "derived.topology_devices": "derived.topology.devices",
+    "derived.topology_expected_throughput": "derived.topology.expected_throughput",
+    "derived.topology_gds_vs_cpu": "derived.topology.gds_vs_cpu",
+    "derived.topology_gpu_link_capped": "derived.topology.gpu_link_capped",
+    "derived.topology_gpus": "derived.topology.gpus",
+    "derived.topology_iommu": "derived.topology.iommu",
+    "derived.topology_links": "derived.topology.links",
+    "derived.topology_nic_pcie_bottleneck": "derived.topology.nic_pcie_bottleneck",
+    "derived.topology_pairs": "derived.topology.pairs",
+    "derived.topology_rdma_slow_ports": "derived.topology.rdma_slow_ports",
+    "derived.topology_roce_ports": "derived.topology.roce_ports",
+    "derived.topology_roce_qos": "derived.topology.roce_qos",
+    "derived.topology_source": "derived.topology.source",
+    "derived.topology_throughput": "derived.topology.throughput",
+    "derived.udev_checkpoint_layers": "derived.udev.checkpoint_layers",
+}
