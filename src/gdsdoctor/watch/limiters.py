@@ -1,0 +1,284 @@
+"""What limited a write phase (pure): each limiter looks at the samples and events of the phase's
+window and says, with a time, why the checkpoint was no faster.
+
+A device slower than its siblings, a path lost or failed over, a controller reset, kernel I/O
+errors, GDS counters flat while bytes flow (compat fallback), queues saturated, RDMA errors or a
+link down, throughput flat at a known line rate, writes going through the page cache.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from gdsdoctor.watch.phases import clock, rate_text, size_text
+
+EVENT_MARGIN_S = 3.0  # an event this close before a phase, or after its end, belongs to it
+RESET_KINDS = {"nvme_reset"}
+PATH_KINDS = {
+    "nvme_ana",
+    "nvmeof_keepalive",
+    "nvmeof_reconnect",
+    "nvmeof_transport_error",
+    "capacity_to_zero",
+    "udev_remove",
+}
+FAILURE_KINDS = {
+    "blk_io_error",
+    "fs_error",
+    "fs_shutdown",
+    "nvme_timeout",
+    "nvme_status_error",
+    "nvme_abort",
+    "hung_task",
+    "pcie_aer",
+}
+SLOW_SIBLING_RATIO = 0.5
+SATURATED_SHARE = 0.5  # of the phase's samples with writes in flight at the queue depth
+LINE_RATE_BAND = (0.90, 1.05)
+FLAT_SPREAD = 0.10  # coefficient of variation of the phase's rates
+PAGE_CACHE_SHARE = 0.20  # dirty + writeback growth, as a share of the phase's bytes
+PAGE_CACHE_MIN_BYTES = 64 * 2**20
+
+Window = dict[str, Any]  # {"phase", "samples", "events", "devices", "static"}
+
+
+def window(
+    phase: dict[str, Any],
+    samples: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    resolved: dict[str, Any],
+    static: dict[str, Any],
+) -> Window:
+    """The phase with what happened during it (events from a little before to a little after)."""
+    inside = [s for s in samples if phase["start"] <= s["t"] <= phase["end"]]
+    near = [e for e in events if phase["start"] - EVENT_MARGIN_S <= e["t"] <= phase["end"] + EVENT_MARGIN_S]
+    devices = {
+        d for d in [resolved.get("top"), *resolved.get("below", []), *resolved.get("controllers", [])] if d
+    }
+    return {
+        "phase": phase,
+        "samples": inside,
+        "events": near,
+        "devices": devices,
+        "resolved": resolved,
+        "static": static,
+    }
+
+
+def limiters(win: Window) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for check in CHECKS:
+        found.extend(check(win))
+    return sorted(found, key=lambda limiter: limiter["at"])
+
+
+def _limiter(kind: str, at: float, line: int, says: str, **more: Any) -> dict[str, Any]:
+    return {"kind": kind, "at": at, "says": f"at {clock(at)} {says}", "line": line, **more}
+
+
+def on_device(event: dict[str, Any], devices: set[str]) -> bool:
+    """The event names one of the phase's devices (a partition's name holds its disk's)."""
+    device = event.get("device") or ""
+    return any(device == d or device.startswith(d + "p") for d in devices)
+
+
+def event_phrase(event: dict[str, Any]) -> str:
+    device, kind = event.get("device") or "a device", event["kind"]
+    if kind == "nvme_reset":
+        return f"{device} reset its controller"
+    if kind == "udev_remove":
+        return f"{device} was removed (udev)"
+    return f"{device} logged {kind.replace('_', ' ')}: {event.get('message', '')[:160]}"
+
+
+def _events(win: Window, kinds: set[str], kind: str) -> list[dict[str, Any]]:
+    return [
+        _limiter(
+            kind, e["t"], int(e.get("line", 0)), event_phrase(e), event_kind=e["kind"], device=e.get("device")
+        )
+        for e in win["events"]
+        if e["kind"] in kinds and on_device(e, win["devices"])
+    ]
+
+
+def controller_reset(win: Window) -> list[dict[str, Any]]:
+    return _events(win, RESET_KINDS, "controller_reset") + _state_changes(
+        win, "ctrl", "live", "controller_reset"
+    )
+
+
+def path_lost(win: Window) -> list[dict[str, Any]]:
+    return _events(win, PATH_KINDS, "path_lost") + _state_changes(win, "ana", "optimized", "path_lost")
+
+
+def kernel_errors(win: Window) -> list[dict[str, Any]]:
+    return _events(win, FAILURE_KINDS, "kernel_errors")
+
+
+def _state_changes(win: Window, key: str, good: str, kind: str) -> list[dict[str, Any]]:
+    """The first sample at which a controller (``ctrl``) or path (``ana``) left its good state."""
+    found, seen = [], set()
+    for sample in win["samples"]:
+        for name, state in (sample.get(key) or {}).items():
+            if state != good and name not in seen:
+                seen.add(name)
+                what = "controller" if key == "ctrl" else "path"
+                found.append(
+                    _limiter(
+                        kind,
+                        sample["t"],
+                        int(sample.get("line", 0)),
+                        f"{what} {name} was {state}",
+                        device=name,
+                    )
+                )
+    return found
+
+
+def slow_sibling(win: Window) -> list[dict[str, Any]]:
+    """A member of the stack (dm/md member, multipath path) writing at under half its siblings'."""
+    members = win["resolved"].get("members", [])
+    rates = {m: r for m in members if (r := _device_rate(win["samples"], m)) is not None}
+    if len(rates) < 2:
+        return []
+    found = []
+    for name, rate in rates.items():
+        others = statistics.median(r for n, r in rates.items() if n != name)
+        if others > 0 and rate < SLOW_SIBLING_RATIO * others:
+            says = f"{name} wrote {rate_text(rate)} while its siblings wrote {rate_text(others)}"
+            found.append(
+                _limiter("slow_sibling", win["phase"]["start"], win["phase"]["line"], says, device=name)
+            )
+    return found
+
+
+def _device_rate(samples: list[dict[str, Any]], name: str) -> float | None:
+    points = [(s["t"], s["disks"][name]["write_bytes"]) for s in samples if name in (s.get("disks") or {})]
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        return None
+    return max(0, points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+
+
+def _delta(samples: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> int | None:
+    values = [v for s in samples if isinstance(v := get(s), int)]
+    return values[-1] - values[0] if len(values) >= 2 else None
+
+
+def gds_flat(win: Window) -> list[dict[str, Any]]:
+    """nvidia-fs counts no write while the device writes: the I/O went around GDS (compat mode)."""
+    written = _delta(win["samples"], lambda s: (s.get("nvfs") or {}).get("write_bytes"))
+    ops = _delta(win["samples"], lambda s: (s.get("nvfs") or {}).get("writes_ops"))
+    if (written is None and ops is None) or (written or 0) > 0 or (ops or 0) > 0:
+        return []
+    phase = win["phase"]
+    says = (
+        f"nvidia-fs counted no GDS write while {size_text(phase['bytes'])} were written: the checkpoint "
+        "went through the CPU (compat mode or a POSIX fallback)"
+    )
+    return [_limiter("gds_compat", phase["start"], phase["line"], says)]
+
+
+def queue_saturated(win: Window) -> list[dict[str, Any]]:
+    found = []
+    for name, depth in (win["static"].get("queue_depth") or {}).items():
+        inflight = [
+            s["disks"][name].get("inflight_w") for s in win["samples"] if name in (s.get("disks") or {})
+        ]
+        inflight = [v for v in inflight if isinstance(v, int)]
+        full = [v for v in inflight if v >= depth]
+        if len(inflight) >= 2 and len(full) >= SATURATED_SHARE * len(inflight):
+            says = f"{name} had {max(full)} writes in flight, at its queue depth ({depth}), most of the phase"
+            found.append(
+                _limiter("queue_saturated", win["phase"]["start"], win["phase"]["line"], says, device=name)
+            )
+    return found
+
+
+def rdma_errors(win: Window) -> list[dict[str, Any]]:
+    from gdsdoctor.watch.sampler import RDMA_ERROR_COUNTERS
+
+    found = []
+    ports = {p for s in win["samples"] for p in (s.get("rdma") or {})}
+    for port in sorted(ports):
+        for counter in RDMA_ERROR_COUNTERS:
+            grew = _delta(
+                win["samples"], lambda s, p=port, c=counter: ((s.get("rdma") or {}).get(p) or {}).get(c)
+            )
+            if grew:
+                at = _first_change(win["samples"], port, counter)
+                kind = "rdma_link_down" if counter == "link_downed" else "rdma_errors"
+                found.append(
+                    _limiter(
+                        kind,
+                        at,
+                        win["phase"]["line"],
+                        f"RDMA port {port} {counter} rose by {grew}",
+                        device=port,
+                    )
+                )
+    return found
+
+
+def _first_change(samples: list[dict[str, Any]], port: str, counter: str) -> float:
+    first = None
+    for sample in samples:
+        value = ((sample.get("rdma") or {}).get(port) or {}).get(counter)
+        if first is None:
+            first = value
+        elif value != first:
+            return float(sample["t"])
+    return float(samples[0]["t"])
+
+
+def line_rate(win: Window, rates: list[float] | None = None) -> list[dict[str, Any]]:
+    """Throughput flat at a known line rate: the link, not the storage, set the pace."""
+    phase = win["phase"]
+    rates = rates if rates is not None else phase.get("rates", [])
+    if len(rates) < 3 or statistics.mean(rates) <= 0:
+        return []
+    spread = statistics.pstdev(rates) / statistics.mean(rates)
+    found = []
+    for name, limit in (win["static"].get("line_rates") or {}).items():
+        low, high = LINE_RATE_BAND
+        if spread <= FLAT_SPREAD and low * limit <= phase["bytes_per_s"] <= high * limit:
+            says = (
+                f"write throughput was flat at {rate_text(phase['bytes_per_s'])}, the line rate of {name} "
+                f"({rate_text(limit)})"
+            )
+            found.append(_limiter("line_rate", phase["start"], phase["line"], says, link=name))
+    return found
+
+
+def page_cache(win: Window) -> list[dict[str, Any]]:
+    """Dirty + writeback grew by a good part of what was written: buffered writes, not direct I/O."""
+    cached = [
+        (s["t"], m.get("dirty_bytes", 0) + m.get("writeback_bytes", 0))
+        for s in win["samples"]
+        if isinstance(m := s.get("mem"), dict)
+    ]
+    if len(cached) < 2:
+        return []
+    growth = max(v for _, v in cached) - cached[0][1]
+    phase = win["phase"]
+    if growth < max(PAGE_CACHE_MIN_BYTES, PAGE_CACHE_SHARE * phase["bytes"]):
+        return []
+    says = (
+        f"dirty and writeback pages grew by {size_text(growth)} while {size_text(phase['bytes'])} were "
+        "written: the checkpoint went through the page cache (buffered I/O), not direct I/O"
+    )
+    return [_limiter("page_cache", phase["start"], phase["line"], says)]
+
+
+CHECKS: tuple[Callable[[Window], list[dict[str, Any]]], ...] = (
+    controller_reset,
+    path_lost,
+    kernel_errors,
+    slow_sibling,
+    gds_flat,
+    queue_saturated,
+    rdma_errors,
+    line_rate,
+    page_cache,
+)
