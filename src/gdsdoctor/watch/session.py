@@ -1,0 +1,198 @@
+"""The watch loop: sample every tick, drain the event followers, show what happens, stop on
+--duration, --until-idle or SIGINT/SIGTERM, then judge the timeline with the rules engine.
+
+The analysis of the end is the same pure parse `analyze` runs on a recording: the timeline
+is kept as the artifact ``watch/timeline.jsonl`` of a capture (with a normal collect when
+recording), so the watch's report and `analyze FILE`'s agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.watch import devices, phases, sampler, timeline
+from gdsdoctor.watch.events import KmsgFollower, UdevFollower
+
+Emit = Callable[[dict[str, Any], "State"], None]
+
+
+class Options(NamedTuple):
+    path: str
+    every_s: float = 1.0
+    duration_s: float | None = None
+    until_idle: bool = False
+    record: Path | None = None
+    job: dict[str, Any] | None = None
+    host_root: Path = Path("/")
+    rules_dirs: tuple[Path, ...] = ()
+
+
+class State:
+    """What the live view and the JSON stream see: the timeline so far and its phases."""
+
+    def __init__(self, head: dict[str, Any]) -> None:
+        self.head = head
+        self.lines = [timeline.to_line(head)]
+        self.samples: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.phases: list[dict[str, Any]] = []
+        self.reported = 0  # phases already emitted as ended
+        self.top = head["devices"].get("top")
+        self.series: list[phases.Interval] = []
+        self._last: tuple[float, int] | None = None
+
+    def add_sample(self, sample: dict[str, Any]) -> None:
+        sample["line"] = len(self.lines) + 1
+        self.lines.append(timeline.to_line({k: v for k, v in sample.items() if k != "line"}))
+        self.samples.append(sample)
+        value = phases.write_counter(sample, self.top)
+        if isinstance(value, int):
+            if self._last is not None and sample["t"] > self._last[0]:
+                interval = phases.Interval(
+                    self._last[0], sample["t"], max(0, value - self._last[1]), sample["line"]
+                )
+                self.series.append(interval)
+            self._last = (sample["t"], value)
+        self.phases = phases.find_phases(self.series)
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        event["line"] = len(self.lines) + 1
+        self.lines.append(timeline.to_line({k: v for k, v in event.items() if k != "line"}))
+        self.events.append(event)
+
+    def rate(self) -> float:
+        return self.series[-1].rate if self.series else 0.0
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def start(options: Options) -> tuple[State, sampler.Sampler, list[Any]]:
+    if not os.path.exists(options.host_root / options.path.lstrip("/")):
+        raise UserError(f"--path {options.path}: no such file or directory")
+    resolved = devices.resolve(options.path, options.host_root)
+    followers: list[Any] = []
+    notes = list(resolved["notes"])
+    if options.host_root == Path("/"):
+        followers = [KmsgFollower(), UdevFollower()]
+        notes += [f.unavailable for f in followers if f.unavailable]
+    else:
+        notes.append(
+            "kernel log and udev events are followed only on the host itself (not under --host-root)"
+        )
+    if os.geteuid() != 0:
+        notes.append(
+            "not root: some counters (nvidia-fs, /dev/kmsg) may be unreadable; they are listed as such"
+        )
+    head = timeline.header(
+        resolved,
+        sampler.static_facts(resolved, options.host_root),
+        options.every_s,
+        time.time(),
+        options.job,
+        notes,
+    )
+    return State(head), sampler.Sampler(resolved, options.host_root), followers
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM end the watch at the next tick, with the report so far."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, str]:
+    """Sample until told to stop; returns the state and why it ended."""
+    state, reader, followers = start(options)
+    stop = stop or threading.Event()
+    began = time.monotonic()
+    reason = "interrupted"
+    with stop_on_signals(stop):
+        tick = began
+        while not stop.is_set():
+            sample = reader.sample()
+            state.add_sample(sample)
+            emit(sample, state)
+            for follower in followers:
+                for event in follower.drain():
+                    state.add_event(event)
+                    emit(event, state)
+            _emit_ended_phases(state, emit)
+            if options.duration_s is not None and time.monotonic() - began >= options.duration_s:
+                reason = "duration"
+                break
+            idle = phases.idle_for(state.phases, state.samples[0]["t"], sample["t"])
+            if options.until_idle and idle >= phases.IDLE_END_S:
+                reason = "idle"
+                break
+            tick += options.every_s
+            stop.wait(max(0.0, tick - time.monotonic()))
+    for follower in followers:
+        with contextlib.suppress(Exception):
+            getattr(follower, "close", lambda: None)()
+    unread = [f"{source}: {why}" for source, why in reader.unreadable.items()]
+    end = {"type": "end", "t": round(time.time(), 3), "reason": reason, "unreadable": unread}
+    state.lines.append(timeline.to_line(end))
+    emit(end, state)
+    return state, reason
+
+
+def _emit_ended_phases(state: State, emit: Emit) -> None:
+    ended = [p for p in state.phases if not p["ongoing"]]
+    while state.reported < len(ended):
+        phase = {k: v for k, v in ended[state.reported].items() if k not in ("rates", "collapses")}
+        emit({"type": "phase", **phase, "collapses": ended[state.reported]["collapses"]}, state)
+        state.reported += 1
+
+
+def timeline_artifact(state: State) -> Artifact:
+    return Artifact(timeline.ARTIFACT, ArtifactStatus.OK, state.text().encode(), source="gdsdoctor watch")
+
+
+def capture_of(state: State, options: Options, collected: Capture | None) -> Capture:
+    """The capture to judge: the normal collect when recording, else the timeline alone."""
+    if collected is None:
+        from gdsdoctor.capture.live import host_summary
+
+        collected = Capture("live", host=host_summary(options.host_root), label=os.uname().nodename)
+        collected.options = {"host_root": str(options.host_root), "target_path": options.path}
+    collected.add("watch", timeline_artifact(state))
+    return collected
+
+
+def run(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, Any]:
+    """Watch, then judge: the state and the analysis (``pipeline.Analysis``). With ``record``, a
+    normal collect runs alongside (its probes start with the watch) and the bundle is written."""
+    from gdsdoctor.capture.live import LiveCapture
+    from gdsdoctor.pipeline import analyze_capture
+
+    live = LiveCapture(options.host_root, options.path) if options.record else None
+    state, _reason = watch(options, emit, stop)
+    capture = capture_of(state, options, live.finish() if live else None)
+    if options.record is not None:
+        from gdsdoctor.capture.bundle import write_bundle
+
+        try:
+            write_bundle(capture, options.record)
+        except OSError as error:
+            raise UserError(f"--record {options.record}: {error.strerror or error}") from None
+    return state, analyze_capture(capture, options.rules_dirs)

@@ -1,0 +1,61 @@
+"""What a terminal shows during a watch: per-device write throughput, the current phase and the
+events as they come (rich.live); and the one-line forms for a pipe or a log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gdsdoctor.watch.phases import clock, rate_text, size_text
+from gdsdoctor.watch.session import State
+
+SHOWN_EVENTS = 8
+
+
+def device_rates(state: State) -> list[tuple[str, float]]:
+    """Each sampled device's write rate over the last interval."""
+    if len(state.samples) < 2:
+        return []
+    before, now = state.samples[-2], state.samples[-1]
+    span = now["t"] - before["t"]
+    rates = []
+    for name, row in (now.get("disks") or {}).items():
+        old = (before.get("disks") or {}).get(name)
+        if old and span > 0:
+            rates.append((name, max(0, row["write_bytes"] - old["write_bytes"]) / span))
+    return rates
+
+
+def phase_line(phase: dict[str, Any]) -> str:
+    state = "writing" if phase["ongoing"] else f"ended {clock(phase['end'])}"
+    return (
+        f"phase from {clock(phase['start'])} ({state}): {size_text(phase['bytes'])} in "
+        f"{phase['duration_s']:g} s, {rate_text(phase['bytes_per_s'])}"
+    )
+
+
+def event_line(event: dict[str, Any]) -> str:
+    device = event.get("device") or "-"
+    return f"{clock(event['t'])} {event['kind']} {device}: {str(event.get('message', ''))[:120]}"
+
+
+def renderable(state: State) -> Any:
+    """The live view: a table of devices, the phase, the events (all text escaped)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    devices = state.head["devices"]
+    title = f"gdsdoctor watch {devices.get('path')} ({devices.get('fstype')} on {devices.get('top') or '-'})"
+    table = Table(title=Text(title), expand=False)
+    table.add_column("device")
+    table.add_column("write", justify="right")
+    for name, rate in device_rates(state):
+        table.add_row(Text(name), rate_text(rate))
+    parts: list[Any] = [table]
+    current = state.phases[-1] if state.phases else None
+    parts.append(Text(phase_line(current) if current else "no write phase yet"))
+    for event in state.events[-SHOWN_EVENTS:]:
+        parts.append(Text(event_line(event), style="yellow"))
+    for note in state.head.get("notes", []):
+        parts.append(Text(f"not measured: {note}", style="dim"))
+    return Group(*parts)
