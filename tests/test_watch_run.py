@@ -1,0 +1,148 @@
+"""`gdsdoctor watch` for real: fio writes a checkpoint on loop-mounted XFS and ext4 while the watch
+samples the kernel's counters and follows /dev/kmsg (root, fio and losetup needed; skipped else)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gdsdoctor.pipeline import analyze_paths
+from gdsdoctor.watch.session import Options, run
+from tests.loopfs import loop_mount, skip_unless_root_with, tmpfs
+
+MIB = 2**20
+# ext4 would otherwise zero its inode tables and journal in the background after mounting:
+# writes on the device that are not the checkpoint's.
+MKFS = {"xfs": (), "ext4": ("-E", "lazy_itable_init=0,lazy_journal_init=0")}
+
+
+def fio_then_stop(argv: list[str], stop: threading.Event, after_s: float) -> dict[str, Any]:
+    """Start fio; the watch is stopped ``after_s`` once it ends. Returns fio's result when done."""
+    result: dict[str, Any] = {}
+
+    def wait() -> None:
+        time.sleep(0.6)  # the watch takes its first samples before the checkpoint starts
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        result["rc"], result["json"] = done.returncode, done.stdout
+        time.sleep(after_s)
+        stop.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return result
+
+
+def fio_written(result: dict[str, Any]) -> int:
+    text = result["json"]
+    document = json.loads(text[text.index("{") :])  # fio may print an error line first
+    return sum(job["write"]["io_bytes"] for job in document["jobs"])
+
+
+def findings(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {f["id"]: [e["text"] for e in f["evidence"]] for f in report["findings"]}
+
+
+@pytest.mark.parametrize("fstype", ["xfs", "ext4"])
+def test_watch_names_the_phase_and_its_collapse(fstype: str, tmp_path: Path) -> None:
+    skip_unless_root_with("fio", f"mkfs.{fstype}")
+    mnt = tmp_path / "mnt"
+    with loop_mount(fstype, tmp_path / "img", 1024 * MIB, mnt, MKFS[fstype]) as device:
+        stop = threading.Event()
+        common = [
+            f"--directory={mnt}",
+            "--filename=ckpt",
+            "--direct=1",
+            "--bs=1M",
+            "--rw=write",
+            "--ioengine=psync",
+        ]
+        argv = [
+            "fio",
+            "--output-format=json",
+            *common,
+            "--name=fast",
+            "--rate=300m",
+            "--size=300m",
+            "--name=slow",
+            "--stonewall",
+            *common,
+            "--rate=60m",
+            "--size=150m",
+            "--offset=300m",
+        ]
+        fio = fio_then_stop(argv, stop, after_s=1.0)
+        emitted: list[dict[str, Any]] = []
+        _state, analysis = run(
+            Options(str(mnt), every_s=0.5, duration_s=12.0, record=tmp_path / "rec.tar.gz"),
+            lambda record, _state: emitted.append(record),
+            stop,
+        )
+    assert fio["rc"] == 0
+    written = fio_written(fio)
+    watch = analysis.facts["watch"]
+    assert watch["device"] == Path(device).name
+    phase = max(watch["phases"], key=lambda p: p["bytes"])
+    assert abs(phase["bytes"] - written) <= 0.10 * written, (phase["bytes"], written)
+    assert len(watch["phases"]) == 1
+    [collapse] = phase["collapses"]
+    assert phase["start"] < collapse["at"] < phase["end"]
+    assert collapse["from_bytes_per_s"] > 2 * collapse["to_bytes_per_s"]
+    assert 30e6 < collapse["to_bytes_per_s"] < 90e6  # fio's 60 MB/s job
+    evidence = findings(analysis.report)["watch-write-collapsed"]
+    assert any(
+        " fell from " in line and line.startswith("at ") and line[3:11].count(":") == 2 for line in evidence
+    )
+    assert {r["type"] for r in emitted} >= {"sample", "end"}
+    replay = analyze_paths([tmp_path / "rec.tar.gz"])
+    assert findings(replay.report) == findings(analysis.report)
+    assert replay.facts["watch"]["phases"] == watch["phases"]
+
+
+@pytest.mark.parametrize("fstype", ["xfs", "ext4"])
+def test_watch_ties_a_failed_phase_to_kernel_errors_on_its_device(fstype: str, tmp_path: Path) -> None:
+    """The loop image is sparse on a small tmpfs: writes past the tmpfs's size fail in the kernel
+    ("critical space allocation error, dev loopN"), read from /dev/kmsg as they happen."""
+    skip_unless_root_with("fio", f"mkfs.{fstype}")
+    mnt = tmp_path / "mnt"
+    with (
+        tmpfs(tmp_path / "backing", "160m") as backing,
+        loop_mount(fstype, backing / "img", 320 * MIB, mnt, MKFS[fstype]) as device,
+    ):
+        stop = threading.Event()
+        argv = [
+            "fio",
+            "--output-format=json",
+            "--name=ckpt",
+            f"--directory={mnt}",
+            "--filename=ckpt",
+            "--direct=1",
+            "--bs=1M",
+            "--rw=write",
+            "--ioengine=psync",
+            "--rate=150m",
+            "--size=280m",
+        ]
+        fio = fio_then_stop(argv, stop, after_s=1.0)
+        record = tmp_path / "recording"
+        _state, analysis = run(
+            Options(str(mnt), every_s=0.5, duration_s=12.0, record=record), lambda *_: None, stop
+        )
+    name = Path(device).name
+    assert fio["rc"] != 0  # fio saw its writes fail
+    watch = analysis.facts["watch"]
+    [failed, *_] = watch["failed_phases"]
+    errors = [lim for lim in failed["limiters"] if lim["kind"] == "kernel_errors"]
+    assert errors and all(lim["device"] == name for lim in errors)
+    assert all(failed["start"] - 3 <= lim["at"] <= failed["end"] + 3 for lim in errors)
+    assert any(e["source"] == "kmsg" and e["device"] == name for e in failed["events"])
+    report = findings(analysis.report)
+    assert analysis.report["summary"]["status"] == "CRITICAL"
+    assert any(name in line for line in report["watch-write-phase-failed"])
+    replay = analyze_paths([record])
+    assert findings(replay.report)["watch-write-phase-failed"] == report["watch-write-phase-failed"]
+    assert replay.exit_code == analysis.exit_code == 2
