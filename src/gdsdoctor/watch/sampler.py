@@ -100,10 +100,11 @@ def parse_mountstats(text: str, mount: str) -> dict[str, int]:
         if not inside:
             continue
         fields = line.split()
-        if fields[:1] == ["bytes:"] and len(fields) >= 9:
-            found["write_bytes"] = int(fields[2])  # normal writes, then direct writes in 4
+        if fields[:1] == ["bytes:"] and len(fields) >= 7:
+            # normal read, normal write, direct read, direct write, server read, server write
+            found["buffered_write_bytes"] = int(fields[2])
             found["direct_write_bytes"] = int(fields[4])
-            found["server_write_bytes"] = int(fields[8])
+            found["write_bytes"] = int(fields[6])  # what reached the server
         elif fields[:1] == ["WRITE:"] and len(fields) >= 2:
             found["writes"] = int(fields[1])
     return found
