@@ -8,6 +8,7 @@ link down, throughput flat at a known line rate, writes going through the page c
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,7 @@ FAILURE_KINDS = {
     "pcie_aer",
 }
 SLOW_SIBLING_RATIO = 0.5
+SLOW_SIBLING_MIN_S = 2.0
 SATURATED_SHARE = 0.5  # of the phase's samples with writes in flight at the queue depth
 LINE_RATE_BAND = (0.90, 1.05)
 FLAT_SPREAD = 0.10  # coefficient of variation of the phase's rates
@@ -138,27 +140,42 @@ def _state_changes(win: Window, key: str, good: str, kind: str) -> list[dict[str
 
 
 def slow_sibling(win: Window) -> list[dict[str, Any]]:
-    """A member of the stack (dm/md member, multipath path) writing at under half its siblings'."""
+    """A member of the stack (dm/md member, multipath path) writing at under half the median of its
+    siblings for SLOW_SIBLING_MIN_S in a row: a drive that holds the whole stripe back."""
     members = win["resolved"].get("members", [])
-    rates = {m: r for m in members if (r := _device_rate(win["samples"], m)) is not None}
-    if len(rates) < 2:
-        return []
-    found = []
-    for name, rate in rates.items():
-        others = statistics.median(r for n, r in rates.items() if n != name)
-        if others > 0 and rate < SLOW_SIBLING_RATIO * others:
-            says = f"{name} wrote {rate_text(rate)} while its siblings wrote {rate_text(others)}"
-            found.append(
-                _limiter("slow_sibling", win["phase"]["start"], win["phase"]["line"], says, device=name)
-            )
+    found: list[dict[str, Any]] = []
+    runs: dict[str, list[tuple[float, float, float, float, int]]] = {m: [] for m in members}
+    for before, after in itertools.pairwise(win["samples"]):
+        rates = {m: r for m in members if (r := _rate_between(before, after, m)) is not None}
+        for name in members:
+            others = [r for n, r in rates.items() if n != name]
+            median = statistics.median(others) if others else 0.0
+            if name in rates and median > 0 and rates[name] < SLOW_SIBLING_RATIO * median:
+                runs[name].append((before["t"], after["t"], rates[name], median, int(after.get("line", 0))))
+                continue
+            found += _slow_run(name, runs[name])
+            runs[name] = []
+    for name in members:
+        found += _slow_run(name, runs[name])
     return found
 
 
-def _device_rate(samples: list[dict[str, Any]], name: str) -> float | None:
-    points = [(s["t"], s["disks"][name]["write_bytes"]) for s in samples if name in (s.get("disks") or {})]
-    if len(points) < 2 or points[-1][0] <= points[0][0]:
+def _rate_between(before: dict[str, Any], after: dict[str, Any], name: str) -> float | None:
+    old, new = (before.get("disks") or {}).get(name), (after.get("disks") or {}).get(name)
+    span = after["t"] - before["t"]
+    if not isinstance(old, dict) or not isinstance(new, dict) or span <= 0:
         return None
-    return max(0, points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+    return max(0, int(new.get("write_bytes", 0)) - int(old.get("write_bytes", 0))) / span
+
+
+def _slow_run(name: str, run: list[tuple[float, float, float, float, int]]) -> list[dict[str, Any]]:
+    if not run or run[-1][1] - run[0][0] < SLOW_SIBLING_MIN_S:
+        return []
+    lasted = run[-1][1] - run[0][0]
+    rate = statistics.mean(r[2] for r in run)
+    others = statistics.mean(r[3] for r in run)
+    says = f"{name} wrote {rate_text(rate)} for {lasted:g} s while its siblings wrote {rate_text(others)}"
+    return [_limiter("slow_sibling", run[0][0], run[0][4], says, device=name)]
 
 
 def _delta(samples: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> int | None:

@@ -138,15 +138,7 @@ def _annotate(phase: dict[str, Any], where: str, artifact: str) -> None:
     )
     phase["src"] = src(artifact, phase["line"], phase["says"])
     for collapse in phase["collapses"]:
-        cause = next(
-            (
-                lim
-                for lim in phase["limiters"]
-                if lim["kind"] in ("controller_reset", "path_lost", "kernel_errors")
-                and abs(lim["at"] - collapse["at"]) <= limiters.EVENT_MARGIN_S
-            ),
-            None,
-        )
+        cause = _named_cause(phase["limiters"], collapse["at"])
         fell = (
             f"write throughput fell from {rate_text(collapse['from_bytes_per_s'])} to "
             f"{rate_text(collapse['to_bytes_per_s'])} for {collapse['for_s']:g} s"
@@ -155,6 +147,17 @@ def _annotate(phase: dict[str, Any], where: str, artifact: str) -> None:
         collapse["src"] = src(artifact, collapse["line"], collapse["says"])
     for limiter in phase["limiters"]:
         limiter["src"] = src(artifact, limiter["line"], limiter["says"])
+
+
+def _named_cause(found: list[dict[str, Any]], at: float) -> dict[str, Any] | None:
+    """What happened when the throughput fell: a kernel or udev record first, then a state change."""
+    near = [
+        lim
+        for lim in found
+        if lim["kind"] in ("controller_reset", "path_lost", "kernel_errors")
+        and abs(lim["at"] - at) <= limiters.EVENT_MARGIN_S
+    ]
+    return min(near, key=lambda lim: ("event_kind" not in lim, abs(lim["at"] - at)), default=None)
 
 
 def stall_against_budget(
@@ -197,6 +200,8 @@ def stall_against_budget(
         "budget_fraction": budget.fraction if budget else None,
         "budget_met": budget.met if budget else None,
         "needed_bytes_per_s": budget.required_bytes_per_s if budget else None,
+        "share_text": f"{result.wall_fraction:.1%}",
+        "budget_text": f"{budget.fraction:.1%}" if budget else None,
         "says": says,
         "src": src(artifact, largest["line"], says),
     }
