@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.watch import devices, phases, sampler, timeline
 from gdsdoctor.watch.events import KmsgFollower, UdevFollower
@@ -123,6 +122,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, str]:
     """Sample until told to stop; returns the state and why it ended."""
     state, reader, followers = start(options)
+    emit(state.head, state)
     stop = stop or threading.Event()
     began = time.monotonic()
     reason = "interrupted"
@@ -168,26 +168,19 @@ def timeline_artifact(state: State) -> Artifact:
     return Artifact(timeline.ARTIFACT, ArtifactStatus.OK, state.text().encode(), source="gdsdoctor watch")
 
 
-def capture_of(state: State, options: Options, collected: Capture | None) -> Capture:
-    """The capture to judge: the normal collect when recording, else the timeline alone."""
-    if collected is None:
-        from gdsdoctor.capture.live import host_summary
-
-        collected = Capture("live", host=host_summary(options.host_root), label=os.uname().nodename)
-        collected.options = {"host_root": str(options.host_root), "target_path": options.path}
-    collected.add("watch", timeline_artifact(state))
-    return collected
-
-
 def run(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, Any]:
-    """Watch, then judge: the state and the analysis (``pipeline.Analysis``). With ``record``, a
-    normal collect runs alongside (its probes start with the watch) and the bundle is written."""
+    """Watch, then judge: the state and the analysis (``pipeline.Analysis``) of a normal collect
+    taken when the watch ends (its kernel log then holds what happened during the watch) plus the
+    timeline, the analysis `check` would give with the watch's findings added. With ``record``
+    the two are written as a bundle, which `gdsdoctor analyze` replays to the same findings."""
     from gdsdoctor.capture.live import LiveCapture
+    from gdsdoctor.facts.section import section_from
     from gdsdoctor.pipeline import analyze_capture
 
-    live = LiveCapture(options.host_root, options.path) if options.record else None
     state, _reason = watch(options, emit, stop)
-    capture = capture_of(state, options, live.finish() if live else None)
+    live = LiveCapture(options.host_root, options.path, parse=section_from)
+    capture = live.finish()
+    capture.add("watch", timeline_artifact(state))
     if options.record is not None:
         from gdsdoctor.capture.bundle import write_bundle
 
@@ -195,4 +188,4 @@ def run(options: Options, emit: Emit, stop: threading.Event | None = None) -> tu
             write_bundle(capture, options.record)
         except OSError as error:
             raise UserError(f"--record {options.record}: {error.strerror or error}") from None
-    return state, analyze_capture(capture, options.rules_dirs)
+    return state, analyze_capture(capture, options.rules_dirs, live.parsed)

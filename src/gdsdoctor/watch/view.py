@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gdsdoctor.report.escape import one_line
 from gdsdoctor.watch.phases import clock, rate_text, size_text
 from gdsdoctor.watch.session import State
 
@@ -34,8 +35,9 @@ def phase_line(phase: dict[str, Any]) -> str:
 
 
 def event_line(event: dict[str, Any]) -> str:
+    """One event, every character of the kernel's or udev's text shown, none obeyed."""
     device = event.get("device") or "-"
-    return f"{clock(event['t'])} {event['kind']} {device}: {str(event.get('message', ''))[:120]}"
+    return one_line(f"{clock(event['t'])} {event['kind']} {device}: {str(event.get('message', ''))[:120]}")
 
 
 def renderable(state: State) -> Any:
@@ -46,16 +48,16 @@ def renderable(state: State) -> Any:
 
     devices = state.head["devices"]
     title = f"gdsdoctor watch {devices.get('path')} ({devices.get('fstype')} on {devices.get('top') or '-'})"
-    table = Table(title=Text(title), expand=False)
+    table = Table(expand=False)
     table.add_column("device")
     table.add_column("write", justify="right")
     for name, rate in device_rates(state):
-        table.add_row(Text(name), rate_text(rate))
-    parts: list[Any] = [table]
+        table.add_row(Text(one_line(name)), rate_text(rate))
+    parts: list[Any] = [Text(one_line(title), style="bold"), table]
     current = state.phases[-1] if state.phases else None
     parts.append(Text(phase_line(current) if current else "no write phase yet"))
     for event in state.events[-SHOWN_EVENTS:]:
         parts.append(Text(event_line(event), style="yellow"))
     for note in state.head.get("notes", []):
-        parts.append(Text(f"not measured: {note}", style="dim"))
+        parts.append(Text(one_line(f"not measured: {note}"), style="dim"))
     return Group(*parts)
