@@ -60,27 +60,50 @@ def intervals(samples: list[dict[str, Any]], counter: Any) -> list[Interval]:
     return found
 
 
+class PhaseFinder:
+    """Finds phases as intervals arrive (the watch adds one a tick; a long watch must not redo the
+    whole timeline each tick): the rules of the module docstring, one interval at a time."""
+
+    def __init__(self) -> None:
+        self.series: list[Interval] = []
+        self.peak = 0.0
+        self._found: list[dict[str, Any]] = []  # {"first", "last", "ended"} by index into series
+        self._current: dict[str, Any] | None = None
+        self._built: dict[int, dict[str, Any]] = {}  # ended phases, built once
+
+    def add(self, interval: Interval) -> None:
+        index = len(self.series)
+        self.series.append(interval)
+        self.peak = max(self.peak, interval.rate)
+        if interval.rate > max(MIN_PHASE_RATE, PEAK_SHARE * self.peak):
+            if self._current is None:
+                self._current = {"first": index, "last": index, "ended": False}
+                self._found.append(self._current)
+            self._current["last"] = index
+        elif (
+            self._current is not None and interval.end - self.series[self._current["last"]].end >= END_AFTER_S
+        ):
+            self._current["ended"] = True
+            self._current = None
+
+    def phases(self) -> list[dict[str, Any]]:
+        found = []
+        for number, raw in enumerate(self._found):
+            if raw["ended"]:
+                if number not in self._built:
+                    self._built[number] = _phase(self.series, raw)
+                found.append(self._built[number])
+            else:
+                found.append(_phase(self.series, raw))
+        return found
+
+
 def find_phases(series: list[Interval]) -> list[dict[str, Any]]:
     """The write phases of a series of intervals (see the module docstring)."""
-    phases: list[dict[str, Any]] = []
-    peak = 0.0
-    current: dict[str, Any] | None = None
-    pending: list[Interval] = []  # below-threshold intervals inside a phase, kept if it resumes
-    for index, interval in enumerate(series):
-        peak = max(peak, interval.rate)
-        threshold = max(MIN_PHASE_RATE, PEAK_SHARE * peak)
-        if interval.rate > threshold:
-            if current is None:
-                current = {"first": index, "last": index, "threshold": threshold}
-                phases.append(current)
-            current["last"] = index
-            pending = []
-        elif current is not None:
-            pending.append(interval)
-            if interval.end - series[current["last"]].end >= END_AFTER_S:
-                current["ended"] = True
-                current, pending = None, []
-    return [_phase(series, p) for p in phases]
+    finder = PhaseFinder()
+    for interval in series:
+        finder.add(interval)
+    return finder.phases()
 
 
 def _phase(series: list[Interval], found: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +120,7 @@ def _phase(series: list[Interval], found: dict[str, Any]) -> dict[str, Any]:
         "peak_bytes_per_s": max(i.rate for i in inside),
         # A synchronous checkpoint holds the GPUs for the whole write.
         "stall_s": round(duration, 3),
-        "ongoing": not found.get("ended", False),
+        "ongoing": not found["ended"],
         "line": inside[0].line,
         "collapses": collapses(inside),
         "rates": [i.rate for i in inside],  # for the limiters; not kept in the facts

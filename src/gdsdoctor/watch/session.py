@@ -8,6 +8,7 @@ recording), so the watch's report and `analyze FILE`'s agree.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -36,40 +37,41 @@ class Options(NamedTuple):
 
 
 class State:
-    """What the live view and the JSON stream see: the timeline so far and its phases."""
+    """What the live view and the JSON stream see: the timeline so far (as its lines: a day at 1 s
+    is ~35 MB of text, where the parsed samples would be several times that), the phases, the
+    last two samples and the events."""
 
     def __init__(self, head: dict[str, Any]) -> None:
         self.head = head
         self.lines = [timeline.to_line(head)]
-        self.samples: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
+        self.samples: collections.deque[dict[str, Any]] = collections.deque(maxlen=2)
+        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=50)
         self.phases: list[dict[str, Any]] = []
+        self.started: float | None = None  # time of the first sample
         self.reported = 0  # phases already emitted as ended
         self.top = head["devices"].get("top")
-        self.series: list[phases.Interval] = []
+        self.finder = phases.PhaseFinder()
         self._last: tuple[float, int] | None = None
 
     def add_sample(self, sample: dict[str, Any]) -> None:
         sample["line"] = len(self.lines) + 1
         self.lines.append(timeline.to_line({k: v for k, v in sample.items() if k != "line"}))
         self.samples.append(sample)
+        self.started = sample["t"] if self.started is None else self.started
         value = phases.write_counter(sample, self.top)
         if isinstance(value, int):
             if self._last is not None and sample["t"] > self._last[0]:
                 interval = phases.Interval(
                     self._last[0], sample["t"], max(0, value - self._last[1]), sample["line"]
                 )
-                self.series.append(interval)
+                self.finder.add(interval)
             self._last = (sample["t"], value)
-        self.phases = phases.find_phases(self.series)
+            self.phases = self.finder.phases()
 
     def add_event(self, event: dict[str, Any]) -> None:
         event["line"] = len(self.lines) + 1
         self.lines.append(timeline.to_line({k: v for k, v in event.items() if k != "line"}))
         self.events.append(event)
-
-    def rate(self) -> float:
-        return self.series[-1].rate if self.series else 0.0
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -140,7 +142,7 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
             if options.duration_s is not None and time.monotonic() - began >= options.duration_s:
                 reason = "duration"
                 break
-            idle = phases.idle_for(state.phases, state.samples[0]["t"], sample["t"])
+            idle = phases.idle_for(state.phases, state.started or sample["t"], sample["t"])
             if options.until_idle and idle >= phases.IDLE_END_S:
                 reason = "idle"
                 break

@@ -56,7 +56,7 @@ def renderable(state: State) -> Any:
     parts: list[Any] = [Text(one_line(title), style="bold"), table]
     current = state.phases[-1] if state.phases else None
     parts.append(Text(phase_line(current) if current else "no write phase yet"))
-    for event in state.events[-SHOWN_EVENTS:]:
+    for event in list(state.events)[-SHOWN_EVENTS:]:
         parts.append(Text(event_line(event), style="yellow"))
     for note in state.head.get("notes", []):
         parts.append(Text(one_line(f"not measured: {note}"), style="dim"))
