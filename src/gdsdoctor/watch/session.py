@@ -182,6 +182,8 @@ def run(options: Options, emit: Emit, stop: threading.Event | None = None) -> tu
     state, _reason = watch(options, emit, stop)
     live = LiveCapture(options.host_root, options.path, parse=section_from)
     capture = live.finish()
+    if options.job:  # as `check --params` does: the job's other causes (space for it) are judged too
+        capture.options["job"] = options.job
     capture.add("watch", timeline_artifact(state))
     if options.record is not None:
         from gdsdoctor.capture.bundle import write_bundle
