@@ -48,6 +48,7 @@ def test_json_stream_is_samples_then_the_report(tmp_path: Path, capsys: pytest.C
     [
         (["--duration", "1s", "--until-idle"], "not both"),
         (["--every", "often"], "--every"),
+        (["--every", "10ms"], "at least 0.1s"),
         (["--path", "/no/such/dir"], "no such file or directory"),
         (["--format", "xml"], "--help"),
         (["--params", "seventy"], "parameter count"),

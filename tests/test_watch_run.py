@@ -146,3 +146,31 @@ def test_watch_ties_a_failed_phase_to_kernel_errors_on_its_device(fstype: str, t
     replay = analyze_paths([record])
     assert findings(replay.report)["watch-write-phase-failed"] == report["watch-write-phase-failed"]
     assert replay.exit_code == analysis.exit_code == 2
+
+
+def test_udev_follower_sees_a_loop_device_change(tmp_path: Path) -> None:
+    """Attaching a loop device is a real uevent (from udevd when it runs, else from the kernel)."""
+    from gdsdoctor.watch.events import UdevFollower
+
+    skip_unless_root_with()
+    follower = UdevFollower()
+    if follower.unavailable:
+        pytest.skip(follower.unavailable)
+    image = tmp_path / "img"
+    image.write_bytes(b"\0" * MIB)
+    device = subprocess.run(
+        ["losetup", "-f", "--show", str(image)], capture_output=True, text=True
+    ).stdout.strip()
+    if not device:
+        pytest.skip("no loop device available")
+    try:
+        events: list[dict[str, Any]] = []
+        for _ in range(20):
+            events += follower.drain()
+            if any(e["device"] == Path(device).name for e in events):
+                break
+            time.sleep(0.1)
+    finally:
+        subprocess.run(["losetup", "-d", device], check=False)
+    mine = [e for e in events if e["device"] == Path(device).name]
+    assert mine and mine[0]["kind"].startswith("udev_") and mine[0]["subsystem"] == "block"

@@ -22,6 +22,7 @@ from gdsdoctor.cli.options import (
 from gdsdoctor.model import UserError
 
 WATCH_FORMATS = ("text", "json")
+MIN_EVERY_S = 0.1
 
 
 def watch(
@@ -77,6 +78,8 @@ def watch(
         duration_s = parse_duration(duration, what="--duration") if duration is not None else None
     except EstimateError as error:
         raise UserError(str(error)) from None
+    if every_s < MIN_EVERY_S:
+        raise UserError(f"--every {every}: at least {MIN_EVERY_S:g}s (each sample reads every counter)")
     job = job_of(params, preset, interval, budget, gpus, site_config)
     options = Options(
         path, every_s, duration_s, until_idle, record, job or None, host_root, tuple(rules_dir or ())

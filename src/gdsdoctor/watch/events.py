@@ -99,13 +99,16 @@ class UdevFollower:
 
     SUBSYSTEMS = ("block", "nvme", "nvme-subsystem")
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path = Path("/")) -> None:
         self.unavailable = ""
         self._monitor: Any = None
+        # Without udevd (minimal hosts, some containers) its netlink group stays silent: the
+        # kernel's own uevents are followed instead (the same actions, before udev's rules).
+        self.source = "udev" if (root / "run/udev/control").exists() else "kernel"
         try:
             import pyudev  # as in the udev probe: only a live watch needs libudev
 
-            monitor = pyudev.Monitor.from_netlink(pyudev.Context())
+            monitor = pyudev.Monitor.from_netlink(pyudev.Context(), source=self.source)
             for subsystem in self.SUBSYSTEMS:
                 monitor.filter_by(subsystem)
             monitor.start()
