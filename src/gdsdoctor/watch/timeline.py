@@ -116,7 +116,7 @@ def analyse(
         "fstype": resolved.get("fstype"),
         "device": top,
         "devices": [d for d in [top, *resolved.get("below", [])] if isinstance(d, str)],
-        "measured": bool(series),
+        "measured": any(isinstance(write_counter(s, top), int) for s in samples),
         "notes": [str(n)[:300] for n in head.get("notes") or [] if isinstance(n, str)],
         "sample_count": len(samples),
         "event_count": len(events),
