@@ -299,3 +299,43 @@ def test_network_filesystem_says_what_cannot_be_measured(tmp_path: Path) -> None
     assert lustre["network"] and lustre["top"] is None and "cannot be found" in lustre["notes"][0]
     assert "mountstats" in devices.resolve("/nfs", tmp_path)["notes"][0]
     assert json.dumps(lustre)
+
+
+GARBAGE = [
+    {"type": "sample", "t": T0 + 2.5, "disks": {"md0": {"write_bytes": "lots"}}},
+    {"type": "sample", "t": 1e300, "disks": {"md0": {"write_bytes": 1}}},
+    {
+        "type": "sample",
+        "t": T0 + 2.5,
+        "disks": [1, 2],
+        "mem": "full",
+        "rdma": {"p": [1]},
+        "ctrl": {"nvme0": 3},
+    },
+    {"type": "sample", "t": T0 + 2.5, "nvfs": {"write_bytes": -1, "writes_ops": True}, "fs_used_bytes": "x"},
+    {"type": "event", "t": T0 + 2.5, "kind": "nvme_reset", "device": ["nvme1"], "message": 5},
+    {"type": "event", "t": "now", "kind": "nvme_reset"},
+    {"type": "header", "format": "gdsdoctor-watch", "devices": []},  # a second header: skipped
+]
+
+
+@pytest.mark.parametrize("record", GARBAGE, ids=range(len(GARBAGE)))
+def test_records_of_the_wrong_shape_never_break_the_analysis(record: dict[str, Any]) -> None:
+    lines = [to_line(head())] + [to_line(s) for s in samples([500] * 5 + [0] * 4)]
+    lines.insert(4, to_line(record))
+    section = parse("\n".join(lines), "watch/timeline.jsonl")
+    assert len(section["phases"]) == 1  # the good records still make their phase
+
+
+def test_a_hostile_header_is_read_in_the_shapes_the_analysis_expects() -> None:
+    hostile = {
+        "type": "header",
+        "format": "gdsdoctor-watch",
+        "devices": {"top": 7, "below": "nvme0n1", "members": [1, "nvme1n1"]},
+        "static": {"line_rates": {"x": "fast"}, "queue_depth": {"a": -3}},
+        "job": {"params": ["70B"], "budget": True},
+        "notes": "everything",
+    }
+    section = parse(to_line(hostile) + "\n" + to_line({"type": "sample", "t": T0}), "a")
+    assert section["device"] is None and section["devices"] == [] and section["notes"] == []
+    assert section["stall"] is None and section["measured"] is False

@@ -14,7 +14,7 @@ from typing import Any
 
 from gdsdoctor.probes.base import ParseError, Section, src
 from gdsdoctor.probes.watch import ARTIFACT, FORMAT
-from gdsdoctor.watch import limiters
+from gdsdoctor.watch import limiters, records
 from gdsdoctor.watch.phases import (
     Interval,
     clock,
@@ -28,7 +28,6 @@ from gdsdoctor.watch.phases import (
 __all__ = ["ARTIFACT", "FORMAT"]
 VERSION = 1
 MAX_RECORDS = 500_000
-_KEPT_EVENT_KEYS = ("t", "source", "kind", "device", "level", "message", "subsystem")
 
 
 def header(
@@ -71,11 +70,11 @@ def read_records(text: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[
             record = None
         kind = record.get("type") if isinstance(record, dict) else None
         if kind == "header" and head is None and record.get("format") == FORMAT:
-            head = record
+            head = records.header(record)
         elif kind == "sample" and _is_time(record.get("t")):
-            samples.append({**record, "line": number})
+            samples.append(records.sample(record, number))
         elif kind == "event" and _is_time(record.get("t")) and isinstance(record.get("kind"), str):
-            events.append({k: record[k] for k in _KEPT_EVENT_KEYS if k in record} | {"line": number})
+            events.append(records.event(record, number))
         elif kind not in ("end", "phase"):
             skipped += 1
     if head is None:
