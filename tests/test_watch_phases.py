@@ -296,7 +296,7 @@ def test_network_filesystem_says_what_cannot_be_measured(tmp_path: Path) -> None
         "30 1 0:50 / /ckpt rw - lustre 10.0.0.1@o2ib:/fs rw\n31 1 0:51 / /nfs rw - nfs4 srv:/x rw\n"
     )
     lustre = devices.resolve("/ckpt/run1", tmp_path)
-    assert lustre["network"] and lustre["top"] is None and "cannot be found" in lustre["notes"][0]
+    assert lustre["network"] and lustre["top"] is None and "wchar" in lustre["notes"][0]
     assert "mountstats" in devices.resolve("/nfs", tmp_path)["notes"][0]
     assert json.dumps(lustre)
 
@@ -339,3 +339,40 @@ def test_a_hostile_header_is_read_in_the_shapes_the_analysis_expects() -> None:
     section = parse(to_line(hostile) + "\n" + to_line({"type": "sample", "t": T0}), "a")
     assert section["device"] is None and section["devices"] == [] and section["notes"] == []
     assert section["stall"] is None and section["measured"] is False
+
+
+def test_writers_of_a_network_filesystem_are_counted_from_their_own_accounting(tmp_path: Path) -> None:
+    """A real process writing under the mount: found by its open file, counted from then on."""
+    import subprocess
+    import sys
+    import time
+
+    from gdsdoctor.watch.writers import Writers
+
+    script = "import sys, time\nf = open(sys.argv[1], 'wb')\nfor _ in range(40):\n    f.write(b'x' * 2**20); f.flush(); time.sleep(0.02)\ntime.sleep(5)\n"
+    writer = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "ckpt")])
+    try:
+        time.sleep(0.2)
+        writers = Writers(str(tmp_path))
+        first = writers.sample()
+        time.sleep(0.9)
+        later = writers.sample()
+    finally:
+        writer.kill()
+        writer.wait()
+    assert first["processes"] == 1 and first["write_bytes"] == 0  # earlier writes are not this watch's
+    assert later["write_bytes"] >= 10 * 2**20
+    ended = writers.sample()
+    assert ended["processes"] == 0 and ended["write_bytes"] == later["write_bytes"]  # kept when it exits
+
+
+def test_a_network_filesystem_phase_comes_from_its_writers() -> None:
+    lustre = head(top=None, below=[], members=[], controllers=[], fstype="lustre")
+    built = samples(
+        [0, 200, 200, 200, 0, 0, 0, 0],
+        writers=lambda i: {"write_bytes": [0, 0, 2, 4, 6, 6, 6, 6, 6][i] * 10**8},
+    )
+    for sample in built:
+        sample.pop("disks")
+    [phase] = analyse(lustre, built, [])["phases"]
+    assert phase["bytes"] == 600 * MB

@@ -110,8 +110,10 @@ def _network_note(fstype: str) -> str:
             "and the RDMA port counters; queues, page-cache split and per-device limits cannot be seen"
         )
     return (
-        f"{fstype}: no local block device and no client statistics gdsdoctor reads; only the RDMA "
-        "port counters and the filesystem's used bytes are measured, write phases cannot be found"
+        f"{fstype}: no local block device and no client statistics gdsdoctor reads; writes are measured "
+        "from the writers' own accounting (/proc/PID/io wchar of the processes with files open under the "
+        "mount: an upper bound), the RDMA port counters and the used bytes; queues, page-cache split and "
+        "per-device limits cannot be seen"
     )
 
 

@@ -35,12 +35,15 @@ class Interval(NamedTuple):
 
 
 def write_counter(sample: dict[str, Any], top: str | None) -> int | None:
-    """Cumulative bytes written to the checkpoint filesystem at a sample, if it was measured."""
+    """Cumulative bytes written to the checkpoint filesystem at a sample, if it was measured: its
+    block device's, else the NFS client's, else (other network filesystems) its writers'."""
     if top:
         row = (sample.get("disks") or {}).get(top)
         return row.get("write_bytes") if isinstance(row, dict) else None
-    nfs = sample.get("nfs")
-    return nfs.get("write_bytes") if isinstance(nfs, dict) else None
+    for key in ("nfs", "writers"):
+        if isinstance(counters := sample.get(key), dict) and "write_bytes" in counters:
+            return counters["write_bytes"]
+    return None
 
 
 def intervals(samples: list[dict[str, Any]], counter: Any) -> list[Interval]:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.watch.writers import Writers
+
 SECTOR = 512
 # /proc/diskstats columns after the name (Documentation/admin-guide/iostats.rst), the ones kept.
 _DISK_FIELDS = {
@@ -118,6 +120,13 @@ class Sampler:
         self.resolved = resolved
         self.disks = [n for n in [resolved.get("top"), *resolved.get("below", [])] if n]
         self.unreadable: dict[str, str] = {}  # source -> why, once
+        fstype = str(resolved.get("fstype") or "")
+        # A network filesystem other than NFS: its writers' own accounting is the measure.
+        self.writers = (
+            Writers(resolved["mount"], root)
+            if resolved.get("network") and not fstype.startswith("nfs")
+            else None
+        )
 
     def _read(self, relative: str) -> str | None:
         try:
@@ -147,6 +156,8 @@ class Sampler:
             sample["nfs"] = parse_mountstats(text, self.resolved["mount"])
         if (used := self._used_bytes()) is not None:
             sample["fs_used_bytes"] = used
+        if self.writers is not None:
+            sample["writers"] = self.writers.sample()
         return sample
 
     def _optional(self, relative: str) -> str | None:
