@@ -16,7 +16,7 @@ import pytest
 
 from gdsdoctor.cli.app import run as run_cli
 from gdsdoctor.watch import devices
-from gdsdoctor.watch.session import Options, start
+from gdsdoctor.watch.session import Options, State, start
 from gdsdoctor.watch.view import renderable
 from tests.conftest import validate_report
 
@@ -237,3 +237,24 @@ def _watch_as_nobody(tmp_path: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         env={**os.environ, "HOME": "/nonexistent"},
     )
+
+
+def test_a_phase_is_streamed_once_it_ends_with_its_limiters() -> None:
+    from gdsdoctor.watch.session import _emit_ended_phases
+    from tests.test_watch_phases import event, head, samples
+
+    state = State(head())
+    emitted: list[dict] = []
+    for index, sample in enumerate(samples([500, 500, 500, 500, 0, 0, 0, 0])):
+        sample.pop("line")
+        state.add_sample(sample)
+        if index == 2:
+            reset = event("nvme_reset", "nvme1", 2.0)
+            reset.pop("line")
+            state.add_event(reset)
+        _emit_ended_phases(state, lambda record, _state: emitted.append(record))
+        if index < 7:
+            assert emitted == []  # still writing, or not yet 3 s below
+    [phase] = emitted
+    assert phase["type"] == "phase" and not phase["ongoing"]
+    assert [lim["kind"] for lim in phase["limiters"]] == ["controller_reset"]

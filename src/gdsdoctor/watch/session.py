@@ -159,11 +159,15 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
 
 
 def _emit_ended_phases(state: State, emit: Emit) -> None:
-    ended = [p for p in state.phases if not p["ongoing"]]
-    while state.reported < len(ended):
-        phase = {k: v for k, v in ended[state.reported].items() if k not in ("rates", "collapses")}
-        emit({"type": "phase", **phase, "collapses": ended[state.reported]["collapses"]}, state)
-        state.reported += 1
+    """Each phase once it has ended, analysed as the report will analyse it (limiters, events,
+    collapses with what caused them): the timeline so far is parsed again, once a checkpoint."""
+    ended = sum(1 for p in state.phases if not p["ongoing"])
+    if state.reported >= ended:
+        return
+    analysed = timeline.parse(state.text(), timeline.ARTIFACT)["phases"]
+    for phase in analysed[state.reported : ended]:
+        emit({"type": "phase", **phase}, state)
+    state.reported = ended
 
 
 def timeline_artifact(state: State) -> Artifact:
