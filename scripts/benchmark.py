@@ -604,7 +604,7 @@ def main() -> None:
             "analyze": lambda: bench_analyze(repeat, fleet_size, args.jobs, work),
             "rules": lambda: bench_rules(repeat, big),
             "collect": lambda: bench_collect(repeat, work),
-            "watch": lambda: bench_watch(5.0 if args.quick else WATCH_SECONDS, work),
+            "watch": lambda: bench_watch(1.0 if args.quick else WATCH_SECONDS, work),
         }
         for name, section in sections.items():
             if name in args.skip:

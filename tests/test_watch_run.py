@@ -7,6 +7,8 @@ import json
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +49,25 @@ def findings(report: dict[str, Any]) -> dict[str, list[str]]:
     return {f["id"]: [e["text"] for e in f["evidence"]] for f in report["findings"]}
 
 
-@pytest.mark.parametrize("fstype", ["xfs", "ext4"])
-def test_watch_names_the_phase_and_its_collapse(fstype: str, tmp_path: Path) -> None:
-    skip_unless_root_with("fio", f"mkfs.{fstype}")
-    mnt = tmp_path / "mnt"
-    with loop_mount(fstype, tmp_path / "img", 1024 * MIB, mnt, MKFS[fstype]) as device:
+FSTYPES = ("xfs", "ext4")
+
+
+def side_by_side(
+    scenario: Callable[[str, Path], dict[str, Any]], tmp_path: Path
+) -> dict[str, dict[str, Any]]:
+    """The scenario on XFS and on ext4 at once, each on its own loop device with its own watch
+    (half the wall time; and each must find its own device's phase and errors, not the other's)."""
+    skip_unless_root_with("fio", *(f"mkfs.{fstype}" for fstype in FSTYPES))
+    with ThreadPoolExecutor(len(FSTYPES)) as pool:
+        futures = {fstype: pool.submit(scenario, fstype, tmp_path / fstype) for fstype in FSTYPES}
+        return {fstype: future.result(timeout=60) for fstype, future in futures.items()}
+
+
+def collapse_scenario(fstype: str, work: Path) -> dict[str, Any]:
+    """fio writes 300 MiB at 300 MB/s, then 150 MiB at 60 MB/s, while the watch samples."""
+    work.mkdir()
+    mnt = work / "mnt"
+    with loop_mount(fstype, work / "img", 1024 * MIB, mnt, MKFS[fstype]) as device:
         stop = threading.Event()
         common = [
             f"--directory={mnt}",
@@ -78,39 +94,50 @@ def test_watch_names_the_phase_and_its_collapse(fstype: str, tmp_path: Path) -> 
         fio = fio_then_stop(argv, stop, after_s=1.0)
         emitted: list[dict[str, Any]] = []
         _state, analysis = run(
-            Options(str(mnt), every_s=0.5, duration_s=12.0, record=tmp_path / "rec.tar.gz"),
+            Options(str(mnt), every_s=0.5, duration_s=12.0, record=work / "rec.tar.gz"),
             lambda record, _state: emitted.append(record),
             stop,
         )
-    assert fio["rc"] == 0
-    written = fio_written(fio)
-    watch = analysis.facts["watch"]
-    assert watch["device"] == Path(device).name
-    phase = max(watch["phases"], key=lambda p: p["bytes"])
-    assert abs(phase["bytes"] - written) <= 0.10 * written, (phase["bytes"], written)
-    assert len(watch["phases"]) == 1
-    [collapse] = phase["collapses"]
-    assert phase["start"] < collapse["at"] < phase["end"]
-    assert collapse["from_bytes_per_s"] > 2 * collapse["to_bytes_per_s"]
-    assert 30e6 < collapse["to_bytes_per_s"] < 90e6  # fio's 60 MB/s job
-    evidence = findings(analysis.report)["watch-write-collapsed"]
-    assert any(
-        " fell from " in line and line.startswith("at ") and line[3:11].count(":") == 2 for line in evidence
-    )
-    assert {r["type"] for r in emitted} >= {"sample", "end"}
-    replay = analyze_paths([tmp_path / "rec.tar.gz"])
-    assert findings(replay.report) == findings(analysis.report)
-    assert replay.facts["watch"]["phases"] == watch["phases"]
+    return {
+        "device": device,
+        "fio": fio,
+        "analysis": analysis,
+        "emitted": emitted,
+        "record": work / "rec.tar.gz",
+    }
 
 
-@pytest.mark.parametrize("fstype", ["xfs", "ext4"])
-def test_watch_ties_a_failed_phase_to_kernel_errors_on_its_device(fstype: str, tmp_path: Path) -> None:
+def test_watch_names_the_phase_and_its_collapse_on_xfs_and_ext4(tmp_path: Path) -> None:
+    for fstype, result in side_by_side(collapse_scenario, tmp_path).items():
+        fio, analysis = result["fio"], result["analysis"]
+        assert fio["rc"] == 0, fstype
+        written = fio_written(fio)
+        watch = analysis.facts["watch"]
+        assert watch["device"] == Path(result["device"]).name
+        [phase] = watch["phases"]
+        assert abs(phase["bytes"] - written) <= 0.10 * written, (fstype, phase["bytes"], written)
+        [collapse] = phase["collapses"]
+        assert phase["start"] < collapse["at"] < phase["end"]
+        assert collapse["from_bytes_per_s"] > 2 * collapse["to_bytes_per_s"]
+        assert 30e6 < collapse["to_bytes_per_s"] < 90e6  # fio's 60 MB/s job
+        evidence = findings(analysis.report)["watch-write-collapsed"]
+        assert any(
+            " fell from " in line and line.startswith("at ") and line[3:11].count(":") == 2
+            for line in evidence
+        )
+        assert {r["type"] for r in result["emitted"]} >= {"header", "sample", "end"}
+        replay = analyze_paths([result["record"]])
+        assert findings(replay.report) == findings(analysis.report)
+        assert replay.facts["watch"]["phases"] == watch["phases"]
+
+
+def enospc_scenario(fstype: str, work: Path) -> dict[str, Any]:
     """The loop image is sparse on a small tmpfs: writes past the tmpfs's size fail in the kernel
     ("critical space allocation error, dev loopN"), read from /dev/kmsg as they happen."""
-    skip_unless_root_with("fio", f"mkfs.{fstype}")
-    mnt = tmp_path / "mnt"
+    work.mkdir()
+    mnt = work / "mnt"
     with (
-        tmpfs(tmp_path / "backing", "160m") as backing,
+        tmpfs(work / "backing", "160m") as backing,
         loop_mount(fstype, backing / "img", 320 * MIB, mnt, MKFS[fstype]) as device,
     ):
         stop = threading.Event()
@@ -128,24 +155,30 @@ def test_watch_ties_a_failed_phase_to_kernel_errors_on_its_device(fstype: str, t
             "--size=280m",
         ]
         fio = fio_then_stop(argv, stop, after_s=1.0)
-        record = tmp_path / "recording"
         _state, analysis = run(
-            Options(str(mnt), every_s=0.5, duration_s=12.0, record=record), lambda *_: None, stop
+            Options(str(mnt), every_s=0.5, duration_s=12.0, record=work / "recording"), lambda *_: None, stop
         )
-    name = Path(device).name
-    assert fio["rc"] != 0  # fio saw its writes fail
-    watch = analysis.facts["watch"]
-    [failed, *_] = watch["failed_phases"]
-    errors = [lim for lim in failed["limiters"] if lim["kind"] == "kernel_errors"]
-    assert errors and all(lim["device"] == name for lim in errors)
-    assert all(failed["start"] - 3 <= lim["at"] <= failed["end"] + 3 for lim in errors)
-    assert any(e["source"] == "kmsg" and e["device"] == name for e in failed["events"])
-    report = findings(analysis.report)
-    assert analysis.report["summary"]["status"] == "CRITICAL"
-    assert any(name in line for line in report["watch-write-phase-failed"])
-    replay = analyze_paths([record])
-    assert findings(replay.report)["watch-write-phase-failed"] == report["watch-write-phase-failed"]
-    assert replay.exit_code == analysis.exit_code == 2
+    return {"device": device, "fio": fio, "analysis": analysis, "record": work / "recording"}
+
+
+def test_watch_ties_a_failed_phase_to_kernel_errors_on_its_own_device(tmp_path: Path) -> None:
+    results = side_by_side(enospc_scenario, tmp_path)
+    for fstype, result in results.items():
+        name = Path(result["device"]).name
+        assert result["fio"]["rc"] != 0, fstype  # fio saw its writes fail
+        analysis = result["analysis"]
+        watch = analysis.facts["watch"]
+        [failed, *_] = watch["failed_phases"]
+        errors = [lim for lim in failed["limiters"] if lim["kind"] == "kernel_errors"]
+        assert errors and all(lim["device"] == name for lim in errors), fstype  # never the other's
+        assert all(failed["start"] - 3 <= lim["at"] <= failed["end"] + 3 for lim in errors)
+        assert any(e["source"] == "kmsg" and e["device"] == name for e in failed["events"])
+        report = findings(analysis.report)
+        assert analysis.report["summary"]["status"] == "CRITICAL"
+        assert any(name in line for line in report["watch-write-phase-failed"])
+        replay = analyze_paths([result["record"]])
+        assert findings(replay.report)["watch-write-phase-failed"] == report["watch-write-phase-failed"]
+        assert replay.exit_code == analysis.exit_code == 2
 
 
 def test_udev_follower_sees_a_loop_device_change(tmp_path: Path) -> None:
