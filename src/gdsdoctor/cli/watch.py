@@ -27,7 +27,13 @@ MIN_EVERY_S = 0.1
 
 def watch(
     path: Annotated[
-        str, typer.Option("--path", help="The checkpoint directory to watch (default: .).")
+        str,
+        typer.Option(
+            "--path",
+            metavar="PATH",
+            show_default=False,
+            help="The checkpoint directory to watch (default: .).",
+        ),
     ] = ".",
     every: Annotated[str, typer.Option("--every", metavar="TIME", help="Time between samples.")] = "1s",
     duration: Annotated[
