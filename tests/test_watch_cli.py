@@ -52,6 +52,8 @@ def test_json_stream_is_samples_then_the_report(tmp_path: Path, capsys: pytest.C
         (["--path", "/no/such/dir"], "no such file or directory"),
         (["--format", "xml"], "--help"),
         (["--params", "seventy"], "parameter count"),
+        (["--record", "/no/such/dir/rec.tar.gz"], "does not exist"),
+        (["--record", "rec.json"], "--record rec.json: a bundle is NAME.tar.gz or a directory"),
     ],
 )
 def test_bad_options_are_one_line_exit_3(

@@ -43,7 +43,7 @@ def watch(
         bool, typer.Option("--until-idle", help="Stop 30 s after the last write phase (or the start).")
     ] = False,
     record: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--record",
             metavar="FILE",
@@ -74,6 +74,7 @@ def watch(
     """Watch the checkpoint path while a checkpoint is written: write phases, what limited them,
     kernel and udev events, judged by the rules. Ctrl-C ends it with the report so far."""
     from gdsdoctor.cli.diagnose import finish, job_of
+    from gdsdoctor.cli.tools import bundle_target
     from gdsdoctor.estimate import EstimateError, parse_duration
     from gdsdoctor.watch.session import Options, run
 
@@ -87,8 +88,10 @@ def watch(
     if every_s < MIN_EVERY_S:
         raise UserError(f"--every {every}: at least {MIN_EVERY_S:g}s (each sample reads every counter)")
     job = job_of(params, preset, interval, budget, gpus, site_config)
+    # Checked now, not after an hour of watching: the name, its directory, nothing there yet.
+    target = bundle_target(record, "--record") if record is not None else None
     options = Options(
-        path, every_s, duration_s, until_idle, record, job or None, host_root, tuple(rules_dir or ())
+        path, every_s, duration_s, until_idle, target, job or None, host_root, tuple(rules_dir or ())
     )
     if fmt == "json":
         _state, analysis = run(options, _print_json)

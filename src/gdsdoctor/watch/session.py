@@ -146,7 +146,8 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
             if options.until_idle and idle >= phases.IDLE_END_S:
                 reason = "idle"
                 break
-            tick += options.every_s
+            # The next tick; one missed (the host stalled us) is skipped, not caught up in a burst.
+            tick = max(tick + options.every_s, time.monotonic())
             stop.wait(max(0.0, tick - time.monotonic()))
     for follower in followers:
         with contextlib.suppress(Exception):
