@@ -352,8 +352,9 @@ def _section(via: str, database: dict[str, Any], raws: list[Raw]) -> Section:
 
 
 def _valid_raw(raw: dict[str, Any]) -> bool:
-    return all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path")) and isinstance(
-        raw.get("properties"), dict
+    return (
+        all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path"))
+        and isinstance(raw.get("properties"), dict)
     )
 
 
