@@ -118,12 +118,14 @@ def _finish_json(report: dict[str, Any]) -> int:
 @contextlib.contextmanager
 def _live_view() -> Any:
     """A rich live view on a terminal; otherwise a line per phase and per event."""
-    from gdsdoctor.watch.view import event_line, phase_line, renderable
+    from gdsdoctor.watch.view import event_line, header_lines, phase_line, renderable
 
     if not sys.stdout.isatty():
 
         def lines(record: dict[str, Any], _state: Any) -> None:
-            if record["type"] == "phase":
+            if record["type"] == "header":
+                print("\n".join(header_lines(record)), flush=True)
+            elif record["type"] == "phase":
                 print(phase_line(record), flush=True)
             elif record["type"] == "event":
                 print(event_line(record), flush=True)

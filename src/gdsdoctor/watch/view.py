@@ -40,6 +40,14 @@ def event_line(event: dict[str, Any]) -> str:
     return one_line(f"{clock(event['t'])} {event['kind']} {device}: {str(event.get('message', ''))[:120]}")
 
 
+def header_lines(head: dict[str, Any]) -> list[str]:
+    """What is watched and what cannot be measured, before the first sample."""
+    devices = head["devices"]
+    where = f"{devices.get('path')} ({devices.get('fstype')} on {devices.get('top') or '-'})"
+    watched = f"watching {where}, every {head['every_s']:g} s"
+    return [one_line(watched), *(one_line(f"not measured: {note}") for note in head.get("notes", []))]
+
+
 def renderable(state: State) -> Any:
     """The live view: a table of devices, the phase, the events (all text escaped)."""
     from rich.console import Group
