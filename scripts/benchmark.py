@@ -20,6 +20,8 @@ Measures (medians of --repeat runs, wall clock):
    rules read); then 1,000 vs 10,000 kernel events (read too). Evaluation must grow linearly
    with the rules and with the size of what the rules read, never as a product with facts they
    do not read, and building facts must grow linearly with the node.
+5. ``watch --every 1s`` in its steady state (after start-up, before the collect that ends it):
+   CPU share of one core and peak resident set over 20 s (target < 2 % of a core, < 50 MiB).
 4. ``collect`` against ``sos report`` restricted to comparable plugins (if sos is installed:
    Debian ``sosreport``, PyPI ``sos``), both writing a compressed archive.
 
@@ -516,6 +518,63 @@ def bench_collect(repeat: int, work: Path) -> list[Row]:
     return rows
 
 
+# ---- 5. watch: the cost of sampling ------------------------------------------------------------
+
+WATCH_SECONDS = 20.0
+
+
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (/proc/PID/stat fields 14 and 15, after the name)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench_watch(seconds: float, work: Path) -> list[Row]:
+    """`gdsdoctor watch --every 1s` on a quiet directory: CPU and memory between its first sample
+    and the end (start-up, the final collect and the report are a `check`'s, measured above)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "gdsdoctor",
+        "watch",
+        "--path",
+        str(work),
+        "--every",
+        "1s",
+        "--format",
+        "json",
+    ]
+    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    try:
+        process.stdout.readline()  # the header
+        process.stdout.readline()  # the first sample: started
+        started_cpu, started = _process_cpu_s(process.pid), time.monotonic()
+        reader = threading.Thread(target=process.stdout.read, daemon=True)  # keep the pipe drained
+        reader.start()
+        time.sleep(seconds)
+        share = (_process_cpu_s(process.pid) - started_cpu) / (time.monotonic() - started)
+        rss = _process_peak_rss_mib(process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=120)
+    return [
+        (
+            f"`watch --every 1s`: CPU over {seconds:g} s of sampling",
+            f"{share:.2%} of one core",
+            f"< 2 % — {verdict(share < 0.02)}",
+        ),
+        ("`watch --every 1s`: peak resident set", f"{rss:.1f} MiB", f"< 50 MiB — {verdict(rss < 50)}"),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and one repetition (smoke run)")
@@ -526,7 +585,7 @@ def main() -> None:
         "--big", type=int, default=BIG, help="items of the large node (mounts, devices, events)"
     )
     parser.add_argument(
-        "--skip", action="append", default=[], choices=["check", "analyze", "rules", "collect"]
+        "--skip", action="append", default=[], choices=["check", "analyze", "rules", "collect", "watch"]
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
@@ -545,6 +604,7 @@ def main() -> None:
             "analyze": lambda: bench_analyze(repeat, fleet_size, args.jobs, work),
             "rules": lambda: bench_rules(repeat, big),
             "collect": lambda: bench_collect(repeat, work),
+            "watch": lambda: bench_watch(1.0 if args.quick else WATCH_SECONDS, work),
         }
         for name, section in sections.items():
             if name in args.skip:

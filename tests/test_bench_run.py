@@ -15,43 +15,21 @@ import pytest
 from gdsdoctor import bench, estimate
 from gdsdoctor.bench import BenchError
 from gdsdoctor.probes import bench as bench_probes
+from tests.loopfs import loop_mount, skip_unless_root_with
 
 DATA = Path(__file__).parent / "data" / "bench"
 MIB = 2**20
 GIB = 2**30
 
 
-def _missing_tools(*tools: str) -> list[str]:
-    return [tool for tool in tools if shutil.which(tool) is None]
-
-
 @pytest.fixture(params=["xfs", "ext4"])
 def loop_fs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
     """A 2 GiB sparse image, formatted, loop-mounted; unmounted and detached afterwards."""
     fstype = request.param
-    if os.geteuid() != 0:
-        pytest.skip("needs root to losetup and mount")
-    missing = _missing_tools("fio", f"mkfs.{fstype}", "losetup", "mount", "umount")
-    if missing:
-        pytest.skip(f"missing tools: {', '.join(missing)}")
-    image, mountpoint = tmp_path / f"{fstype}.img", tmp_path / "mnt"
-    mountpoint.mkdir()
-    with image.open("wb") as handle:
-        handle.truncate(2 * GIB)
-    force = "-f" if fstype == "xfs" else "-F"
-    subprocess.run([f"mkfs.{fstype}", "-q", force, str(image)], check=True, capture_output=True)
-    attach = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
-    if attach.returncode != 0:
-        pytest.skip(f"no loop device available: {attach.stderr.strip()}")
-    device = attach.stdout.strip()
-    try:
-        subprocess.run(["mount", device, str(mountpoint)], check=True, capture_output=True)
-        try:
-            yield mountpoint
-        finally:
-            subprocess.run(["umount", str(mountpoint)], check=False, capture_output=True)
-    finally:
-        subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
+    skip_unless_root_with("fio", f"mkfs.{fstype}")
+    mountpoint = tmp_path / "mnt"
+    with loop_mount(fstype, tmp_path / f"{fstype}.img", 2 * GIB, mountpoint):
+        yield mountpoint
 
 
 def assert_no_fio_left(directory: Path) -> None:

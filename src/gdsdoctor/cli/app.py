@@ -20,7 +20,7 @@ from typer import Abort, Exit, TyperException
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from gdsdoctor import __version__
-from gdsdoctor.cli import diagnose, tools
+from gdsdoctor.cli import diagnose, tools, watch
 from gdsdoctor.cli.options import UNKNOWN_EXIT
 from gdsdoctor.model import UserError
 
@@ -39,6 +39,7 @@ COMMANDS: dict[str, Callable[..., int] | tuple[str, Table]] = {
     "probes": tools.probes,
     "estimate": tools.estimate,
     "bench": tools.bench,
+    "watch": watch.watch,
     "rules": (
         "List, show and lint the diagnostic rules.",
         {"list": tools.rules_list, "show": tools.rules_show, "lint": tools.rules_lint},

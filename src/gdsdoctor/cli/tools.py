@@ -37,7 +37,7 @@ def write_bundle(*args: Any, **kwargs: Any) -> Any:
     return write(*args, **kwargs)
 
 
-def bundle_target(raw: str) -> Path:
+def bundle_target(raw: str, option: str = "-o") -> Path:
     """Where `collect -o` writes: NAME.tar.gz is an archive; otherwise a directory. A name with
     another extension (`x.json`) would silently become a directory: refused, unless it already is
     one or ends with `/`. The parent must exist (it is named, not created)."""
@@ -45,7 +45,7 @@ def bundle_target(raw: str) -> Path:
     is_archive = output.name.endswith(BUNDLE_SUFFIXES)
     if not is_archive and output.suffix and not raw.endswith("/") and not output.is_dir():
         raise UserError(
-            f"-o {raw}: a bundle is NAME.tar.gz or a directory; end the name with / to make a directory"
+            f"{option} {raw}: a bundle is NAME.tar.gz or a directory; end the name with / to make a directory"
         )
     parent = output.absolute().parent
     if not parent.is_dir():

@@ -21,6 +21,7 @@ from gdsdoctor.probes import (
     system,
     target,
     udev,
+    watch,
 )
 from gdsdoctor.probes.base import ParseError, Probe, Source
 
@@ -42,6 +43,7 @@ PROBES: tuple[Probe, ...] = (
     *bench.PROBES,
     *app_log.PROBES,
     *udev.PROBES,
+    *watch.PROBES,
 )
 
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}

@@ -1,0 +1,272 @@
+"""One sample of the counters that say how the checkpoint is being written.
+
+Each source is read under ``root`` and parsed by a pure function of its text (tested on recorded
+files): /proc/diskstats, /sys/block/*/inflight, /proc/meminfo, nvidia-fs statistics, NVMe
+controller and ANA states, RDMA port counters, NFS client statistics and the filesystem's used
+bytes. A source that cannot be read is left out of the sample and named once in ``unreadable``:
+the timeline then says what was not measured, never that it was zero.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.watch.writers import Writers
+
+SECTOR = 512
+# /proc/diskstats columns after the name (Documentation/admin-guide/iostats.rst), the ones kept.
+_DISK_FIELDS = {
+    "reads": 0,
+    "read_sectors": 2,
+    "writes": 4,
+    "write_sectors": 6,
+    "write_ms": 7,
+    "in_flight": 8,
+    "io_ms": 9,
+}
+_NVFS_RATE = re.compile(r"^(Reads|Writes)\s*:\s*n=(\d+)\s+ok=(\d+)\s+err=(\d+)", re.M)
+_NVFS_MIB = re.compile(r"^(?:Reads|Writes)\s*:.*?\b(read|write)MiB=(\d+)", re.M)
+RDMA_COUNTERS = (
+    "port_xmit_data",
+    "port_rcv_data",
+    "link_downed",
+    "symbol_error",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+)
+RDMA_ERROR_COUNTERS = RDMA_COUNTERS[2:]
+
+
+def parse_diskstats(text: str, names: set[str]) -> dict[str, dict[str, int]]:
+    """The kept counters of the devices in ``names`` (bytes for sectors)."""
+    disks: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 14 or fields[2] not in names:
+            continue
+        try:
+            values = [int(v) for v in fields[3:14]]
+        except ValueError:
+            continue
+        row = {key: values[index] for key, index in _DISK_FIELDS.items()}
+        row["read_bytes"] = row.pop("read_sectors") * SECTOR
+        row["write_bytes"] = row.pop("write_sectors") * SECTOR
+        disks[fields[2]] = row
+    return disks
+
+
+def parse_inflight(text: str) -> tuple[int, int] | None:
+    """/sys/block/X/inflight: reads and writes in flight."""
+    fields = text.split()
+    return (int(fields[0]), int(fields[1])) if len(fields) == 2 and all(f.isdigit() for f in fields) else None
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """Dirty and Writeback in bytes: data written through the page cache, not yet on the device."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Dirty", "Writeback"):
+            number = value.split()
+            if number and number[0].isdigit():
+                found[key.lower() + "_bytes"] = int(number[0]) * 1024
+    return found
+
+
+def parse_nvfs_stats(text: str) -> dict[str, int]:
+    """GDS operation counts and bytes from /proc/driver/nvidia-fs/stats (rates and errors lines)."""
+    found: dict[str, int] = {}
+    for op, n, ok, err in _NVFS_RATE.findall(text):
+        key = op.lower()
+        found[f"{key}_ops"], found[f"{key}_ok"], found[f"{key}_errors"] = int(n), int(ok), int(err)
+    for op, mib in _NVFS_MIB.findall(text):
+        found[f"{op}_bytes"] = int(mib) * 2**20
+    return found
+
+
+def parse_mountstats(text: str, mount: str) -> dict[str, int]:
+    """NFS client bytes written and WRITE operations for the mount at ``mount``
+    (/proc/self/mountstats: the ``bytes:`` line and the per-op ``WRITE:`` line)."""
+    inside = False
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("device "):
+            inside = f" mounted on {mount} with fstype nfs" in line
+            continue
+        if not inside:
+            continue
+        fields = line.split()
+        if fields[:1] == ["bytes:"] and len(fields) >= 7:
+            # normal read, normal write, direct read, direct write, server read, server write
+            found["buffered_write_bytes"] = int(fields[2])
+            found["direct_write_bytes"] = int(fields[4])
+            found["write_bytes"] = int(fields[6])  # what reached the server
+        elif fields[:1] == ["WRITE:"] and len(fields) >= 2:
+            found["writes"] = int(fields[1])
+    return found
+
+
+class Sampler:
+    """Reads one sample of the devices of ``resolved`` (see ``devices.resolve``) under ``root``."""
+
+    def __init__(self, resolved: dict[str, Any], root: Path = Path("/")) -> None:
+        self.root = root
+        self.resolved = resolved
+        self.disks = [n for n in [resolved.get("top"), *resolved.get("below", [])] if n]
+        self.unreadable: dict[str, str] = {}  # source -> why, once
+        fstype = str(resolved.get("fstype") or "")
+        # A network filesystem other than NFS: its writers' own accounting is the measure.
+        self.writers = (
+            Writers(resolved["mount"], root)
+            if resolved.get("network") and not fstype.startswith("nfs")
+            else None
+        )
+
+    def _read(self, relative: str) -> str | None:
+        try:
+            return (self.root / relative).read_text(errors="replace")
+        except OSError as error:
+            self.unreadable.setdefault("/" + relative, error.strerror or type(error).__name__)
+            return None
+
+    def sample(self) -> dict[str, Any]:
+        sample: dict[str, Any] = {"type": "sample", "t": round(time.time(), 3)}
+        if self.disks and (text := self._read("proc/diskstats")) is not None:
+            disks = parse_diskstats(text, set(self.disks))
+            for name, row in disks.items():
+                inflight = self._optional(f"sys/class/block/{name}/inflight")
+                if inflight is not None and (pair := parse_inflight(inflight)):
+                    row["inflight_w"] = pair[1]
+            sample["disks"] = disks
+        if (text := self._read("proc/meminfo")) is not None:
+            sample["mem"] = parse_meminfo(text)
+        if (text := self._optional("proc/driver/nvidia-fs/stats")) is not None:
+            sample["nvfs"] = parse_nvfs_stats(text)
+        sample |= self._nvme_states()
+        if rdma := self._rdma():
+            sample["rdma"] = rdma
+        nfs = str(self.resolved.get("fstype") or "").startswith("nfs")
+        if nfs and (text := self._read("proc/self/mountstats")) is not None:
+            sample["nfs"] = parse_mountstats(text, self.resolved["mount"])
+        if (used := self._used_bytes()) is not None:
+            sample["fs_used_bytes"] = used
+        if self.writers is not None:
+            sample["writers"] = self.writers.sample()
+        return sample
+
+    def _optional(self, relative: str) -> str | None:
+        """A file that many hosts simply do not have (no nvidia-fs): absent is not a failure."""
+        try:
+            return (self.root / relative).read_text(errors="replace")
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            self.unreadable.setdefault("/" + relative, error.strerror or type(error).__name__)
+            return None
+
+    def _nvme_states(self) -> dict[str, Any]:
+        states: dict[str, Any] = {}
+        controllers = {
+            c: s.strip()
+            for c in self.resolved.get("controllers", [])
+            if (s := self._optional(f"sys/class/nvme/{c}/state")) is not None
+        }
+        if controllers:
+            states["ctrl"] = controllers
+        ana = {
+            n: s.strip()
+            for n in self.disks
+            if n.startswith("nvme") and (s := self._optional(f"sys/class/block/{n}/ana_state")) is not None
+        }
+        if ana:
+            states["ana"] = ana
+        return states
+
+    def _rdma(self) -> dict[str, dict[str, int]]:
+        ports: dict[str, dict[str, int]] = {}
+        base = self.root / "sys/class/infiniband"
+        try:
+            hcas = sorted(os.listdir(base))
+        except OSError:
+            return ports
+        for hca in hcas:
+            try:
+                numbers = sorted(os.listdir(base / hca / "ports"))
+            except OSError:
+                continue
+            for port in numbers:
+                counters = {}
+                for name in RDMA_COUNTERS:
+                    text = self._optional(f"sys/class/infiniband/{hca}/ports/{port}/counters/{name}")
+                    if text is not None and text.strip().isdigit():
+                        counters[name] = int(text)
+                if counters:
+                    ports[f"{hca}/{port}"] = counters
+        return ports
+
+    def _used_bytes(self) -> int | None:
+        mount = self.resolved.get("mount")
+        if not mount:
+            return None
+        try:
+            info = os.statvfs(self.root / mount.lstrip("/"))
+        except OSError as error:
+            self.unreadable.setdefault(f"statvfs({mount})", error.strerror or type(error).__name__)
+            return None
+        return (info.f_blocks - info.f_bfree) * info.f_frsize
+
+
+def static_facts(resolved: dict[str, Any], root: Path = Path("/")) -> dict[str, Any]:
+    """What does not change during a watch: queue depths (nr_requests) of the devices and the line
+    rates of their links (PCIe of NVMe controllers, RDMA port rates), for the limiters."""
+    disks = [n for n in [resolved.get("top"), *resolved.get("below", [])] if n]
+    depth = {}
+    for name in disks:
+        text = _text(root / f"sys/class/block/{name}/queue/nr_requests")
+        if text and text.isdigit():
+            depth[name] = int(text)
+    rates: dict[str, float] = {}
+    for controller in resolved.get("controllers", []):
+        if (rate := pcie_rate(root / f"sys/class/nvme/{controller}/device")) is not None:
+            rates[f"{controller} PCIe link"] = rate
+    rates |= rdma_rates(root)
+    return {"queue_depth": depth, "line_rates": rates}
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def pcie_rate(device: Path) -> float | None:
+    """Bytes/s of the link of a PCI device from current_link_speed ("16.0 GT/s PCIe") × width."""
+    from gdsdoctor.bench import PCIE_GT_PER_S, BenchError, pcie_link_bytes_per_s
+
+    speed, width = _text(device / "current_link_speed"), _text(device / "current_link_width")
+    if not speed or not width or not width.isdigit():
+        return None
+    match = re.match(r"([\d.]+)\s*GT/s", speed)
+    generation = next((g for g, gt in PCIE_GT_PER_S.items() if match and float(match[1]) == gt), None)
+    try:
+        return pcie_link_bytes_per_s(generation, int(width)) if generation else None
+    except BenchError:
+        return None
+
+
+def rdma_rates(root: Path) -> dict[str, float]:
+    """Bytes/s of each RDMA port from its ``rate`` file ("200 Gb/sec (4X HDR)")."""
+    rates: dict[str, float] = {}
+    base = root / "sys/class/infiniband"
+    for rate_file in sorted(base.glob("*/ports/*/rate")) if base.is_dir() else []:
+        match = re.match(r"([\d.]+)\s*Gb/sec", _text(rate_file) or "")
+        if match:
+            rates[f"{rate_file.parts[-4]} port {rate_file.parts[-2]}"] = float(match[1]) * 1e9 / 8
+    return rates

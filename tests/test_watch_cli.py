@@ -1,0 +1,282 @@
+"""`gdsdoctor watch` on the command line: the JSON stream, signals, recording, errors, the view."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor.cli.app import run as run_cli
+from gdsdoctor.watch import devices
+from gdsdoctor.watch.session import Options, State, start
+from gdsdoctor.watch.view import renderable
+from tests.conftest import validate_report
+
+COMMAND = [sys.executable, "-m", "gdsdoctor", "watch"]
+
+
+def lines_of(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_json_stream_is_samples_then_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(
+        ["watch", "--path", str(tmp_path), "--every", "0.2s", "--duration", "0.5s", "--format", "json"]
+    )
+    records = lines_of(capsys.readouterr().out)
+    kinds = [r["type"] for r in records]
+    assert (
+        kinds[:2] == ["header", "sample"] and kinds[-2:] == ["end", "report"] and kinds.count("sample") >= 3
+    )
+    report = records[-1]
+    validate_report({k: v for k, v in report.items() if k != "type"})
+    assert code == report["summary"]["exit_code"]  # the host's own state (a normal collect) counts too
+    assert not [f for f in report["findings"] if f["id"].startswith("watch-")]  # no write phase here
+    assert records[-2]["reason"] == "duration"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--duration", "1s", "--until-idle"], "not both"),
+        (["--every", "often"], "--every"),
+        (["--every", "10ms"], "at least 0.1s"),
+        (["--path", "/no/such/dir"], "no such file or directory"),
+        (["--format", "xml"], "--help"),
+        (["--params", "seventy"], "parameter count"),
+        (["--record", "/no/such/dir/rec.tar.gz"], "does not exist"),
+        (["--record", "rec.json"], "--record rec.json: a bundle is NAME.tar.gz or a directory"),
+    ],
+)
+def test_bad_options_are_one_line_exit_3(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run_cli(["watch", "--duration", "1s", *args] if "--duration" not in args else ["watch", *args]) == 3
+    )
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_watch_with_the_report_so_far(sig: signal.Signals, tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [*COMMAND, "--path", str(tmp_path), "--every", "0.2s", "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    assert process.stdout is not None
+    assert json.loads(process.stdout.readline())["type"] == "header"
+    first = process.stdout.readline()  # the first sample: the watch is running
+    assert json.loads(first)["type"] == "sample" and time.monotonic() < deadline
+    process.send_signal(sig)
+    rest, err = process.communicate(timeout=20)
+    records = lines_of(rest)
+    assert records[-2]["type"] == "end" and records[-2]["reason"] == "interrupted"
+    assert records[-1]["type"] == "report"
+    assert process.returncode == records[-1]["summary"]["exit_code"], err
+    assert "Traceback" not in err
+
+
+def test_record_then_analyze_gives_the_same_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "rec.tar.gz"
+    code = run_cli(
+        [
+            "watch",
+            "--path",
+            str(tmp_path),
+            "--every",
+            "0.2s",
+            "--duration",
+            "0.4s",
+            "--format",
+            "json",
+            "--record",
+            str(bundle),
+        ]
+    )
+    watched = lines_of(capsys.readouterr().out)[-1]
+    again = run_cli(["analyze", str(bundle), "--format", "json"])
+    replayed = json.loads(capsys.readouterr().out)
+    assert code == again
+    assert [f["id"] for f in replayed["findings"]] == [f["id"] for f in watched["findings"]]
+    watch_probe = next(p for p in replayed["probes"] if p["name"] == "watch")
+    assert watch_probe["status"] == "ok"
+
+
+def test_text_output_off_a_terminal_ends_with_the_report(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*COMMAND, "--path", str(tmp_path), "--every", "0.2s", "--duration", "0.4s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode in (0, 1, 2), result.stderr  # the host's state decides which
+    assert f"(exit {result.returncode})" in result.stdout.splitlines()[-1]
+
+
+def test_the_live_view_draws_devices_phase_and_events(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    state, reader, _followers = start(Options(str(tmp_path)))
+    state.add_sample(reader.sample())
+    state.add_sample(reader.sample())
+    state.add_event(
+        {
+            "type": "event",
+            "t": time.time(),
+            "source": "kmsg",
+            "kind": "nvme_reset",
+            "device": "nvme1",
+            "message": "nvme nvme1: resetting controller \x1b[31m",
+        }
+    )
+    console = Console(file=io.StringIO(), width=120, force_terminal=False)
+    console.print(renderable(state))
+    drawn = console.file.getvalue()
+    assert "gdsdoctor watch" in drawn and "no write phase yet" in drawn
+    assert "nvme_reset nvme1" in drawn and "\x1b[31m" not in drawn
+    top = state.head["devices"]["top"]
+    assert top is None or top in drawn
+
+
+def test_under_a_host_root_events_are_not_followed_and_it_says_so(tmp_path: Path) -> None:
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/mountinfo").write_text("20 1 0:50 / / rw - tmpfs none rw\n")
+    state, reader, followers = start(Options("/", host_root=tmp_path))
+    assert followers == []
+    assert any("only on the host itself" in n for n in state.head["notes"])
+    sample = reader.sample()
+    assert "disks" not in sample  # a tmpfs: no block device to sample
+    assert any("no block device" in n for n in state.head["notes"])
+
+
+def make_sysfs(root: Path, links: dict[str, str]) -> None:
+    for link, target in links.items():
+        path = root / link
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (root / target).mkdir(parents=True, exist_ok=True)
+        path.symlink_to(root / target)
+
+
+def test_devices_resolve_through_partition_dm_md_and_multipath(tmp_path: Path) -> None:
+    """XFS on dm-0 over md0 over nvme0n1p1 + nvme1n1 (a multipath head with two paths)."""
+    devices_dir = "sys/devices/virtual/block"
+    make_sysfs(
+        tmp_path,
+        {
+            "sys/dev/block/253:0": f"{devices_dir}/dm-0",
+            "sys/class/block/dm-0": f"{devices_dir}/dm-0",
+            f"{devices_dir}/dm-0/slaves/md0": f"{devices_dir}/md0",
+            "sys/class/block/md0": f"{devices_dir}/md0",
+            f"{devices_dir}/md0/slaves/nvme0n1p1": "sys/devices/pci/nvme/nvme0/nvme0n1/nvme0n1p1",
+            "sys/class/block/nvme0n1p1": "sys/devices/pci/nvme/nvme0/nvme0n1/nvme0n1p1",
+            "sys/class/block/nvme0n1": "sys/devices/pci/nvme/nvme0/nvme0n1",
+            "sys/class/block/nvme0n1/device": "sys/devices/pci/nvme/nvme0",
+            f"{devices_dir}/md0/slaves/nvme1n1": "sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1",
+            "sys/class/block/nvme1n1": "sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1",
+            "sys/class/block/nvme1n1/multipath/nvme1c1n1": "sys/devices/fabric/nvme1/nvme1c1n1",
+            "sys/class/block/nvme1n1/multipath/nvme1c2n1": "sys/devices/fabric/nvme2/nvme1c2n1",
+        },
+    )
+    (tmp_path / "sys/class/block/nvme0n1p1/partition").write_text("1\n")
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/mountinfo").write_text("40 1 253:0 / /ckpt rw - xfs /dev/mapper/vg-ckpt rw\n")
+    found = devices.resolve("/ckpt/step-100", tmp_path)
+    assert found["top"] == "dm-0" and found["members"] == ["md0"]
+    assert found["below"] == ["md0", "nvme0n1p1", "nvme0n1", "nvme1n1", "nvme1c1n1", "nvme1c2n1"]
+    assert found["controllers"] == ["nvme0", "nvme1", "nvme2"]
+
+
+def test_not_root_degrades_and_says_what_it_cannot_read() -> None:
+    if os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists():
+        pytest.skip("needs root to drop to nobody with setpriv")
+    with tempfile.TemporaryDirectory() as name:  # under /tmp: pytest's own tmp_path is root's only
+        Path(name).chmod(0o755)
+        result = _watch_as_nobody(Path(name))
+    if "Permission denied" in result.stderr and "python" in result.stderr:
+        pytest.skip("the interpreter is not readable by nobody here")
+    records = lines_of(result.stdout)
+    assert records[-1]["type"] == "report", result.stderr
+    notes = records[0]["notes"]
+    assert any(note.startswith("not root") for note in notes)
+    if Path("/proc/sys/kernel/dmesg_restrict").read_text().strip() == "1":
+        assert any("/dev/kmsg permission denied" in note for note in notes)
+    assert result.returncode == records[-1]["summary"]["exit_code"]
+
+
+def _watch_as_nobody(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            *COMMAND,
+            "--path",
+            str(tmp_path),
+            "--every",
+            "0.2s",
+            "--duration",
+            "0.4s",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": "/nonexistent"},
+    )
+
+
+def test_a_phase_is_streamed_once_it_ends_with_its_limiters() -> None:
+    from gdsdoctor.watch.session import _emit_ended_phases
+    from tests.test_watch_phases import event, head, samples
+
+    state = State(head())
+    emitted: list[dict] = []
+    for index, sample in enumerate(samples([500, 500, 500, 500, 0, 0, 0, 0])):
+        sample.pop("line")
+        state.add_sample(sample)
+        if index == 2:
+            reset = event("nvme_reset", "nvme1", 2.0)
+            reset.pop("line")
+            state.add_event(reset)
+        _emit_ended_phases(state, lambda record, _state: emitted.append(record))
+        if index < 7:
+            assert emitted == []  # still writing, or not yet 3 s below
+    [phase] = emitted
+    assert phase["type"] == "phase" and not phase["ongoing"]
+    assert [lim["kind"] for lim in phase["limiters"]] == ["controller_reset"]
+
+
+def test_until_idle_ends_the_watch_after_the_idle_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gdsdoctor.watch import phases
+    from gdsdoctor.watch.session import watch
+
+    monkeypatch.setattr(phases, "IDLE_END_S", 0.5)
+    started = time.monotonic()
+    _state, reason = watch(Options(str(tmp_path), every_s=0.1, until_idle=True), lambda *_: None)
+    assert reason == "idle" and time.monotonic() - started < 5
+
+
+def test_idle_time_counts_from_the_last_phase_or_the_start() -> None:
+    from gdsdoctor.watch.phases import idle_for
+
+    assert idle_for([], started=100.0, now=130.0) == 30.0
+    assert idle_for([{"ongoing": False, "end": 120.0}], started=100.0, now=130.0) == 10.0
+    assert idle_for([{"ongoing": True, "end": 129.0}], started=100.0, now=130.0) == 0.0
