@@ -214,7 +214,9 @@ EXPECTED_SECTION = {
     "sysfs-class-infiniband": "infiniband",
     "mlnx_qos": "mlnx_qos",
     "rdma-qos": "mlnx_qos",
-    "nvidia-smi.txt": None,  # the plain nvidia-smi table: nobody here claims it
+    "nvidia-smi.": "nvidia_smi",  # the plain nvidia-smi table, read into the same section
+    "nvidia-smi-L": "nvidia_smi",
+    "nvidia-smi-query-gpu": "nvidia_smi",
 }
 
 
