@@ -218,7 +218,7 @@ def test_other_kinds_keep_the_first_file_and_say_so() -> None:
 def test_two_hosts_logs_are_refused_naming_the_conflict() -> None:
     node7 = "May  1 10:00:00 node7 kernel: XFS (dm-4): x\n"
     node8 = "May  1 10:00:00 node8 kernel: XFS (dm-4): y\n"
-    with pytest.raises(UserError, match="more than one host: a.log and b.log name hostname 'node7' and 'node8'"):
+    with pytest.raises(UserError, match=r"more than one host: a\.log and b\.log name hostname 'node7' and 'node8'"):
         read(("a.log", node7), ("b.log", node8))
 
 

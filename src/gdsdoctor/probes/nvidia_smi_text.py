@@ -125,7 +125,8 @@ def _parse_list(text: str, artifact: str) -> Section:
 def _csv_rows(lines: list[str]) -> list[list[str]]:
     """The CSV rows when the lines are ``--query-gpu`` output (header or not), else []."""
     try:
-        rows = [[cell.strip() for cell in row] for row in csv.reader(line.replace("\r", " ") for line in lines)]
+        cleaned = (line.replace("\r", " ") for line in lines)
+        rows = [[cell.strip() for cell in row] for row in csv.reader(cleaned)]
     except csv.Error:  # a NUL, a stray quote: not an nvidia-smi CSV
         return []
     if not rows or len({len(row) for row in rows}) != 1 or len(rows[0]) < 2:
