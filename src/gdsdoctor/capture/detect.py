@@ -90,6 +90,8 @@ class PasteReader:
         """Each output in the text with its reader (None when no reader knows it)."""
         readings = [(part, self._recognised(part)) for part in unwrap(text)]
         if not any(probe for _, (probe, _) in readings):
+            readings = [(part, self._recognised(part)) for part in unwrap(text, inside_fences=False)]
+        if not any(probe for _, (probe, _) in readings):
             # No output inside the wrappers is one we know: the text may be one as a whole (an
             # application log quoting commands, prose around a fenced snippet the log reader reads).
             whole = Part(text)

@@ -69,15 +69,21 @@ class Part:
     identity: dict[str, set[str]] = field(default_factory=dict)  # hostname/boot_id/machine_id -> values
 
 
-def unwrap(text: str) -> list[Part]:
-    """The command outputs in ``text``, each without its wrappers; empty parts dropped."""
+def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
+    """The command outputs in ``text``, each without its wrappers; empty parts dropped. With
+    ``inside_fences`` false, fence lines are blanked and the text around them kept (fences nested
+    or unbalanced by hand hold the output between them, not inside)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     removed: list[str] = []
     lines = _unquote(lines, removed)
+    if not inside_fences:
+        lines = ["" if _FENCE.match(line) else line for line in lines]
     parts = []
     for start, block, fenced in _fenced_blocks(lines):
+        inner: list[str] = []  # a block quoted inside its fence (the prose around it is not)
+        block = _unquote(block, inner)
         for part in _split_on_prompts(block, start):
-            part.removed[:0] = [*removed, *(["markdown fence"] if fenced else [])]
+            part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
             _clean(part)
             if part.text.strip():
                 parts.append(part)
@@ -139,7 +145,7 @@ def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
 
 
 def _clean(part: Part) -> None:
-    lines = part.text.split("\n")
+    lines = _unquote(part.text.split("\n"), part.removed)  # quoted output behind an unquoted prompt
     while lines and not lines[0].strip():
         lines.pop(0)
         part.first_line += 1

@@ -180,7 +180,7 @@ def parse_df(text: str, artifact: str) -> Section:
 
 
 def recognise_df(text: str) -> bool:
-    head = [line.strip() for line in text.split("\n")[:5]]
+    head = [line.strip() for line in text.split("\n")[:50] if line.strip()][:5]
     return any(_DF_HEADER.match(line) or _DF_INODE_HEADER.match(line) for line in head)
 
 
