@@ -205,6 +205,7 @@ def test_parsers_survive_mutations(name: str, cut: int, drop: int) -> None:
 
 EXPECTED_SECTION = {
     "lspci-vvv": "lspci",
+    "lspci-vmm": "lspci",
     "lspci-tv": "lspci_tree",
     "numactl-hardware": "numa",
     "nvidia-smi-q": "nvidia_smi",

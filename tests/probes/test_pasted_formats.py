@@ -204,3 +204,35 @@ def test_prose_is_not_a_kernel_log() -> None:
     prose = "I installed MOFED 5.8.\nthen I install nvidia-fs\nwhen I tried to load it I see an error.\n"
     assert not recognise_dmesg(prose)
     assert BY_SECTION["dmesg"].recognise is recognise_dmesg
+
+
+# --- lspci -vmm ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "bdf", "kind", "driver", "numa"),
+    [
+        ("pci/lspci-vmm.idem-linux-dell-laptop.excerpt.txt", "0000:3d:00.0", "nvme", None, 0),
+        ("pci/lspci-vmm.idem-linux-dell-laptop.excerpt.txt", "0000:00:01.0", "bridge", None, None),
+        ("pci/lspci-vmm.this-machine-vm.txt", "0000:00:03.0", "nic", None, None),
+        ("pci/lspci-vmmkn.this-machine-vm.txt", "0000:00:03.0", "nic", "virtio-pci", None),
+    ],
+)
+def test_lspci_vmm_stanzas(path: str, bdf: str, kind: str, driver: str | None, numa: int | None) -> None:
+    from gdsdoctor.probes.pci import parse_lspci, recognise_lspci
+
+    assert recognise_lspci(text(path))
+    facts = parse_lspci(text(path), path)
+    device = {d["bdf"]: d for d in facts["devices"]}[bdf]
+    assert (device["kind"], device["driver"], device["numa_node"]) == (kind, driver, numa)
+    assert device["lnk_sta"] is None and facts["caps_readable"] is None  # not shown: unknown
+    assert device["src"]["text"].startswith("Slot:")
+
+
+def test_lspci_vmm_nvidia_gpu_by_numeric_ids() -> None:
+    from gdsdoctor.probes.pci import parse_lspci
+
+    stanza = "Slot:\t0000:01:00.0\nClass:\tVGA compatible controller [0300]\nVendor:\tNVIDIA Corporation [10de]\n"
+    assert parse_lspci(stanza + "Device:\tGA102 [GeForce RTX 3080] [2204]\n", "x")["devices"][0]["kind"] == "gpu"
+    numeric = "Slot:\t01:00.0\nClass:\t0302\nVendor:\t10de\nDevice:\t2335\n"
+    assert parse_lspci(numeric, "x")["devices"][0]["kind"] == "gpu"
