@@ -236,3 +236,61 @@ def test_lspci_vmm_nvidia_gpu_by_numeric_ids() -> None:
     assert parse_lspci(stanza + "Device:\tGA102 [GeForce RTX 3080] [2204]\n", "x")["devices"][0]["kind"] == "gpu"
     numeric = "Slot:\t01:00.0\nClass:\t0302\nVendor:\t10de\nDevice:\t2335\n"
     assert parse_lspci(numeric, "x")["devices"][0]["kind"] == "gpu"
+
+
+def test_a_mount_line_wrapped_by_its_author_loses_only_that_mount() -> None:
+    """Before, 3 good lines of 5 (under 80%) lost the whole paste."""
+    path = "mounts/mount-cmd-output-lustre-o2ib.txt"
+    assert recognise_mounts(text(path))
+    facts = parse_mounts(text(path), path)
+    assert [m["mountpoint"] for m in facts["mounts"]] == ["/bigwork", "/mnt/lustre", "/mnt/fsx"]
+    assert facts["skipped_lines"].startswith("2 lines not in a mount format, skipped: line 2 (")
+
+
+# --- nvme list (text) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "count", "first"),
+    [
+        ("nvme_cli/nvme-list-text.nvme-tcp-howto-samsung-pm9a3.excerpt.txt", 3,
+         ("nvme0n1", 1, "SAMSUNG MZQL2960HCJR-00A07", "S64FNE0R906008", "GDC5302Q", 22_080_000_000, 960_200_000_000)),
+        ("nvme_cli/nvme-list-text.nvmet-tcp-tutorial-linux-target.txt", 1,
+         ("nvme0n1", 1, "Linux", "646ec652826976d694ed", "5.14.0-3", 10_740_000_000, 10_740_000_000)),
+        ("nvme_cli/nvme-list-text.qemu-devel-cns12h-cover-letter.txt", 3,
+         ("nvme0n1", 1, "QEMU NVMe Ctrl", "foo", "1.0", 268_440_000, 268_440_000)),
+    ],
+)
+def test_nvme_list_text_table(path: str, count: int, first: tuple) -> None:
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.capture.detect import PasteReader
+    from gdsdoctor.probes.nvme_cli import parse_list
+
+    capture = Capture("files")
+    PasteReader(capture).add("nvme-list.txt", text(path).encode(), "nvme-list.txt")  # the qemu one has a prompt
+    assert list(capture.assignments) == ["nvme_list"]
+    facts = parse_list(capture.artifacts["nvme-list.txt"].text, "nvme-list.txt")
+    ns = facts["namespaces"]
+    assert (facts["layout"], len(ns)) == ("text", count)
+    fields = ("device", "nsid", "model", "serial", "firmware", "used_bytes", "physical_size_bytes")
+    assert tuple(ns[0][f] for f in fields) == first
+    assert ns[0]["sector_size"] == 512 and ns[0]["src"]["text"].lstrip().startswith("/dev/nvme0n1")
+
+
+def test_nvme_list_verbose_tables() -> None:
+    """`nvme list -v` (nvme-cli 2.x) tables, in the layout nvme-cli prints them."""
+    from gdsdoctor.probes.nvme_cli import parse_list
+
+    verbose = (
+        "Device   SN                   MN                                       FR       TxPort Address        Subsystem    Namespaces\n"
+        "-------- -------------------- ---------------------------------------- -------- ------ -------------- ------------ ----------------\n"
+        "nvme0    S64FNE0R906008       SAMSUNG MZQL2960HCJR-00A07               GDC5302Q pcie   0000:41:00.0   nvme-subsys0 nvme0n1\n"
+        "\n"
+        "Device       Generic      NSID       Usage                      Format           Controllers\n"
+        "------------ ------------ ---------- -------------------------- ---------------- ----------------\n"
+        "/dev/nvme0n1 /dev/ng0n1   0x1         22.08  GB / 960.20  GB    512   B +  0 B   nvme0\n"
+    )
+    facts = parse_list(verbose, "v")
+    assert facts["layout"] == "text-verbose"
+    assert (facts["controllers"][0]["name"], facts["controllers"][0]["traddr"]) == ("nvme0", "0000:41:00.0")
+    assert (facts["namespaces"][0]["nsid"], facts["namespaces"][0]["controller"]) == (1, "nvme0")
