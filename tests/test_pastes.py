@@ -246,3 +246,13 @@ def test_capture_files_reads_a_wrapped_file(tmp_path: Path) -> None:
     paste.write_text(f"See:\n```console\n$ nvidia-smi\n{(DATA / 'gpu' / 'nvidia-smi.txt').read_text()}```\n")
     capture = capture_files([paste])
     assert list(capture.assignments) == ["nvidia_smi"]
+
+
+def test_the_python_api_reads_pastes_the_same_way() -> None:
+    from gdsdoctor.api import GdsdoctorError, analyze_texts
+
+    report = analyze_texts({"ticket.md": f"```\n$ mount\n{MOUNTS}```\n"})
+    assert report.facts["mounts"]["status"] == "ok"
+    assert len(report.facts["mounts"]["mounts"]) == 31
+    with pytest.raises(GdsdoctorError, match="more than one host"):
+        analyze_texts({"a.log": "May  1 10:00:00 node7 kernel: x\n", "b.log": "May  1 10:00:00 node8 kernel: y\n"})
