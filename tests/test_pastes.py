@@ -193,8 +193,12 @@ def test_dmesg_and_kern_log_of_one_host_merge_without_repeating_lines() -> None:
     assert "EXT4-fs error" in merged
     assert words == "1 kernel log lines added, 2 already there dropped"
     capture = read(("dmesg.txt", dmesg), ("kern.log", kern))
-    assert capture.assignments["dmesg"] == ["dmesg.txt"]
-    assert any(n.startswith("kern.log: merged into dmesg.txt (1 kernel log lines added") for n in capture.notes)
+    assert capture.assignments["dmesg"] == ["dmesg.txt+kern.log"]
+    assert "EXT4-fs error" in capture.artifacts["dmesg.txt+kern.log"].text
+    assert any(
+        n.startswith("kern.log: merged with dmesg.txt into dmesg.txt+kern.log (1 kernel log lines added")
+        for n in capture.notes
+    )
 
 
 def test_full_lspci_and_grepped_acs_lines_merge_per_device() -> None:
@@ -203,7 +207,7 @@ def test_full_lspci_and_grepped_acs_lines_merge_per_device() -> None:
     assert facts["devices"] and facts["unattributed_acs_ctl"]
     assert words.startswith(f"{len(facts['devices'])} devices added")
     capture = read(("acs.txt", LSPCI_GREP), ("lspci.txt", LSPCI_FULL))
-    assert any(n.startswith("lspci.txt: merged into acs.txt") for n in capture.notes)
+    assert any(n.startswith("lspci.txt: merged with acs.txt into acs.txt+lspci.txt") for n in capture.notes)
 
 
 def test_other_kinds_keep_the_first_file_and_say_so() -> None:

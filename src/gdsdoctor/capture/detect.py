@@ -114,13 +114,15 @@ class PasteReader:
     def _assign(self, probe: Probe, label: str, where: str, data: bytes) -> None:
         held = self.capture.assignments.get(probe.section)
         if held:
-            self._second_of_kind(probe, held[0], where, data)
+            self._second_of_kind(probe, held[0], label, where, data)
             return
         name = _unique_name(label, self.capture)
         self.capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=where))
 
-    def _second_of_kind(self, probe: Probe, first_name: str, where: str, data: bytes) -> None:
-        """Another output of a kind already given: merged into it where the kind allows it."""
+    def _second_of_kind(self, probe: Probe, first_name: str, label: str, where: str, data: bytes) -> None:
+        """Another output of a kind already given: merged into it where the kind allows it. The
+        merged input is named after both (``dmesg.txt+kern.log``): its lines are the merged
+        text's, so evidence never credits one file with another's line."""
         first = self.capture.artifacts[first_name]
         merger = MERGERS.get(probe.section)
         if merger is None:
@@ -129,10 +131,14 @@ class PasteReader:
             )
             return
         merged, words = merger(first.text, decode_text(data))
-        self.capture.artifacts[first_name] = first._replace(
-            data=merged.encode(), source=f"{first.source} + {where}"
+        del self.capture.artifacts[first_name]
+        name = _unique_name(f"{first_name}+{label}", self.capture)
+        self.capture.artifacts[name] = first._replace(
+            name=name, data=merged.encode(), source=f"{first.source} + {where}"
         )
-        self.capture.notes.append(f"{where}: merged into {first_name} ({words})")
+        names = self.capture.assignments[probe.section]
+        names[names.index(first_name)] = name
+        self.capture.notes.append(f"{where}: merged with {first_name} into {name} ({words})")
 
     def finish(self) -> None:
         """Refuse inputs from more than one host (their facts would be read as one machine's)."""
