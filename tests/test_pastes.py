@@ -260,3 +260,15 @@ def test_the_python_api_reads_pastes_the_same_way() -> None:
     assert len(report.facts["mounts"]["mounts"]) == 31
     with pytest.raises(GdsdoctorError, match="more than one host"):
         analyze_texts({"a.log": "May  1 10:00:00 node7 kernel: x\n", "b.log": "May  1 10:00:00 node8 kernel: y\n"})
+
+
+def test_a_huge_input_is_read_as_it_is_never_held_as_lines() -> None:
+    """A whole kern.log or a flood of newlines is no hand-made paste: not split into a list."""
+    from gdsdoctor.capture.unwrap import MAX_UNWRAP_LINES
+
+    flood = "\n" * (MAX_UNWRAP_LINES + 1)
+    parts = unwrap(flood)
+    assert len(parts) == 1 and parts[0].text is flood
+    assert dedented(parts[0]) is None
+    capture = read(("flood.txt", flood))
+    assert capture.notes[0].startswith("flood.txt: not recognised")

@@ -88,15 +88,25 @@ class PasteReader:
 
     def _readings(self, text: str) -> Readings:
         """Each output in the text with its reader (None when no reader knows it)."""
-        readings = [(part, self._recognised(part)) for part in unwrap(text)]
-        if not any(probe for _, (probe, _) in readings):
+        parts = unwrap(text)
+        readings = [(part, self._recognised(part)) for part in parts]
+        if any(probe for _, (probe, _) in readings) or [p.text for p in parts] == [text]:
+            return self._kept(readings)  # read, or nothing was unwrapped: nothing else to try
+        if "```" in text or "~~~" in text:
             readings = [(part, self._recognised(part)) for part in unwrap(text, inside_fences=False)]
         if not any(probe for _, (probe, _) in readings):
             # No output inside the wrappers is one we know: the text may be one as a whole (an
             # application log quoting commands, prose around a fenced snippet the log reader reads).
             whole = Part(text)
             return [(whole, self._recognised(whole))]
-        # Text before the first prompt that no reader knows is what the user wrote about the outputs.
+        return self._kept(readings)
+
+    @staticmethod
+    def _kept(readings: Readings) -> Readings:
+        """Outputs of one reader put back together; text before the first prompt that no reader
+        knows is what the user wrote about the outputs, dropped once something else is read."""
+        if not any(probe for _, (probe, _) in readings):
+            return readings[:1]
         return [r for r in _one_per_kind(readings) if r[1][0] is not None or r[0].command]
 
     def _recognised(self, part: Part) -> tuple[Probe | None, str]:

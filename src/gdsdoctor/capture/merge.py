@@ -31,9 +31,9 @@ def _log_key(number: int, line: str) -> str:
 
 def merge_kernel_logs(first: str, second: str) -> tuple[str, str]:
     """``first`` with the lines of ``second`` it lacks, in order; and words saying what merged."""
-    a, b = first.split("\n"), second.split("\n")
-    if len(a) + len(b) > MAX_MERGED_LINES:
+    if first.count("\n") + second.count("\n") > MAX_MERGED_LINES:
         return first, "too long to merge; only the first was read"
+    a, b = first.split("\n"), second.split("\n")
     keys_a = [_log_key(i, line) for i, line in enumerate(a, 1)]
     keys_b = [_log_key(i, line) for i, line in enumerate(b, 1)]
     merged: list[str] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from gdsdoctor.probes.base import Probe
+from gdsdoctor.probes.base import Probe, numbered_lines
 
 AMBIGUOUS_WITHIN = 0.1  # a runner-up explaining this close a share of lines makes the reading ambiguous
 WHOLE_READING = 0.5  # ...when it explains at least this share (logs read in part by two readers are not)
@@ -75,7 +75,7 @@ def explained_share(probe: Probe, text: str) -> float:
         section = probe.parse(text, "paste")
     except Exception:  # ParseError or a parser bug: this reading fails
         return 0.0
-    filled = sum(1 for line in text.split("\n") if line.strip()) or 1
+    filled = sum(1 for _, line in numbered_lines(text) if line.strip()) or 1
     cited = set(_cited_lines(section))
     return min(1.0, len(cited) / filled) if cited else 0.5
 

@@ -55,6 +55,10 @@ _EXPORT_FIELD = lazy_compile(r"^(?P<key>_{0,2}[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
 # What names the host a text came from (journal fields, hostnamectl, a prompt's host).
 _IDENTITY_FIELDS = {"_HOSTNAME": "hostname", "_BOOT_ID": "boot_id", "_MACHINE_ID": "machine_id"}
 _JSON_IDENTITY = lazy_compile(r'"(?P<key>_HOSTNAME|_BOOT_ID|_MACHINE_ID)"\s*:\s*"(?P<value>[^"]{1,128})"')
+# Unwrapping holds a paste's lines as a list (~100 bytes a line): pastes typed into tickets are far
+# smaller; a larger input (a whole kern.log, 64 MiB of newlines) is read as it is, unwrapped.
+MAX_UNWRAP_CHARS = 16 * 1024 * 1024
+MAX_UNWRAP_LINES = 200_000
 _NOT_A_HOST = frozenset({"-", "localhost", "localhost.localdomain", "(none)", "host", "hostname"})
 
 
@@ -73,6 +77,8 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
     """The command outputs in ``text``, each without its wrappers; empty parts dropped. With
     ``inside_fences`` false, fence lines are blanked and the text around them kept (fences nested
     or unbalanced by hand hold the output between them, not inside)."""
+    if len(text) > MAX_UNWRAP_CHARS or text.count("\n") > MAX_UNWRAP_LINES:
+        return [Part(text)]  # a captured file, not a hand-made paste: read as it is, never held as lines
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     removed: list[str] = []
     lines = _unquote(lines, removed)
@@ -163,6 +169,8 @@ def dedented(part: Part) -> Part | None:
     indented quote), or None when it has none. Tried only when the part as pasted is not
     recognised: indentation is meaningful in some outputs (``lspci -vvv | grep ACSCtl`` lines are
     all indented), and one column is kept (``talosctl dmesg`` lines start with a space)."""
+    if len(part.text) > MAX_UNWRAP_CHARS or part.text.count("\n") > MAX_UNWRAP_LINES:
+        return None
     lines = part.text.split("\n")
     indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
     cut = min(indents, default=0)
