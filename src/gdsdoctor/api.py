@@ -169,25 +169,19 @@ def analyze_fleet(
 
 def _capture_texts(named: Iterable[tuple[str, str | bytes]]) -> Any:
     from gdsdoctor.capture.capture import Capture
-    from gdsdoctor.capture.detect import expected_kinds, recognise
-    from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+    from gdsdoctor.capture.detect import PasteReader
 
     capture = Capture(origin="files")
+    reader = PasteReader(capture)
     names = []
     for name, content in named:
-        data = content.encode() if isinstance(content, str) else bytes(content)
-        probe = recognise(decode_text(data))
         names.append(name)
-        if probe is None:
-            capture.notes.append(f"{name}: not recognised; expected one of: {expected_kinds()}")
-        elif probe.section in capture.assignments:
-            first = capture.assignments[probe.section][0]
-            capture.notes.append(
-                f"{name}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
-            )
-        else:
-            capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=name))
+        reader.add(name, content.encode() if isinstance(content, str) else bytes(content), name)
     capture.label = ", ".join(names)
+    try:
+        reader.finish()
+    except UserError as error:
+        raise GdsdoctorError(str(error)) from None
     return capture
 
 

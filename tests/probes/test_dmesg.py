@@ -15,7 +15,7 @@ from gdsdoctor.probes import dmesg
 from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "dmesg"
-SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file())
+SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file() and p.name != "SOURCES")
 NEGATIVES = sorted((DATA / "not-dmesg").iterdir()) + sorted((DATA.parent / "system").iterdir())
 
 

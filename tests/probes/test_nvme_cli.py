@@ -15,6 +15,7 @@ from gdsdoctor.probes.base import ParseError
 SAMPLES = sorted(p.name for p in (DATA / "nvme_cli").iterdir() if p.suffix != ".md")
 KINDS = {  # file name part -> (parser, recogniser)
     "nvme-list-json": (nvme_cli.parse_list, nvme_cli.recognise_list),
+    "nvme-list-text": (nvme_cli.parse_list, nvme_cli.recognise_list),
     "nvme-list-subsys": (nvme_cli.parse_subsys, nvme_cli.recognise_subsys),
     "nvme-show-topology": (nvme_cli.parse_subsys, nvme_cli.recognise_subsys),
     "nvme-smart-log": (nvme_cli.parse_smart, nvme_cli.recognise_smart),

@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+from gdsdoctor.capture.merge import MERGERS, host_conflict
+from gdsdoctor.capture.recognition import recognise_text
+from gdsdoctor.capture.unwrap import Part, dedented, unwrap
+from gdsdoctor.model import Artifact, ArtifactStatus, UserError, decode_text
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe
 
@@ -22,16 +25,9 @@ RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
 def recognise(text: str, probes: Sequence[Probe] = RECOGNISABLE) -> Probe | None:
-    """The first probe (in registry order) whose recogniser claims the text."""
-    if not text.strip():
-        return None
-    for probe in probes:
-        try:
-            if probe.recognise is not None and probe.recognise(text):
-                return probe
-        except Exception:  # a recogniser bug must not stop the others
-            continue
-    return None
+    """The probe that reads ``text`` best (see ``capture.recognition``), without unwrapping it."""
+    best = recognise_text(text, probes).best
+    return best.probe if best else None
 
 
 def expected_kinds(probes: Sequence[Probe] = RECOGNISABLE) -> str:
@@ -45,25 +41,155 @@ def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) ->
     the files after it, are notes, not input."""
     capture = Capture(origin="files", label=", ".join(p.name for p in paths))
     ends_at = time.monotonic() + deadline_s
+    reader = PasteReader(capture)
     for path in paths:
         data, problem = read_pasted(path, ends_at, deadline_s)
         if problem:
             capture.notes.append(f"{path}: {problem}")
             continue
-        text = decode_text(data)
-        probe = recognise(text)
-        if probe is None:
-            capture.notes.append(f"{path}: not recognised; expected one of: {expected_kinds()}")
-            continue
-        if probe.section in capture.assignments:
-            first = capture.assignments[probe.section][0]
-            capture.notes.append(
-                f"{path}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
-            )
-            continue
-        name = _unique_name(path.name, capture)
-        capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=str(path)))
+        reader.add(path.name, data, str(path))
+    reader.finish()
     return capture
+
+
+class PasteReader:
+    """Pasted texts into one capture: each unwrapped into its command outputs (``unwrap``), each
+    output recognised by the reader that explains it best, outputs of one kind merged where the
+    kind allows it (``merge``), and every input checked to come from one host."""
+
+    def __init__(self, capture: Capture, probes: Sequence[Probe] = RECOGNISABLE) -> None:
+        self.capture = capture
+        self.probes = probes
+        self.identities: dict[str, dict[str, set[str]]] = {}
+
+    def add(self, name: str, data: bytes, source: str) -> None:
+        text = decode_text(data)
+        readings = self._readings(text)
+        several = len(readings) > 1
+        for index, (part, (probe, ambiguity)) in enumerate(readings, 1):
+            where = f"{source}: part {index}{_command_words(part)}" if several else source
+            if probe is None:
+                self.capture.notes.append(f"{where}: not recognised; expected one of: {self.expected}")
+                continue
+            if several:  # one output of several in a paste: say which is which
+                self.capture.notes.append(f"{where}: read as {probe.paste_hint}")
+            if ambiguity:
+                self.capture.notes.append(f"{where}: {ambiguity}")
+            if part.identity:
+                self.identities[where] = part.identity
+            # Blank lines where the wrappers were: the facts cite the lines of the file as pasted.
+            padded = _padded(part)
+            label = f"{name}#{index}" if several else name
+            self._assign(probe, label, where, data if padded == text else padded.encode())
+
+    @property
+    def expected(self) -> str:
+        return expected_kinds(self.probes)
+
+    def _readings(self, text: str) -> Readings:
+        """Each output in the text with its reader (None when no reader knows it)."""
+        parts = unwrap(text)
+        readings = [(part, self._recognised(part)) for part in parts]
+        if any(probe for _, (probe, _) in readings) or [p.text for p in parts] == [text]:
+            return self._kept(readings)  # read, or nothing was unwrapped: nothing else to try
+        if "```" in text or "~~~" in text:
+            readings = [(part, self._recognised(part)) for part in unwrap(text, inside_fences=False)]
+        if not any(probe for _, (probe, _) in readings):
+            # No output inside the wrappers is one we know: the text may be one as a whole (an
+            # application log quoting commands, prose around a fenced snippet the log reader reads).
+            whole = Part(text)
+            return [(whole, self._recognised(whole))]
+        return self._kept(readings)
+
+    @staticmethod
+    def _kept(readings: Readings) -> Readings:
+        """Outputs of one reader put back together; text before the first prompt that no reader
+        knows is what the user wrote about the outputs, dropped once something else is read."""
+        if not any(probe for _, (probe, _) in readings):
+            return readings[:1]
+        return [r for r in _one_per_kind(readings) if r[1][0] is not None or r[0].command]
+
+    def _recognised(self, part: Part) -> tuple[Probe | None, str]:
+        """The reader of one part (tried without its common indentation when not recognised as
+        pasted; the part then becomes that) and words naming an ambiguity."""
+        recognition = recognise_text(part.text, self.probes)
+        if recognition.best is None and (flat := dedented(part)) is not None:
+            flat_recognition = recognise_text(flat.text, self.probes)
+            if flat_recognition.best is not None:
+                part.text, part.removed = flat.text, flat.removed
+                recognition = flat_recognition
+        best = recognition.best
+        return (best.probe if best else None), recognition.ambiguity
+
+    def _assign(self, probe: Probe, label: str, where: str, data: bytes) -> None:
+        held = self.capture.assignments.get(probe.section)
+        if held:
+            self._second_of_kind(probe, held[0], label, where, data)
+            return
+        name = _unique_name(label, self.capture)
+        self.capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=where))
+
+    def _second_of_kind(self, probe: Probe, first_name: str, label: str, where: str, data: bytes) -> None:
+        """Another output of a kind already given: merged into it where the kind allows it. The
+        merged input is named after both (``dmesg.txt+kern.log``): its lines are the merged
+        text's, so evidence never credits one file with another's line."""
+        first = self.capture.artifacts[first_name]
+        merger = MERGERS.get(probe.section)
+        if merger is None:
+            self.capture.notes.append(
+                f"{where}: another {probe.paste_hint} ({first_name}) was given first; this one is ignored"
+            )
+            return
+        merged, words = merger(first.text, decode_text(data))
+        del self.capture.artifacts[first_name]
+        name = _unique_name(f"{first_name}+{label}", self.capture)
+        self.capture.artifacts[name] = first._replace(
+            name=name, data=merged.encode(), source=f"{first.source} + {where}"
+        )
+        names = self.capture.assignments[probe.section]
+        names[names.index(first_name)] = name
+        self.capture.notes.append(f"{where}: merged with {first_name} into {name} ({words})")
+
+    def finish(self) -> None:
+        """Refuse inputs from more than one host (their facts would be read as one machine's)."""
+        conflict = host_conflict(self.identities)
+        if conflict:
+            raise UserError(conflict)
+
+
+Readings = list[tuple[Part, tuple[Probe | None, str]]]
+
+
+def _padded(part: Part) -> str:
+    return "\n" * (part.first_line - 1) + part.text
+
+
+def _one_per_kind(readings: Readings) -> Readings:
+    """Parts of one file read by one reader, put back together in their places (two outputs of
+    one command, each behind its prompt, are one input of that kind)."""
+    kept: Readings = []
+    for part, reading in readings:
+        same = next((k for k in kept if reading[0] is not None and k[1][0] is reading[0]), None)
+        if same is None:
+            kept.append((part, reading))
+            continue
+        first = same[0]
+        lines = _padded(first).split("\n")
+        for number, line in enumerate(_padded(part).split("\n")):
+            if line.strip():
+                lines.extend([""] * (number + 1 - len(lines)))
+                lines[number] = line
+        first.text = "\n".join(lines[first.first_line - 1 :])
+        first.command = f"{first.command}; {part.command}".strip("; ")
+        first.removed = list(dict.fromkeys([*first.removed, *part.removed]))
+        for kind, values in part.identity.items():
+            first.identity.setdefault(kind, set()).update(values)
+    return kept
+
+
+def _command_words(part: Part) -> str:
+    return f" (`{part.command[:80]}`)" if part.command else ""
+
 
 
 class ReadDeadline(Exception):

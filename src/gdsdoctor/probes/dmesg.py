@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.kernel_shape import kernel_shaped
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
 
@@ -882,7 +883,8 @@ def parse(text: str, artifact: str) -> Section:
             }
         )
     forms = boots.forms - {"plain"}
-    if text.strip() and not forms and not found.groups:
+    healthy_untimed = kernel_shaped(text[:200_000].split("\n")[:200])  # `dmesg -t` with no event
+    if text.strip() and not forms and not found.groups and not healthy_untimed:
         raise ParseError("no kernel log lines (expected dmesg, journalctl -k, /dev/kmsg or syslog output)")
     events, summary = found.finish(boots.index)
     section: Section = {
@@ -938,8 +940,13 @@ def recognise(text: str) -> bool:
             continue  # syslog lines of other programs do not make a kernel log
         prefixed += line.form != "plain"
         events += classify(line.message.strip()) is not None
-    # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present.
-    return prefixed * 2 >= len(lines) or (events >= 1 and (prefixed + events) * 2 >= len(lines))
+    # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present,
+    # or (`dmesg -t`, healthy) most lines start the way kernel messages do.
+    return (
+        prefixed * 2 >= len(lines)
+        or (events >= 1 and (prefixed + events) * 2 >= len(lines))
+        or kernel_shaped(lines)
+    )
 
 
 def _is_other_syslog(raw: str) -> bool:

@@ -85,6 +85,8 @@ def recognise_mountinfo(text: str) -> bool:
 _DF_HEADER = lazy_compile(
     r"^Filesystem\s+(Type\s+)?(\S+)\s+Used\s+Avail(able)?\s+(Use|Capacity)%?\s+Mounted on\s*$"
 )
+# `df -i` / `df -li` / `df -iT`: inode counts, never sizes (the facts keep them apart)
+_DF_INODE_HEADER = lazy_compile(r"^Filesystem\s+(Type\s+)?Inodes\s+IUsed\s+IFree\s+IUse%\s+Mounted on\s*$")
 _BLOCK_UNIT = lazy_compile(r"^(\d+)([KMG]?)B?-blocks$", re.IGNORECASE)
 
 
@@ -129,15 +131,34 @@ def _df_entry(fields: tuple[str, ...], typed: bool, unit: int | None, provenance
     }
 
 
+def _inode_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ``df -i`` row read as sizes, turned into inode counts (sizes unknown)."""
+    counts = {key: entry[f"{key}_bytes"] for key in ("size", "used", "avail")}
+    return entry | {
+        "size_bytes": None,
+        "used_bytes": None,
+        "avail_bytes": None,
+        "exact": False,
+        "inodes": counts["size"],
+        "inodes_used": counts["used"],
+        "inodes_free": counts["avail"],
+        "inodes_use_pct": entry["use_pct"],
+        "use_pct": None,
+    }
+
+
 def parse_df(text: str, artifact: str) -> Section:
     typed: bool | None = None
     unit: int | None = 1
+    inodes = False
     pending: tuple[int, str] | None = None  # old df wraps a long device name onto its own line
     filesystems = []
     for number, line in numbered_lines(text):
         header = _DF_HEADER.match(line.strip())
-        if header:
-            typed, unit = bool(header[1]), _unit(header[2])
+        inode_header = None if header else _DF_INODE_HEADER.match(line.strip())
+        if header or inode_header:
+            typed = bool((header or inode_header)[1])  # type: ignore[index]
+            unit, inodes = (_unit(header[2]), False) if header else (1, True)
             continue
         if typed is None:
             continue
@@ -146,17 +167,21 @@ def parse_df(text: str, artifact: str) -> Section:
         match = pattern.match(joined)
         if match:
             first = pending or (number, line)
-            filesystems.append(_df_entry(match.groups(), typed, unit, src(artifact, first[0], joined)))
+            entry = _df_entry(match.groups(), typed, unit, src(artifact, first[0], joined))
+            filesystems.append(_inode_entry(entry) if inodes else entry)
             pending = None
         else:
             pending = (number, line.strip()) if len(line.split()) == 1 else None
     if typed is None:
         raise ParseError("no 'Filesystem … Mounted on' header (expected `df -P -T -B1` output)")
-    return {"filesystems": filesystems, "by_mountpoint": {fs["mountpoint"]: fs for fs in filesystems}}
+    by_mountpoint = {fs["mountpoint"]: fs for fs in filesystems}
+    counts = "inodes" if inodes else "bytes"
+    return {"filesystems": filesystems, "by_mountpoint": by_mountpoint, "counts": counts}
 
 
 def recognise_df(text: str) -> bool:
-    return any(_DF_HEADER.match(line.strip()) for line in text.split("\n")[:5])
+    head = [line.strip() for line in text.split("\n")[:50] if line.strip()][:5]
+    return any(_DF_HEADER.match(line) or _DF_INODE_HEADER.match(line) for line in head)
 
 
 PROBES: tuple[Probe, ...] = (

@@ -281,14 +281,29 @@ def recognise_nvidia_topo(text: str) -> bool:
     return any(len(r) >= 2 and r[0] == "GPU0" and r[1] == "X" for r in rows)
 
 
+def parse_nvidia_smi(text: str, artifact: str) -> Section:
+    """``nvidia-smi -q``, or the table, ``-L`` list or ``--query-gpu`` CSV pasted instead."""
+    from gdsdoctor.probes import nvidia_smi_text  # it builds on this module's GPU records
+
+    if nvidia_smi_text.layout_of(text):
+        return nvidia_smi_text.parse(text, artifact)
+    return parse_nvidia_smi_q(text, artifact)
+
+
+def recognise_nvidia_smi(text: str) -> bool:
+    from gdsdoctor.probes import nvidia_smi_text
+
+    return recognise_nvidia_smi_q(text) or nvidia_smi_text.layout_of(text) is not None
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvidia_smi",
         title="NVIDIA GPUs: driver/CUDA version, PCIe link generation/width, BAR1 size (nvidia-smi -q)",
         sources=(Source("cmd/nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=60.0),),
-        parse=parse_nvidia_smi_q,
-        recognise=recognise_nvidia_smi_q,
-        paste_hint="`nvidia-smi -q`",
+        parse=parse_nvidia_smi,
+        recognise=recognise_nvidia_smi,
+        paste_hint="`nvidia-smi -q` (or `nvidia-smi`, `nvidia-smi -L`)",
         tags=("gpu", "pcie"),
     ),
     Probe(

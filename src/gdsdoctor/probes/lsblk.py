@@ -210,14 +210,26 @@ def parse(text: str, artifact: str) -> Section:
     return {"devices": devices, "by_name": by_name, "format": layout}
 
 
+# Column names lsblk prints (-o, -t, -f, -l, -P): a header or pairs naming two of them is lsblk's.
+_COLUMNS = frozenset(
+    "NAME KNAME PATH MAJ:MIN RM RO SIZE TYPE MOUNTPOINT MOUNTPOINTS FSTYPE FSVER LABEL UUID FSAVAIL "
+    "FSUSE% FSSIZE FSUSED ALIGNMENT MIN-IO OPT-IO PHY-SEC LOG-SEC ROTA SCHED RQ-SIZE RA WSAME MODEL "
+    "SERIAL TRAN PKNAME VENDOR REV STATE HCTL WWN PARTUUID PARTLABEL DISC-ALN DISC-GRAN DISC-MAX "
+    "DISC-ZERO SUBSYSTEMS".split()
+)
+
+
 def recognise(text: str) -> bool:
+    """lsblk's JSON, a table whose header (``-t``, ``-f``, ``-l`` or plain) names two more of its
+    columns after NAME, or ``-P`` pairs with NAME and another of its columns, in any order."""
     head = "\n".join(text.split("\n")[:100])
     if '"blockdevices"' in head:
         return True
-    if any(_TABLE_HEADER.match(line) and "MAJ:MIN" in line for line in head.split("\n")[:5]):
-        return True
-    pair_lines = [line for line in head.split("\n") if line.startswith('NAME="')]
-    return bool(pair_lines) and all(key in pair_lines[0] for key in ('MAJ:MIN="', 'TYPE="'))
+    for line in head.split("\n")[:5]:
+        if _TABLE_HEADER.match(line) and len(_COLUMNS.intersection(line.split()[1:])) >= 2:
+            return True
+    pair_lines = [keys for line in head.split("\n") if len(keys := [k for k, _ in _PAIR.findall(line)]) >= 2]
+    return bool(pair_lines) and all("NAME" in k and len(_COLUMNS.intersection(k)) >= 2 for k in pair_lines)
 
 
 PROBES: tuple[Probe, ...] = (

@@ -1,8 +1,13 @@
-"""Mounted filesystems, from ``/proc/mounts`` (or ``/proc/self/mounts``, ``/etc/mtab``).
+"""Mounted filesystems, from ``/proc/mounts`` (or ``/proc/self/mounts``, ``/etc/mtab``), or the
+output of ``mount`` / ``mount -l`` pasted instead.
 
 Fields are space-separated with octal escapes (``\\040`` for a space)::
 
     /dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0
+    /dev/nvme0n1p1 on /mnt/ckpt type ext4 (rw,relatime,data=ordered) [CKPT]     mount -l
+
+Lines in neither form are skipped and named in ``skipped_lines`` (the report's notes): one odd line
+(a mount point with a literal space, a line cut short) never loses the others.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_l
 
 _OCTAL = lazy_compile(r"\\([0-7]{3})")
 _LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")
+# `mount` prints the mount point unescaped: it may hold spaces, so the fields are found by their words.
+_MOUNT_CMD = lazy_compile(r"^(\S+) on (.+?) type (\S+) \(([^()]*)\)(?: \[(.*)\])?\s*$")
+MAX_SKIPPED_NAMED = 5  # lines named in the notes; the rest are counted
 
 
 def unescape(field: str) -> str:
@@ -26,13 +34,26 @@ def split_options(options: str) -> dict[str, str | bool]:
     return parsed
 
 
+def mount_fields(line: str) -> tuple[str, str, str, str] | None:
+    """(device, mount point, type, options) of a /proc/mounts or `mount` line, else None."""
+    if match := _LINE.match(line.strip()):
+        device, mountpoint, fstype, options = (unescape(f) for f in match.groups()[:4])
+        return device, mountpoint, fstype, options
+    if match := _MOUNT_CMD.match(line.strip()):
+        return match[1], match[2], match[3], match[4]
+    return None
+
+
 def parse(text: str, artifact: str) -> Section:
     mounts = []
+    skipped: list[str] = []
     for number, line in numbered_lines(text):
-        match = _LINE.match(line.strip())
-        if not match:
+        fields = mount_fields(line)
+        if fields is None:
+            if line.strip():
+                skipped.append(f"line {number} ({line.strip()[:60]!r})")
             continue
-        device, mountpoint, fstype, options = (unescape(f) for f in match.groups()[:4])
+        device, mountpoint, fstype, options = fields
         mounts.append(
             {
                 "device": device,
@@ -47,13 +68,20 @@ def parse(text: str, artifact: str) -> Section:
         raise ParseError(
             "no mount lines (expected /proc/mounts format: device mountpoint fstype options 0 0)"
         )
-    return {"mounts": mounts}
+    section: Section = {"mounts": mounts}
+    if skipped:
+        named = ", ".join(skipped[:MAX_SKIPPED_NAMED])
+        more = f" and {len(skipped) - MAX_SKIPPED_NAMED} more" if len(skipped) > MAX_SKIPPED_NAMED else ""
+        section["skipped_lines"] = f"{len(skipped)} lines not in a mount format, skipped: {named}{more}"
+    return section
 
 
 def recognise(text: str) -> bool:
+    """Mount lines make most of the text; the lines that are not are skipped (and named) by the
+    parser, and the detection scores how many lines each reader explains."""
     lines = [line for line in text.split("\n")[:200] if line.strip()]
-    good = [line for line in lines if _LINE.match(line.strip())]
-    return bool(good) and len(good) >= 0.8 * len(lines)
+    good = sum(1 for line in lines if mount_fields(line) is not None)
+    return good >= 1 and good * 2 >= len(lines)
 
 
 PROBE = Probe(

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import nvme_list_text
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
 from gdsdoctor.probes.common import (
     json_key,
@@ -251,6 +252,8 @@ def _walk_verbose(devices: list[Any], artifact: str, find: Any) -> tuple[list, l
 
 
 def parse_list(text: str, artifact: str) -> Section:
+    if nvme_list_text.is_text(text):  # `nvme list` as printed
+        return nvme_list_text.parse(text, artifact)
     document, _ = load_pasted_json(text, "nvme list -o json")
     devices = _lower_keys(document).get("devices")
     if not isinstance(devices, list):
@@ -270,6 +273,8 @@ def parse_list(text: str, artifact: str) -> Section:
 
 def recognise_list(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
+    if nvme_list_text.is_text(head):
+        return True
     return bool(re.search(r'"Devices"\s*:', head)) and bool(
         re.search(r'"(DevicePath|Subsystems|SubsystemNQN)"\s*:', head)
     )

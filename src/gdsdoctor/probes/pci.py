@@ -383,6 +383,10 @@ def finish_lspci_device(device: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_lspci(text: str, artifact: str) -> Section:
+    from gdsdoctor.probes import lspci_vmm  # the -vmm stanzas, read into this section's devices
+
+    if lspci_vmm.is_vmm(text):
+        return lspci_vmm.parse(text, artifact)
     devices: list[dict[str, Any]] = []
     orphans: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
@@ -414,6 +418,10 @@ def parse_lspci(text: str, artifact: str) -> Section:
 
 
 def recognise_lspci(text: str) -> bool:
+    from gdsdoctor.probes import lspci_vmm
+
+    if lspci_vmm.is_vmm(text):
+        return True
     lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]
     headers = sum(1 for line in lines if _HEADER.match(line))
     known = sum(1 for line in lines if (m := _KEYED.match(line)) and m[1] in _LSPCI_KEYS)

@@ -1,0 +1,278 @@
+"""What a pasted text wraps around command outputs, removed before recognition.
+
+A ticket rarely holds a clean output: it holds a markdown fence around it, ``> `` quoting from a
+mail reply, a shell prompt and the command before it, several commands one after the other,
+indentation, CRLF, and kernel messages behind a remote-syslog or journal-export prefix. This
+module turns such a text into its *parts*: one per command output, each unwrapped, with what
+was removed (for the report) and the host identities the wrappers named (for the one-host check).
+
+Order: quoting and fences first (they wrap everything), then the split on prompt lines, then per
+part indentation, inline backticks, blank edges and log prefixes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gdsdoctor.patterns import lazy_compile
+
+# `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
+_USER_PROMPT = lazy_compile(
+    r"^\s*(?:\$\s+)?(?:\(\S+\)\s+)?(?:\[(?P<user1>[\w.-]+)@(?P<host1>[\w.-]+)[^\]]*\]|(?P<user2>[\w.-]+)@(?P<host2>[\w.-]+)"
+    r"(?::[^\s$#]*)?)\s?[$#%]\s*(?P<cmd>.*)$"
+)
+_DOLLAR_PROMPT = lazy_compile(r"^\s*(?:[\w.-]*-\d[\d.]*)?\$\s+(?P<cmd>\S.*)$")
+# `# cmd` is also a comment (grub, modprobe.d): a prompt only before a command we know.
+_HASH_PROMPT = lazy_compile(r"^\s*#\s+(?:sudo\s+)?(?P<word>[\w./-]+)(?P<rest>.*)$")
+KNOWN_COMMANDS = frozenset(
+    "nvidia-smi lspci lsblk mount findmnt cat dmesg journalctl nvme ibstat ibstatus ibv_devinfo df uname "
+    "gdscheck gdscheck.py lsmod modinfo numactl grep ls ofed_info dkms ulimit systemd-detect-virt udevadm "
+    "mlnx_qos env fio gdsio gds_stats tail head zcat less more hostnamectl lscpu".split()
+)
+_FENCE = lazy_compile(r"^\s*(?:```+|~~~+)\s*[\w+.-]*\s*$")
+_INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
+_QUOTE = lazy_compile(r"^\s*>(?: |$)")
+
+# Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
+# then the program. dmesg reads `TIME HOST kernel: msg`; anything else between is removed.
+_TIME = (
+    r"(?:[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+)
+_SYSLOG_PREFIX = lazy_compile(
+    r"^(?:<\d{1,3}>\d?\s*)?(?P<ts>" + _TIME + r")\s+(?P<mid>(?:\S+\s+){1,5}?)"
+    r"(?P<ident>[A-Za-z][\w.-]*)(?:\[\d+\])?(?::\s?| - - (?:-|\[[^\]]*\]) )(?P<msg>.*)$"
+)
+_UNTIMED_KERNEL = lazy_compile(r"^(?P<mid>(?:\S+\s+){2,4}?)kernel(?:\[\d+\])?:\s?(?P<msg>.*)$")
+_FACILITY = lazy_compile(
+    r"^(?:<\d{1,3}>|(?:kern|user|daemon|syslog|local\d)(?:[.:]\w+)?:?|(?:emerg|alert|crit|err|error|warning|warn"
+    r"|notice|info|debug):?|\w+=\S*|-|\d+)$",
+    re.IGNORECASE,
+)
+# journal export format (`journalctl -o export`): KEY=value lines, records split by blank lines
+_EXPORT_FIELD = lazy_compile(r"^(?P<key>_{0,2}[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+# What names the host a text came from (journal fields, hostnamectl, a prompt's host).
+_IDENTITY_FIELDS = {"_HOSTNAME": "hostname", "_BOOT_ID": "boot_id", "_MACHINE_ID": "machine_id"}
+_JSON_IDENTITY = lazy_compile(r'"(?P<key>_HOSTNAME|_BOOT_ID|_MACHINE_ID)"\s*:\s*"(?P<value>[^"]{1,128})"')
+# Unwrapping holds a paste's lines as a list (~100 bytes a line): pastes typed into tickets are far
+# smaller; a larger input (a whole kern.log, 64 MiB of newlines) is read as it is, unwrapped.
+MAX_UNWRAP_CHARS = 16 * 1024 * 1024
+MAX_UNWRAP_LINES = 200_000
+_NOT_A_HOST = frozenset({"-", "localhost", "localhost.localdomain", "(none)", "host", "hostname"})
+
+
+@dataclass
+class Part:
+    """One command's output from a paste, unwrapped."""
+
+    text: str
+    command: str = ""  # the command its prompt named ("" when none did)
+    first_line: int = 1  # where it starts in the pasted text
+    removed: list[str] = field(default_factory=list)  # wrappers removed, in words
+    identity: dict[str, set[str]] = field(default_factory=dict)  # hostname/boot_id/machine_id -> values
+
+
+def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
+    """The command outputs in ``text``, each without its wrappers; empty parts dropped. With
+    ``inside_fences`` false, fence lines are blanked and the text around them kept (fences nested
+    or unbalanced by hand hold the output between them, not inside)."""
+    if len(text) > MAX_UNWRAP_CHARS or text.count("\n") > MAX_UNWRAP_LINES:
+        return [Part(text)]  # a captured file, not a hand-made paste: read as it is, never held as lines
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    removed: list[str] = []
+    lines = _unquote(lines, removed)
+    if not inside_fences:
+        lines = ["" if _FENCE.match(line) else line for line in lines]
+    parts = []
+    for start, block, fenced in _fenced_blocks(lines):
+        inner: list[str] = []  # a block quoted inside its fence (the prose around it is not)
+        block = _unquote(block, inner)
+        for part in _split_on_prompts(block, start):
+            part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
+            _clean(part)
+            if part.text.strip():
+                parts.append(part)
+    return parts
+
+
+def _unquote(lines: list[str], removed: list[str]) -> list[str]:
+    """``> `` quoting (a mail reply, a markdown quote), every level, when it quotes the paste."""
+    while True:
+        filled = [line for line in lines if line.strip()]
+        if not filled or sum(bool(_QUOTE.match(line)) for line in filled) < 0.8 * len(filled):
+            return lines
+        lines = [re.sub(r"^\s*> ?", "", line, count=1) if _QUOTE.match(line) else line for line in lines]
+        removed.append("> quoting")
+
+
+def _fenced_blocks(lines: list[str]) -> list[tuple[int, list[str], bool]]:
+    """The markdown code blocks (start line, lines, True) or, without fences, the whole text. Prose
+    around fences is what the user wrote about the outputs, not an output."""
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    if not fences:
+        return [(1, lines, False)]
+    blocks = []
+    for opening, closing in zip(fences[0::2], [*fences[1::2], len(lines)], strict=False):
+        blocks.append((opening + 2, lines[opening + 1 : closing], True))
+    return blocks
+
+
+def prompt_command(line: str) -> tuple[str, str] | None:
+    """``(command, host)`` when ``line`` is a shell prompt (host "" when it names none)."""
+    if m := _USER_PROMPT.match(line):
+        return m["cmd"].strip(), (m["host1"] or m["host2"] or "")
+    if m := _DOLLAR_PROMPT.match(line):
+        return m["cmd"].strip(), ""
+    if (m := _HASH_PROMPT.match(line)) and m["word"].rsplit("/", 1)[-1] in KNOWN_COMMANDS:
+        return line.strip().lstrip("#").strip(), ""
+    return None
+
+
+def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
+    parts: list[Part] = []
+    current = Part("", first_line=start)
+    body: list[str] = []
+    for offset, line in enumerate(lines):
+        prompt = prompt_command(line)
+        if prompt is None:
+            body.append(line)
+            continue
+        current.text = "\n".join(body)
+        parts.append(current)
+        command, host = prompt
+        current = Part("", command=command, first_line=start + offset + 1, removed=["shell prompt"])
+        if host and host.lower() not in _NOT_A_HOST:
+            current.identity.setdefault("hostname", set()).add(host)
+        body = []
+    current.text = "\n".join(body)
+    parts.append(current)
+    return parts
+
+
+def _clean(part: Part) -> None:
+    lines = _unquote(part.text.split("\n"), part.removed)  # quoted output behind an unquoted prompt
+    while lines and not lines[0].strip():
+        lines.pop(0)
+        part.first_line += 1
+    while lines and not lines[-1].strip():
+        lines.pop()
+    lines = _strip_inline_code(lines, part.removed)
+    lines = _journal_export(lines, part)
+    lines = _log_prefixes(lines, part)
+    _json_identity(lines, part)
+    part.text = "\n".join(lines)
+
+
+def dedented(part: Part) -> Part | None:
+    """The part without a common indentation of two or more columns (a markdown code block, an
+    indented quote), or None when it has none. Tried only when the part as pasted is not
+    recognised: indentation is meaningful in some outputs (``lspci -vvv | grep ACSCtl`` lines are
+    all indented), and one column is kept (``talosctl dmesg`` lines start with a space)."""
+    if len(part.text) > MAX_UNWRAP_CHARS or part.text.count("\n") > MAX_UNWRAP_LINES:
+        return None
+    lines = part.text.split("\n")
+    indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
+    cut = min(indents, default=0)
+    if cut < 2:
+        return None
+    text = "\n".join(line[cut:] for line in lines)
+    return Part(text, part.command, part.first_line, [*part.removed, "indentation"], part.identity)
+
+
+def _strip_inline_code(lines: list[str], removed: list[str]) -> list[str]:
+    """Lines each wrapped in single backticks (``\\`nvme0n1 259:0 …\\```)."""
+    filled = [line for line in lines if line.strip()]
+    if not filled or not all(_INLINE_CODE.match(line) for line in filled):
+        return lines
+    removed.append("inline backticks")
+    return [m[1] if (m := _INLINE_CODE.match(line)) else line for line in lines]
+
+
+def _journal_export(lines: list[str], part: Part) -> list[str]:
+    """``journalctl -o export`` records as ``[seconds] message`` dmesg lines (kernel records
+    only); the text unchanged when it is not that format."""
+    fields = [_EXPORT_FIELD.match(line) for line in lines if line.strip()]
+    if not fields or sum(m is not None for m in fields) < 0.9 * len(fields):
+        return lines
+    if not any(m and m["key"] == "MESSAGE" for m in fields):
+        return lines
+    out: list[str] = []
+    record: dict[str, str] = {}
+    for line in [*lines, ""]:
+        m = _EXPORT_FIELD.match(line)
+        if m:
+            record[m["key"]] = m["value"]
+            continue
+        if not line.strip() and record:
+            out.extend(_export_record_line(record, part))
+            record = {}
+    part.removed.append("journal export fields")
+    return out
+
+
+def _export_record_line(record: dict[str, str], part: Part) -> list[str]:
+    _add_identity(part, record)
+    kernel = record.get("_TRANSPORT") == "kernel" or record.get("SYSLOG_IDENTIFIER") == "kernel"
+    if "MESSAGE" not in record or not kernel:
+        return []
+    monotonic = record.get("__MONOTONIC_TIMESTAMP", "")
+    if monotonic.isdigit():
+        return [f"[{int(monotonic) / 1e6:12.6f}] {record['MESSAGE']}"]
+    return [record["MESSAGE"]]
+
+
+def _add_identity(part: Part, record: dict[str, str]) -> None:
+    for key, kind in _IDENTITY_FIELDS.items():
+        value = record.get(key, "").strip()
+        if value and value.lower() not in _NOT_A_HOST:
+            part.identity.setdefault(kind, set()).add(value)
+
+
+def _json_identity(lines: list[str], part: Part) -> None:
+    """Identities in ``journalctl -o json`` records (read as they are by the dmesg reader)."""
+    for line in lines[:20000]:
+        if line.lstrip().startswith("{") and '"_' in line:
+            _add_identity(part, {m["key"]: m["value"] for m in _JSON_IDENTITY.finditer(line)})
+
+
+def _log_prefixes(lines: list[str], part: Part) -> list[str]:
+    """Remote-syslog prefixes reduced to ``TIME HOST PROGRAM: message`` (what the dmesg reader
+    reads) when most lines carry one; the host each names is an identity."""
+    filled = [line for line in lines if line.strip()]
+    if not filled:
+        return lines
+    rewritten = [_syslog_line(line, part) for line in lines]
+    changed = sum(new != old for new, old in zip(rewritten, lines, strict=True))
+    if changed:
+        part.removed.append("syslog prefixes")
+    return rewritten
+
+
+def _syslog_line(line: str, part: Part) -> str:
+    stripped = line.strip()
+    if (m := _SYSLOG_PREFIX.match(stripped)) and m["ident"] == "kernel":
+        host = _host_of(m["mid"].split())
+        if host:
+            part.identity.setdefault("hostname", set()).add(host)
+        canonical = f"{m['ts']} {host or '-'} {m['ident']}: {m['msg']}"
+        simple = len(m["mid"].split()) == 1 and not stripped.startswith("<")
+        return line if simple and stripped.startswith(m["ts"]) and ": " in stripped else canonical
+    if (m := _UNTIMED_KERNEL.match(stripped)) and not re.search(r"[\[\]<>]", m["mid"]):
+        host = _host_of(m["mid"].split())
+        if host:
+            part.identity.setdefault("hostname", set()).add(host)
+        return f"{host or '-'} kernel: {m['msg']}"
+    return line
+
+
+def _host_of(tokens: list[str]) -> str:
+    """The host among the tokens between a syslog time and the program: the first that is not a
+    facility, a level or a ``key=value`` field (``host=node1`` names it too)."""
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if sep and key.lower() in ("host", "hostname", "source"):
+            return value if value.lower() not in _NOT_A_HOST else ""
+        if not _FACILITY.match(token):
+            return token if token.lower() not in _NOT_A_HOST else ""
+    return ""
