@@ -163,8 +163,12 @@ def test_bundle_reader_on_arbitrary_manifests(
 @settings(max_examples=60, deadline=None)
 @given(data=st.binary(max_size=4096) | mutated_samples().map(str.encode))
 def test_capture_files_on_arbitrary_bytes(scratch: Path, data: bytes) -> None:
-    capture = capture_files([_file(scratch, data)])
-    assert len(capture.notes) + len(capture.artifacts) == 1
+    path = _file(scratch, data)
+    capture = capture_files([path])
+    # never lost: read (a paste of several commands gives one artifact a part, with notes on
+    # its parts) or named in a note saying why not
+    assert capture.artifacts or any(str(path) in note for note in capture.notes)
+    assert all(name.split("#")[0] == path.name for name in capture.artifacts)
 
 
 @settings(max_examples=60, deadline=None)
