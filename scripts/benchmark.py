@@ -23,7 +23,7 @@ Measures (medians of --repeat runs, wall clock):
 4. ``collect`` against ``sos report`` restricted to comparable plugins (if sos is installed:
    Debian ``sosreport``, PyPI ``sos``), both writing a compressed archive.
 
-Output: a Markdown table for the README's Performance section, and a verdict per target.
+Output: a Markdown table for docs/performance.md (the README keeps a summary), and a verdict per target.
 This is not a test: numbers depend on the machine; tests stay free of timing assertions.
 """
 

@@ -136,11 +136,14 @@ def analyze_texts(
     by its name (the name labels it in evidence lines). Unrecognised texts become notes.
     """
     from gdsdoctor import pipeline
+    from gdsdoctor.capture.detect import capture_texts
 
     named = (
         texts.items() if isinstance(texts, Mapping) else ((f"text-{i}", t) for i, t in enumerate(texts, 1))
     )
-    capture = _capture_texts(named)
+    capture = capture_texts(
+        (name, content.encode() if isinstance(content, str) else bytes(content)) for name, content in named
+    )
     if path is not None:
         capture.options["target_path"] = str(path)
     checked = _job(job)
@@ -165,30 +168,6 @@ def analyze_fleet(
         return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs, job=checked)
     except (UserError, BundleError, ValueError) as error:
         raise GdsdoctorError(str(error)) from None
-
-
-def _capture_texts(named: Iterable[tuple[str, str | bytes]]) -> Any:
-    from gdsdoctor.capture.capture import Capture
-    from gdsdoctor.capture.detect import expected_kinds, recognise
-    from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
-
-    capture = Capture(origin="files")
-    names = []
-    for name, content in named:
-        data = content.encode() if isinstance(content, str) else bytes(content)
-        probe = recognise(decode_text(data))
-        names.append(name)
-        if probe is None:
-            capture.notes.append(f"{name}: not recognised; expected one of: {expected_kinds()}")
-        elif probe.section in capture.assignments:
-            first = capture.assignments[probe.section][0]
-            capture.notes.append(
-                f"{name}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
-            )
-        else:
-            capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=name))
-    capture.label = ", ".join(names)
-    return capture
 
 
 def _run(analyse: Any) -> Report:

@@ -33,7 +33,7 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
-from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST, BundleError
+from gdsdoctor.capture.bundle import BundleError, is_bundle
 
 FLEET_KIND = "gdsdoctor.fleet"
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -56,12 +56,6 @@ MIN_NODES_FOR_OUTLIERS = 3
 # ---- which inputs are a fleet ------------------------------------------------------------
 
 
-def looks_like_bundle(path: Path) -> bool:
-    if path.is_dir():
-        return (path / MANIFEST).is_file()
-    return path.name.endswith(BUNDLE_SUFFIXES)
-
-
 def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
     """Arguments to paths: a glob pattern the shell did not expand is expanded here, and a
     directory that is not itself a bundle but holds bundles stands for those bundles."""
@@ -72,21 +66,21 @@ def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
             paths.extend(Path(p) for p in sorted(glob.glob(text)))
             continue
         path = Path(text)
-        children = bundles_in(path) if path.is_dir() and not looks_like_bundle(path) else []
+        children = bundles_in(path) if path.is_dir() and not is_bundle(path) else []
         paths.extend(children or [path])
     return paths
 
 
 def bundles_in(directory: Path) -> list[Path]:
     try:
-        return sorted(p for p in directory.iterdir() if looks_like_bundle(p))
+        return sorted(p for p in directory.iterdir() if is_bundle(p))
     except OSError:
         return []
 
 
 def is_fleet(paths: Sequence[Path]) -> bool:
     """More than one bundle: analyse each on its own and summarise."""
-    return sum(1 for p in paths if looks_like_bundle(p)) > 1
+    return sum(1 for p in paths if is_bundle(p)) > 1
 
 
 # ---- one node ----------------------------------------------------------------------------

@@ -13,9 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.detect import READ_DEADLINE_S, capture_files
-from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, LiveCapture
+from gdsdoctor.capture.detect import capture_files
+from gdsdoctor.capture.live import LiveCapture
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import ANALYSED_PROBES, target
 
@@ -155,23 +156,15 @@ def require_target(capture: Capture, target_path: str) -> None:
         raise UserError(f"--path {target_path}: no such file or directory")
 
 
-def is_bundle(path: Path) -> bool:
-    from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST  # tarfile: not for `check`
-
-    if path.is_dir():
-        return (path / MANIFEST).is_file() or any(path.glob(f"*/{MANIFEST}"))
-    return path.name.endswith(BUNDLE_SUFFIXES)
-
-
 def load_inputs(
     paths: Sequence[Path],
     target_path: str | None = None,
     job: dict[str, Any] | None = None,
-    deadline_s: float = READ_DEADLINE_S,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host; pasted
     files are read within ``deadline_s`` seconds in all (see ``capture_files``)."""
-    from gdsdoctor.capture.bundle import BundleError, read_bundle  # tarfile: not for `check`
+    from gdsdoctor.capture.bundle import BundleError, is_bundle, read_bundle  # tarfile: not for `check`
 
     bundles = [p for p in paths if is_bundle(p)]
     if bundles and len(paths) > 1:
@@ -189,7 +182,7 @@ def analyze_paths(
     target_path: str | None = None,
     rules_dirs: Sequence[Path] = (),
     job: dict[str, Any] | None = None,
-    deadline_s: float = READ_DEADLINE_S,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Analysis:
     """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them."""
     return analyze_capture(load_inputs(paths, target_path, job, deadline_s), rules_dirs)

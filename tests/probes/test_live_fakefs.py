@@ -148,7 +148,7 @@ def test_nvme_controller_from_sysfs(gpu_node: FakeHost) -> None:
     )
 
 
-# what read_sysfs returns for libnvme's real tree-pcie dump (tests/data/nvme_sysfs/README.md)
+# what read_sysfs returns for libnvme's real tree-pcie dump (tests/data/nvme_sysfs/SOURCES.md)
 REAL_NVME_TREE = json.loads(
     (Path(__file__).resolve().parents[1] / "data/nvme_sysfs/nvme-sysfs.tree-pcie.json").read_text()
 )

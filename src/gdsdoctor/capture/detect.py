@@ -6,9 +6,10 @@ import os
 import selectors
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
 from gdsdoctor.probes import PROBES, target
@@ -17,7 +18,6 @@ from gdsdoctor.probes.base import Probe
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
 FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
-READ_DEADLINE_S = 60.0  # reading every input together, like check's capture deadline
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -38,7 +38,7 @@ def expected_kinds(probes: Sequence[Probe] = RECOGNISABLE) -> str:
     return ", ".join(p.paste_hint for p in probes if p.recognise is not None and p.paste_hint)
 
 
-def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) -> Capture:
+def capture_files(paths: Sequence[Path], deadline_s: float = DEFAULT_DEADLINE_S) -> Capture:
     """Recognise each file and assign it to its section; unrecognised files become notes.
     Reading all of them stops at ``deadline_s`` (a fifo fed by a slow writer would otherwise
     keep it reading for as long as the writer trickles): a file still being read then, and
@@ -50,20 +50,34 @@ def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) ->
         if problem:
             capture.notes.append(f"{path}: {problem}")
             continue
-        text = decode_text(data)
-        probe = recognise(text)
-        if probe is None:
-            capture.notes.append(f"{path}: not recognised; expected one of: {expected_kinds()}")
-            continue
-        if probe.section in capture.assignments:
-            first = capture.assignments[probe.section][0]
-            capture.notes.append(
-                f"{path}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
-            )
-            continue
-        name = _unique_name(path.name, capture)
-        capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=str(path)))
+        assign_pasted(capture, str(path), path.name, data)
     return capture
+
+
+def capture_texts(named: Iterable[tuple[str, bytes]]) -> Capture:
+    """``capture_files`` for texts held in memory: ``(name, bytes)`` pairs."""
+    pairs = list(named)
+    capture = Capture(origin="files", label=", ".join(name for name, _ in pairs))
+    for name, data in pairs:
+        assign_pasted(capture, name, name, data)
+    return capture
+
+
+def assign_pasted(capture: Capture, source: str, name: str, data: bytes) -> None:
+    """Recognise one pasted text by its content and assign it to its section; an unrecognised
+    text, or a second one of a kind, becomes a note naming ``source``."""
+    probe = recognise(decode_text(data))
+    if probe is None:
+        capture.notes.append(f"{source}: not recognised; expected one of: {expected_kinds()}")
+        return
+    if probe.section in capture.assignments:
+        first = capture.assignments[probe.section][0]
+        capture.notes.append(
+            f"{source}: another {probe.paste_hint} ({first}) was given first; this one is ignored"
+        )
+        return
+    unique = _unique_name(name, capture)
+    capture.add(probe.section, Artifact(unique, ArtifactStatus.OK, data, source=source))
 
 
 class ReadDeadline(Exception):
@@ -71,7 +85,7 @@ class ReadDeadline(Exception):
 
 
 def read_pasted(
-    path: Path, ends_at: float | None = None, deadline_s: float = READ_DEADLINE_S
+    path: Path, ends_at: float | None = None, deadline_s: float = DEFAULT_DEADLINE_S
 ) -> tuple[bytes, str]:
     """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
     while a writer feeds it (``<(command)`` works), up to ``FIFO_WAIT_S`` of silence and never

@@ -17,7 +17,7 @@
     -> {raw, boot_image, params: {key: value | true}, param_list: [{key, value, src}], iommu: {...},
         nvme_core: {...}}
 
-``kallsyms`` (a reader scanning ``/proc/kallsyms`` line by line, keeping only symbols of interest;
+``kallsyms`` (a reader scanning ``/proc/kallsyms`` in chunks, keeping only symbols of interest;
 a pasted ``grep ... /proc/kallsyms`` also parses)::
 
     ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
