@@ -255,7 +255,7 @@ def test_sigterm_during_bench_kills_fio_and_removes_its_scratch_directory(
     record, measured = tmp_path / "fio-pids", tmp_path / "ckpt"
     measured.mkdir()
     fake_binary(isolated_path, "fio", FAKE_FIO.format(record=record))
-    body = f"from gdsdoctor import bench\nbench.run(Path({str(measured)!r}), 64 * 2**20, 60, engine='cpu-direct')"
+    body = f"from gdsdoctor.commands import bench_run as bench\nbench.run(Path({str(measured)!r}), 64 * 2**20, 60, engine='cpu-direct')"
     process = start_guarded(body, isolated_path, tmp_path)
     wait_for_lines(record, 1)
     [scratch] = measured.iterdir()

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from gdsdoctor import pipeline
+from gdsdoctor.commands.explain import explain_cause
 from gdsdoctor.engine.evaluate import CauseResult, Evidence, Outcome
 from gdsdoctor.engine.rank import ELSEWHERE, NO_MOUNT, ON_PATH, place, rank
 from gdsdoctor.engine.rules import Cause
-from gdsdoctor.explain import explain_cause
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GPFS_MOUNTS = (FIXTURES / "fs-beegfs-gpfs-mounts-gpu" / "files" / "proc-mounts.txt").read_text()

@@ -160,7 +160,7 @@ def analyze_fleet(
     job: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse many bundles in parallel; the fleet summary of ``analyze --format json``."""
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     inputs = fleet.expand_inputs([str(p) for p in paths])
     checked = _job(job)
@@ -184,7 +184,7 @@ def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
     if not job:
         return None
-    from gdsdoctor.estimate import EstimateError
+    from gdsdoctor.checkpoint.stall import EstimateError
     from gdsdoctor.facts.job import validate
 
     checked = {str(k): v for k, v in job.items()}

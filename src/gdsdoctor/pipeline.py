@@ -136,7 +136,7 @@ def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, si
     """Measure the checkpoint path (fio/gdsio in a temporary directory under it, removed
     afterwards: the one thing gdsdoctor writes on the host, and only when asked) and keep the
     raw result as an artifact, so the analysis and a bundle both carry it."""
-    from gdsdoctor import bench
+    from gdsdoctor.commands import bench_run as bench
 
     try:
         result = bench.run(Path(target_path), size_bytes, on_progress=on_progress)

@@ -340,7 +340,7 @@ def _strip_char_by_char(text: str) -> str:
     characters): the reference for the tokenizing implementation."""
     import re
 
-    from gdsdoctor.probes.common import OutsideJsonStrings
+    from gdsdoctor.probes.text import OutsideJsonStrings
 
     out, i, n, in_string = [], 0, len(text), False
     while i < n:

@@ -15,8 +15,8 @@ from gdsdoctor.probes import dmesg
 from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "dmesg"
-SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file())
-NEGATIVES = sorted((DATA / "not-dmesg").iterdir()) + sorted((DATA.parent / "system").iterdir())
+SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file() and p.name != "SOURCES.md")
+NEGATIVES = sorted(p for d in (DATA / "not-dmesg", DATA.parent / "system") for p in d.iterdir() if p.name != "SOURCES.md")
 
 
 def load(name: str) -> dict:

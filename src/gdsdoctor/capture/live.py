@@ -21,7 +21,7 @@ from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.model import Artifact, ArtifactStatus, UserError
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source, Unavailable
-from gdsdoctor.probes.common import read_regular_file, resolve_in_root
+from gdsdoctor.probes.host_io import read_regular_file, resolve_in_root
 
 Parse = Callable[[Probe, list[Artifact]], Any]
 

@@ -45,9 +45,10 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import JSON_STRING, read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.host_io import read_under_root
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
+from gdsdoctor.probes.text import JSON_STRING
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
 DEFAULTS: dict[str, Any] = {

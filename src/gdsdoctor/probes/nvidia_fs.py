@@ -39,8 +39,8 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, numbered_lines, src
-from gdsdoctor.probes.common import read_under_root
 from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.host_io import read_under_root
 
 PROC_DIR = "/proc/driver/nvidia-fs"
 

@@ -58,7 +58,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.text import (
     json_key,
     line_finder,
     load_pasted_json,

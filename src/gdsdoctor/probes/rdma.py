@@ -42,20 +42,16 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.host_io import (
     MISSING,
     attrs_inside,
     attrs_of_real,
     bdfs_in,
-    json_bytes,
     link_name,
     list_inside,
-    load_reader_json,
-    provenance_finder,
-    reader_items,
     real_inside,
-    to_int,
 )
+from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
 IB_CLASS = "sys/class/infiniband"
 NET_CLASS = "sys/class/net"

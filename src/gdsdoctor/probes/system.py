@@ -57,7 +57,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import open_regular, resolve_in_root
+from gdsdoctor.probes.host_io import open_regular, resolve_in_root
 
 
 def _content_lines(text: str, at_most: int | None = None) -> list[tuple[int, str]]:

@@ -50,17 +50,19 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, numbered_lines, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.host_io import (
     bdfs_in,
     child_inside,
-    json_bytes,
-    line_finder,
     list_inside,
-    load_reader_json,
     read_attr,
     read_under_root,
-    reader_items,
     real_inside,
+)
+from gdsdoctor.probes.text import (
+    json_bytes,
+    line_finder,
+    load_reader_json,
+    reader_items,
     text_or_none,
     to_int,
 )
