@@ -14,8 +14,8 @@ import pytest
 
 from gdsdoctor.checkpoint import line_rate
 from gdsdoctor.checkpoint import stall as estimate
-from gdsdoctor.checkpoint.line_rate import BenchError
 from gdsdoctor.commands import bench_run as bench
+from gdsdoctor.errors import BenchError
 from gdsdoctor.probes import bench as bench_probes
 
 DATA = Path(__file__).parent / "data" / "bench"

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.capture.bundle import BundleError, read_bundle, write_bundle
+from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.capture.runner import run_command
+from gdsdoctor.errors import BundleError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import analyze_capture, analyze_paths, check
 from tests.conftest import fake_binary, write_tree

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gdsdoctor.checkpoint import stall as estimate
-from gdsdoctor.checkpoint.stall import EstimateError
+from gdsdoctor.errors import EstimateError
 
 
 def textbook(**overrides: object) -> estimate.Estimate:

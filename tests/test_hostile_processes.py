@@ -31,8 +31,9 @@ from gdsdoctor.capture.bundle import manifest_for, read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.capture.redact import Mapper, Redactor, redact_files
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.section import section_from
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES
 from gdsdoctor.probes.base import Probe
 from gdsdoctor.report.files import write_atomic

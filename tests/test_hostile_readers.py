@@ -329,7 +329,8 @@ def test_a_directory_bundle_nested_deep_is_refused_in_one_line(tmp_path: Path) -
     open files". Both are refused cleanly (exit 3, one line) without reading a level too many."""
     import pytest
 
-    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, BundleError, read_bundle
+    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, read_bundle
+    from gdsdoctor.errors import BundleError
 
     deep = _deep_bundle(tmp_path, 1000)
     try:

@@ -9,7 +9,8 @@
 
 Every function returns a :class:`Report`: ``.data`` is the JSON document of ``--format json``
 (schema ``schemas/report.schema.json``), and ``.render(fmt)`` draws it in any CLI format.
-Errors the user can fix (an unreadable bundle, an unknown format) raise :class:`GdsdoctorError`.
+Errors the user can fix (an unreadable bundle, an unknown format) raise a :class:`UserError`, a
+:class:`GdsdoctorError` (the root of gdsdoctor.errors): catch that.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.capture.bundle import BundleError
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import GdsdoctorError, UserError
 from gdsdoctor.report.render import FORMATS
 
 __all__ = [
@@ -34,10 +34,6 @@ __all__ = [
 ]
 
 PathLike = str | Path
-
-
-class GdsdoctorError(ValueError):
-    """Bad input: an unreadable bundle, broken site rules, an unknown format (one-line message)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ class Report:
         from gdsdoctor.report.render import render
 
         if fmt not in FORMATS:
-            raise GdsdoctorError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+            raise UserError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
         return render(self.data, fmt, verbose)
 
     @classmethod
@@ -86,7 +82,7 @@ class Report:
 
         data = json.loads(document) if isinstance(document, str) else dict(document)
         if not isinstance(data, dict) or "summary" not in data or "findings" not in data:
-            raise GdsdoctorError("not a gdsdoctor report document")
+            raise UserError("not a gdsdoctor report document")
         return cls(data)
 
 
@@ -166,17 +162,14 @@ def analyze_fleet(
     checked = _job(job)
     try:
         return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs, job=checked)
-    except (UserError, BundleError, ValueError) as error:
-        raise GdsdoctorError(str(error)) from None
+    except GdsdoctorError:
+        raise
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
 def _run(analyse: Any) -> Report:
-    from gdsdoctor.engine.rules import RuleError
-
-    try:
-        analysis = analyse()
-    except (UserError, BundleError, RuleError) as error:
-        raise GdsdoctorError(str(error)) from None
+    analysis = analyse()  # a user-fixable problem raises a UserError, a GdsdoctorError
     return Report(analysis.report, analysis.facts)
 
 
@@ -184,14 +177,10 @@ def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
     if not job:
         return None
-    from gdsdoctor.checkpoint.stall import EstimateError
     from gdsdoctor.facts.job import validate
 
     checked = {str(k): v for k, v in job.items()}
-    try:
-        validate(checked)
-    except EstimateError as error:
-        raise GdsdoctorError(str(error)) from None
+    validate(checked)  # a bad value raises EstimateError, a GdsdoctorError
     return checked
 
 

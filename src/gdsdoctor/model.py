@@ -50,7 +50,3 @@ def decode_text(data: bytes) -> str:
     else:
         text = data.decode("utf-8", errors="replace")
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-class UserError(Exception):
-    """A problem the user can fix (bad input, unknown id): one line on stderr, exit 3."""

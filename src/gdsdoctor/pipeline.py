@@ -17,7 +17,8 @@ from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import LiveCapture
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.errors import UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import ANALYSED_PROBES, target
 
 # The analysis stages (facts, engine, report) are imported where they are used: `check`
@@ -164,7 +165,8 @@ def load_inputs(
 ) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host; pasted
     files are read within ``deadline_s`` seconds in all (see ``capture_files``)."""
-    from gdsdoctor.capture.bundle import BundleError, is_bundle, read_bundle  # tarfile: not for `check`
+    from gdsdoctor.capture.bundle import is_bundle, read_bundle  # tarfile: not for `check`
+    from gdsdoctor.errors import BundleError
 
     bundles = [p for p in paths if is_bundle(p)]
     if bundles and len(paths) > 1:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import app_log
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SAMPLES = sorted(p for p in (DATA / "app_log").iterdir() if p.suffix != ".md")

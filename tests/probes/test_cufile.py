@@ -9,8 +9,8 @@ from gds_samples import KINDS, others, read
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import cufile
-from gdsdoctor.probes.base import ParseError
 
 CONFIG = """{
     // "logging": {"dir": "commented out"},

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import dmesg
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "dmesg"
 SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file() and p.name != "SOURCES.md")

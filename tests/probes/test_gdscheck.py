@@ -7,8 +7,8 @@ from gds_samples import KINDS, others, read
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import gdscheck
-from gdsdoctor.probes.base import ParseError
 
 ART = "cmd/gdscheck-p.txt"
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import gpu, pci, rdma
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data"
 Q = "nvidia-smi-q.h100-hgx.535.161.08.gpu0.txt"

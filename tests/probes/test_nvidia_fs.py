@@ -10,8 +10,8 @@ from gds_samples import KINDS, others, read
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.probes import nvidia_fs
-from gdsdoctor.probes.base import ParseError, Unavailable
 
 MIB = 1024 * 1024
 

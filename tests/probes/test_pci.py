@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyfakefs.fake_filesystem import FakeFilesystem
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import pci
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "pci"
 HGX = "lspci-vvv.hgx-h100-dell.pex890xx-gpu-nvme-cx7-excerpt.txt"

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyfakefs.fake_filesystem import FakeFilesystem
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import rdma
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data"
 MIXED = "ibstat.a100-mixed-eth-ib-hdr.txt"

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import system
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "system"
 DMESG_DATA = Path(__file__).parent.parent / "data" / "dmesg"

@@ -15,9 +15,9 @@ from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import recognise
 from gdsdoctor.capture.live import capture_source
+from gdsdoctor.errors import ParseError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.probes import BY_SECTION, udev
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "udev"
 SOURCE = udev.PROBES[0].sources[0]

@@ -37,6 +37,7 @@ from typing import IO, Any
 
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.outputs import write_new
 
@@ -73,10 +74,6 @@ def is_bundle(path: Path) -> bool:
 def max_stream_bytes() -> int:
     """Decompressed bytes read from an archive at most: content plus a header per member."""
     return MAX_TOTAL_BYTES + MAX_MEMBERS * 2 * 512 + 1024 * 1024
-
-
-class BundleError(ValueError):
-    """The bundle cannot be read at all (one line, for the user)."""
 
 
 def manifest_for(capture: Capture, redacted: bool = False) -> dict[str, Any]:

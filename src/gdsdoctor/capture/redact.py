@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 from gdsdoctor.outputs import write_new_bytes
 from gdsdoctor.patterns import lazy_compile
 

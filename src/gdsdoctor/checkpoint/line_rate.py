@@ -11,11 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-
-class BenchError(RuntimeError):
-    """The benchmark cannot run or failed; the message is one line, fit for the CLI."""
-
-
+from gdsdoctor.errors import BenchError
 
 PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 # Line encoding: 8b/10b up to Gen2, 128b/130b for Gen3-5, FLIT (242/256 payload) for Gen6 [verify].

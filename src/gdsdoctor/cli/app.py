@@ -22,7 +22,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from gdsdoctor import __version__
 from gdsdoctor.cli import diagnose, tools
 from gdsdoctor.cli.options import UNKNOWN_EXIT
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 PROGRAM = "gdsdoctor"
 COMPLETE_VAR = "_GDSDOCTOR_COMPLETE"  # set by the completion script when the shell asks for words
@@ -159,7 +159,7 @@ def run(argv: Sequence[str]) -> int:
         print(f"{PROGRAM}: {usage_line(error)}", file=sys.stderr)
     except (TyperException, Abort) as error:
         print(f"{PROGRAM}: {' '.join(str(error).split()) or 'aborted'}", file=sys.stderr)
-    except _input_errors() as error:
+    except UserError as error:  # the user-fixable branch of the tree (gdsdoctor.errors)
         print(f"{PROGRAM}: {error}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
@@ -175,15 +175,6 @@ def run(argv: Sequence[str]) -> int:
     finally:
         sys.stdout = stdout
     return UNKNOWN_EXIT
-
-
-def _input_errors() -> tuple[type[Exception], ...]:
-    """Errors the user can fix (one line, exit 3). An ``except`` clause evaluates this only when
-    something was raised, so their modules are not imported at start-up."""
-    from gdsdoctor.capture.bundle import BundleError
-    from gdsdoctor.engine.rules import RuleError
-
-    return (UserError, BundleError, RuleError)
 
 
 def main() -> NoReturn:

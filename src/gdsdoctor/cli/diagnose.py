@@ -29,7 +29,7 @@ from gdsdoctor.cli.options import (
     TargetPath,
     Verbose,
 )
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 JOB_KEYS = ("params", "preset", "interval", "budget", "gpus")
 
@@ -48,13 +48,9 @@ def job_of(
     job.update({k: v for k, v in given.items() if v is not None})
     if not job:
         return job  # nothing to check (and the estimate model, ~10 ms of imports, is not needed)
-    from gdsdoctor.checkpoint.stall import EstimateError
     from gdsdoctor.facts.job import validate
 
-    try:
-        validate(job)
-    except EstimateError as error:
-        raise UserError(str(error)) from None
+    validate(job)  # a bad value raises EstimateError, a UserError
     return job
 
 

@@ -20,7 +20,7 @@ from gdsdoctor.cli.options import (
     RulesDirs,
     TargetPath,
 )
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
 
@@ -231,20 +231,17 @@ def estimate(
     """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
     from gdsdoctor.checkpoint import stall as model
 
-    try:
-        result = model.run(
-            params,
-            throughput,
-            preset=preset,
-            components=component or [],
-            fsync=fsync,
-            interval=interval,
-            gpus=gpus,
-            budget=budget,
-            archive_throughput=archive_throughput,
-        )
-    except model.EstimateError as error:
-        raise UserError(str(error)) from None
+    result = model.run(
+        params,
+        throughput,
+        preset=preset,
+        components=component or [],
+        fsync=fsync,
+        interval=interval,
+        gpus=gpus,
+        budget=budget,
+        archive_throughput=archive_throughput,
+    )
     if fmt == "json":
         import json
 
@@ -275,11 +272,8 @@ def bench(
     from gdsdoctor.commands import bench_run as runner
 
     size_bytes = size_of(size) if size else None
-    try:
-        with progress_bar() as progress:
-            result = runner.run(path, size_bytes, time_limit, progress, engine)
-    except runner.BenchError as error:
-        raise UserError(str(error)) from None
+    with progress_bar() as progress:
+        result = runner.run(path, size_bytes, time_limit, progress, engine)
     if save_raw:
         save_raw.write_bytes(result.raw)
     if fmt == "json":
@@ -292,12 +286,9 @@ def bench(
 
 
 def size_of(text: str) -> int:
-    from gdsdoctor.checkpoint.stall import EstimateError, parse_size
+    from gdsdoctor.checkpoint.stall import parse_size
 
-    try:
-        return parse_size(text)
-    except EstimateError as error:
-        raise UserError(str(error)) from None
+    return parse_size(text)
 
 
 def progress_bar():  # type: ignore[no-untyped-def]

@@ -38,11 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from gdsdoctor.checkpoint.line_rate import BenchError
 from gdsdoctor.checkpoint.stall import Units, format_bytes, format_rate
+from gdsdoctor.errors import BenchError, ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import bench as bench_probes
-from gdsdoctor.probes.base import ParseError
 
 Engine = Literal["cpu-direct", "libcufile", "gdsio"]
 Progress = Callable[[float, str], None]  # (fraction done 0..1, short status line)

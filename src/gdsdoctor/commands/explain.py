@@ -11,8 +11,8 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.evaluate import evaluate_cause
 from gdsdoctor.engine.functions import search
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.document import build_facts
-from gdsdoctor.model import UserError
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 

@@ -33,7 +33,8 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
-from gdsdoctor.capture.bundle import BundleError, is_bundle
+from gdsdoctor.capture.bundle import is_bundle
+from gdsdoctor.errors import BundleError
 
 FLEET_KIND = "gdsdoctor.fleet"
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}

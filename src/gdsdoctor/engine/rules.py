@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
 from gdsdoctor.engine.functions import compile_expression
+from gdsdoctor.errors import UserError
 from gdsdoctor.patterns import lazy_compile
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class LintIssue(NamedTuple):
         return f"{self.file}:{self.line}: {self.message}"
 
 
-class RuleError(ValueError):
+class RuleError(UserError, ValueError):
     """The rules cannot be loaded (the issues say where and why)."""
 
     def __init__(self, issues: Sequence[LintIssue]) -> None:

@@ -46,6 +46,6 @@ def validate(options: dict[str, Any]) -> None:
     """Raise EstimateError for a job description that cannot be read (for the CLI, before capture)."""
     section = job_section(options)
     if section["status"] == "unparsable":
-        from gdsdoctor.checkpoint.stall import EstimateError
+        from gdsdoctor.errors import EstimateError
 
         raise EstimateError(section["detail"])

@@ -24,20 +24,6 @@ Recogniser = Callable[[str], bool]
 Reader = Callable[[Path], bytes]
 
 
-class ParseError(ValueError):
-    """The text is not the format this parser reads (with the line where it went wrong)."""
-
-    def __init__(self, reason: str, line: int | None = None) -> None:
-        super().__init__(reason if line is None else f"line {line}: {reason}")
-        self.reason = reason
-        self.line = line
-
-
-class Unavailable(Exception):
-    """Raised by a reader whose source does not exist on this host (no libudev, say): the
-    capture records the source as missing, with the message as the reason."""
-
-
 class Source(NamedTuple):
     """One way to capture a probe's input: a command, a host file, or a reader."""
 

@@ -43,8 +43,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.host_io import read_under_root
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key

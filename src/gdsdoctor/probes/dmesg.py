@@ -49,8 +49,9 @@ from collections import deque
 from collections.abc import Container, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
 

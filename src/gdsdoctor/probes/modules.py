@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _LSMOD_HEADER = lazy_compile(r"^Module\s+Size\s+Used by")
 _LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+)(?P<rest>.*)$")

@@ -7,8 +7,9 @@ Fields are space-separated with octal escapes (``\\040`` for a space)::
 
 from __future__ import annotations
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _OCTAL = lazy_compile(r"\\([0-7]{3})")
 _LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")

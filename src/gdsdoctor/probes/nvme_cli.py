@@ -56,8 +56,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
+from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.text import (
     json_key,
     line_finder,

@@ -38,8 +38,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, src
+from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.host_io import child_inside, link_name, list_inside, read_regular, real_inside
 from gdsdoctor.probes.text import line_finder, load_pasted_json, split_address, text_or_none, to_bool, to_int
 

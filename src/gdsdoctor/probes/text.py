@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, numbered_lines, src
+from gdsdoctor.probes.base import numbered_lines, src
 
 # -------------------------------------------------------------------------------------------------
 # parsers: JSON, provenance and values (pure)
