@@ -368,7 +368,11 @@ def replicated_rules(times: int) -> list[Any]:
     from gdsdoctor.pipeline import rules
 
     shipped = rules()
-    return [cause._replace(id=f"{cause.id}-{n}", explains=()) for n in range(times) for cause in shipped]
+    return [
+        dataclasses.replace(cause, id=f"{cause.id}-{n}", explains=())
+        for n in range(times)
+        for cause in shipped
+    ]
 
 
 def facts_for(mounts: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
+
 """Live capture, bundles and pasted files: the same findings whichever door the data comes in by."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tarfile
 import time
@@ -83,7 +85,7 @@ def test_probe_threads_parse_and_facts_reuse_only_what_the_capture_still_holds(t
         calls.append(text)
         return original(text, name)
 
-    probe = BY_SECTION["cmdline"]._replace(parse=counting)
+    probe = dataclasses.replace(BY_SECTION["cmdline"], parse=counting)
     live = LiveCapture(host, probes=[probe], parse=section_from)
     capture = live.finish()
     assert len(calls) == 1 and "cmdline" in live.parsed  # parsed in the probe's thread

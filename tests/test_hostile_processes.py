@@ -1,3 +1,4 @@
+
 """Hostile processes and interrupted runs: SIGTERM or SIGHUP in the middle of a check, a
 collect or a bench, probes that daemonise or stay stuck from an earlier run, commands that
 fail in ways a fallback must not hide. Nothing outlives gdsdoctor, nothing is left half-written,
@@ -10,6 +11,7 @@ before leaving with ``os._exit``), so the signal reaches a process of its own.""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -106,7 +108,7 @@ def hanging_probes(bindir: Path, record: Path) -> None:
 def quick(section: str, timeout: float = 0.5) -> Probe:
     """The probe of ``section`` with short command timeouts (a hang costs the test 0.5 s)."""
     probe = next(p for p in PROBES if p.section == section)
-    return probe._replace(sources=tuple(s._replace(timeout=timeout) for s in probe.sources))
+    return dataclasses.replace(probe, sources=tuple(dataclasses.replace(s, timeout=timeout) for s in probe.sources))
 
 
 # --- 5. SIGTERM / SIGHUP leave no probe behind ------------------------------------------------

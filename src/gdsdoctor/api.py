@@ -36,7 +36,7 @@ __all__ = [
 PathLike = str | Path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Report:
     """One node's diagnosis. ``data`` is the report document (the same as ``--format json``)."""
 

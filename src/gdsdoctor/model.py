@@ -7,8 +7,8 @@ a status with a one-line detail.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
 
 
 class ArtifactStatus(StrEnum):
@@ -19,7 +19,8 @@ class ArtifactStatus(StrEnum):
     ERROR = "error"  # non-zero exit (stderr in detail) or unreadable
 
 
-class Artifact(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Artifact:
     """One captured command output or file, as raw bytes, with how the capture went."""
 
     name: str  # bundle-relative path, e.g. "proc/mounts", "cmd/gdscheck-p.txt"

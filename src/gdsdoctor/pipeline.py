@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
@@ -34,7 +35,8 @@ HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
 }
 
 
-class Analysis(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Analysis:
     capture: Capture
     facts: dict[str, Any]
     results: list[CauseResult]

@@ -1,3 +1,4 @@
+
 """Every live reader of /sys, /proc, /dev and /etc run on fake hosts (pyfakefs, tests/probes/fakehost.py).
 
 The sections are captured the way ``check --host-root ROOT`` captures them: ``capture_live`` over the
@@ -10,6 +11,7 @@ walk, links that leave the host root.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -48,7 +50,7 @@ KALLSYMS = (
 def sections(root: str | Path, *names: str) -> dict[str, dict[str, Any]]:
     """The facts sections ``names`` of the host at ``root``, captured as ``check --host-root`` does."""
     probes = [BY_SECTION[name] for name in names]
-    probes = [probe._replace(sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes]
+    probes = [dataclasses.replace(probe, sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes]
     capture = capture_live(Path(root), probes=probes, deadline_s=20)
     return {probe.section: section_from(probe, held_artifacts(probe, capture)) for probe in probes}
 

@@ -224,7 +224,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-@dataclass
+@dataclass(slots=True)
 class _Members:
     """What an archive or directory holds: regular files read, and what was set aside."""
 

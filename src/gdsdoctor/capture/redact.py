@@ -1,3 +1,4 @@
+
 """Redaction: make a capture safe to attach to a public ticket, without changing the diagnosis.
 
 Two passes over every text of a capture (artifact bytes, sources, details, host summary,
@@ -28,6 +29,7 @@ the bundle, never into it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import ipaddress
@@ -129,7 +131,7 @@ _SHAPES = [
 _KEPT_USERS = frozenset({"root", "nobody", "admin", "user"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Mapper:
     """Original → replacement, per kind, consistent and one-to-one, from a random key."""
 
@@ -207,7 +209,7 @@ def v6_kept_bits(address: ipaddress.IPv6Address) -> int:
     return next((b.prefixlen for b in _V6_BLOCKS if address in b), 16)
 
 
-@dataclass
+@dataclass(slots=True)
 class Redactor:
     mapper: Mapper = field(default_factory=Mapper)
     literals: dict[str, str] = field(default_factory=dict)  # learned value -> kind
@@ -483,7 +485,8 @@ def redact_capture(capture: Capture, redactor: Redactor | None = None) -> tuple[
         else redactor.text(capture.label),
     )
     for name, artifact in capture.artifacts.items():
-        redacted.artifacts[name] = artifact._replace(
+        redacted.artifacts[name] = dataclasses.replace(
+            artifact,
             data=redactor.data(artifact.data),
             source=redactor.text(artifact.source),
             detail=redactor.text(artifact.detail),

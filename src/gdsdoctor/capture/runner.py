@@ -28,6 +28,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gdsdoctor import signals
@@ -60,14 +61,12 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
+@dataclass(slots=True)
 class _Outcome:
-    __slots__ = ("overflow", "stderr", "stdout", "timed_out")
-
-    def __init__(self) -> None:
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.timed_out = False
-        self.overflow = ""  # "stdout" or "stderr" when a cap was hit
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    timed_out: bool = False
+    overflow: str = ""  # "stdout" or "stderr" when a cap was hit
 
 
 def run_command(

@@ -30,7 +30,7 @@ WORDS = {"switch": "same PCIe switch", "root_port": "same root port",
          "cross_socket": "across CPU sockets"}  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     label: str
     details: list[str] = field(default_factory=list)
@@ -42,7 +42,7 @@ class Node:
                 "children": [c.to_dict() for c in self.children]}  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class Topology:
     source: str | None
     root: Node

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
@@ -27,7 +28,8 @@ Location = tuple[str | int, ...]
 PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
 
 
-class Signal(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Signal:
     id: str
     when: str
     certainty: float
@@ -36,7 +38,8 @@ class Signal(NamedTuple):
     boost: bool = False  # context: adds certainty only when a non-boost signal holds
 
 
-class Cause(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Cause:
     id: str
     title: str
     category: str
@@ -56,7 +59,8 @@ class Cause(NamedTuple):
     line: int = 0
 
 
-class LintIssue(NamedTuple):
+@dataclass(frozen=True, slots=True, order=True)
+class LintIssue:
     file: str
     line: int
     message: str

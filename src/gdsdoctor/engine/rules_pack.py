@@ -1,3 +1,4 @@
+
 """The built-in rules, pre-parsed: a JSON pack that loads in a few milliseconds.
 
 Parsing the YAML matrix (~45 ms even with libyaml) and compiling its 500-odd JMESPath
@@ -15,6 +16,7 @@ Site rules (``--rules-dir``) are always parsed and validated.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zlib
@@ -69,9 +71,9 @@ def _tree_text(tree: Any) -> str:
 
 
 def _cause_record(cause: Cause, rules_dir: Path) -> dict[str, Any]:
-    record = cause._asdict()
+    record = dataclasses.asdict(cause)
     record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
-    record["signals"] = [s._asdict() for s in cause.signals]
+    record["signals"] = [dataclasses.asdict(s) for s in cause.signals]
     return record
 
 

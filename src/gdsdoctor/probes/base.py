@@ -13,8 +13,9 @@ provenance record made by :func:`src`, so a finding can show the exact line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 Section = dict[str, Any]
 Parser = Callable[[str, str], Section]
@@ -24,7 +25,8 @@ Recogniser = Callable[[str], bool]
 Reader = Callable[[Path], bytes]
 
 
-class Source(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Source:
     """One way to capture a probe's input: a command, a host file, or a reader."""
 
     artifact: str  # bundle-relative name, e.g. "proc/modules", "cmd/lsmod.txt"
@@ -59,7 +61,8 @@ class Source(NamedTuple):
         return self.how
 
 
-class Probe(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Probe:
     section: str  # key in the facts document
     title: str  # what it is, for `gdsdoctor probes` and "how to collect" hints
     sources: tuple[Source, ...]

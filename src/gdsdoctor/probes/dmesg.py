@@ -51,7 +51,8 @@ import json
 import re
 from collections import deque
 from collections.abc import Container, Iterator, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
@@ -94,7 +95,8 @@ _BANNER = lazy_compile(r"Linux version (?P<release>\S+)")
 _CMDLINE = lazy_compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
 
 
-class LogLine(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LogLine:
     """One kernel message with its prefix taken apart."""
 
     number: int
