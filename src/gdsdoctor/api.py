@@ -15,13 +15,17 @@ Errors the user can fix (an unreadable bundle, an unknown format) raise a :class
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor import pipeline
+from gdsdoctor.capture.detect import capture_texts
 from gdsdoctor.errors import GdsdoctorError, UserError
-from gdsdoctor.report.render import FORMATS
+from gdsdoctor.facts.job import validate
+from gdsdoctor.report.render import FORMATS, render
 
 __all__ = [
     "FORMATS",
@@ -69,8 +73,6 @@ class Report:
 
     def render(self, fmt: str = "text", verbose: bool = False) -> str:
         """The report as ``gdsdoctor --format FMT`` prints it (one of :data:`FORMATS`)."""
-        from gdsdoctor.report.render import render
-
         if fmt not in FORMATS:
             raise UserError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
         return render(self.data, fmt, verbose)
@@ -78,8 +80,6 @@ class Report:
     @classmethod
     def from_json(cls, document: str | Mapping[str, Any]) -> Report:
         """A report saved with ``--format json`` (to render it in another format later)."""
-        import json
-
         data = json.loads(document) if isinstance(document, str) else dict(document)
         if not isinstance(data, dict) or "summary" not in data or "findings" not in data:
             raise UserError("not a gdsdoctor report document")
@@ -98,8 +98,6 @@ def check(
     ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
     ``{"params": "70B", "interval": "30m"}``.
     """
-    from gdsdoctor import pipeline
-
     checked = _job(job)
     return _run(lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked))
 
@@ -113,8 +111,6 @@ def analyze(
 ) -> Report:
     """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``;
     pasted files (a fifo fed by a slow writer among them) are read within ``deadline_s`` seconds."""
-    from gdsdoctor import pipeline
-
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
     checked = _job(job)
     return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked, deadline_s))
@@ -131,9 +127,6 @@ def analyze_texts(
     ``texts`` is ``{"name": text}`` or a list of texts; each is recognised by its content, never
     by its name (the name labels it in evidence lines). Unrecognised texts become notes.
     """
-    from gdsdoctor import pipeline
-    from gdsdoctor.capture.detect import capture_texts
-
     named = (
         texts.items() if isinstance(texts, Mapping) else ((f"text-{i}", t) for i, t in enumerate(texts, 1))
     )
@@ -177,8 +170,6 @@ def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
     if not job:
         return None
-    from gdsdoctor.facts.job import validate
-
     checked = {str(k): v for k, v in job.items()}
     validate(checked)  # a bad value raises EstimateError, a GdsdoctorError
     return checked

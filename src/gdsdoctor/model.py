@@ -7,6 +7,7 @@ a status with a one-line detail.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -33,8 +34,6 @@ class Artifact:
 
     @property
     def sha256(self) -> str:
-        import hashlib  # OpenSSL's start-up cost is paid only by the bundle writer
-
         return hashlib.sha256(self.data).hexdigest()
 
     @property

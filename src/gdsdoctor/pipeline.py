@@ -121,7 +121,7 @@ def check(
 
 
 def _prepare_analysis(rules_dirs: Sequence[Path]) -> None:
-    """Import the analysis stages and load the rules (~30 ms on the machines measured) while
+    """Import the analysis stages and load the rules (docs/performance.md) while
     the capture threads wait on subprocesses, rather than after them. An error in the rules
     surfaces when analyze_capture asks for them again."""
     import gdsdoctor.engine.evaluate

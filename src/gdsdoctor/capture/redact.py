@@ -1,4 +1,3 @@
-
 """Redaction: make a capture safe to attach to a public ticket, without changing the diagnosis.
 
 Two passes over every text of a capture (artifact bytes, sources, details, host summary,
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.detect import read_pasted
 from gdsdoctor.errors import UserError
 from gdsdoctor.outputs import write_new_bytes
 from gdsdoctor.patterns import lazy_compile
@@ -537,8 +537,6 @@ def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[
     same identifier gets the same replacement in every file. Returns one line per file. Nothing
     is written through or over an existing name (a link included), and a failed or interrupted
     run removes what it wrote."""
-    from gdsdoctor.capture.detect import read_pasted
-
     texts: dict[Path, bytes] = {}
     lines = []
     for path in paths:

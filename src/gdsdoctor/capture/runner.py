@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import selectors
 import signal
@@ -251,8 +252,6 @@ def _adopt_orphans() -> None:
         return
     _subreaper = False
     with contextlib.suppress(OSError, AttributeError):
-        import ctypes  # only here: ~3 ms to import
-
         libc = ctypes.CDLL(None, use_errno=True)
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 

@@ -187,10 +187,11 @@ def main() -> NoReturn:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Leave without the interpreter's teardown: freeing every module and object took ~25 ms,
-    a tenth of a `check` that health checks run every few minutes. What teardown would do that
-    matters is done here: the commands still running are killed (the runner's exit handler),
-    and what we wrote is flushed (a reader that went away is not an error of ours)."""
+    """Leave without the interpreter's teardown: freeing every module and object is a
+    measurable part of a `check` that health checks run every few minutes (docs/performance.md).
+    What teardown would do that matters is done here: the commands still running are killed
+    (the runner's exit handler), and what we wrote is flushed (a reader that went away is not
+    an error of ours)."""
     runner = sys.modules.get("gdsdoctor.capture.runner")
     if runner is not None:
         runner.kill_running()

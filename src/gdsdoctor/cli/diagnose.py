@@ -47,7 +47,7 @@ def job_of(
     given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
     job.update({k: v for k, v in given.items() if v is not None})
     if not job:
-        return job  # nothing to check (and the estimate model, ~10 ms of imports, is not needed)
+        return job  # nothing to check (and the stall model need not be imported)
     from gdsdoctor.facts.job import validate
 
     validate(job)  # a bad value raises EstimateError, a UserError

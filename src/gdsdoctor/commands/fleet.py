@@ -34,7 +34,10 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundle import is_bundle
+from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError
+from gdsdoctor.pipeline import analyze_paths, rules
+from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
 
 FLEET_KIND = "gdsdoctor.fleet"
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -88,8 +91,6 @@ def is_fleet(paths: Sequence[Path]) -> bool:
 
 
 def config_of(facts: dict[str, Any], keys: dict[str, str] = CONFIG_KEYS) -> dict[str, str | None]:
-    from gdsdoctor.engine.functions import search
-
     visible = {
         name: section
         for name, section in facts.items()
@@ -120,8 +121,6 @@ def node_record(
 ) -> dict[str, Any]:
     """Analyse one bundle into the small record the fleet summary is computed from. Never raises
     for a bad bundle: it becomes an UNKNOWN node with the error."""
-    from gdsdoctor.pipeline import analyze_paths
-
     try:
         analysis = analyze_paths([path], target_path, rules_dirs, job)
     except BundleError as error:
@@ -168,8 +167,6 @@ def _failed_record(path: Path, error: str) -> dict[str, Any]:
 
 def _warm(rules_dirs: Sequence[Path]) -> None:
     """Worker start: load and check the rules once per process, not once per bundle."""
-    from gdsdoctor.pipeline import rules
-
     rules(rules_dirs)
 
 
@@ -387,8 +384,6 @@ def _names(names: Sequence[str]) -> str:
 def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
     """The fleet summary as outline blocks, drawn by the text and Markdown renderers.
     ``verbose`` lists every unreadable bundle (otherwise the first few and how many more)."""
-    from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
-
     head = summary["summary"]
     counts = ", ".join(f"{n} {s}" for s, n in head["by_status"].items() if n)
     yield Line(

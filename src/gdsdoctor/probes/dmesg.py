@@ -230,7 +230,7 @@ def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     looking for in each of its lines. A log has a handful of the ~90.
 
     Each hint is a scan of the text, so they are looked for in its distinct words instead (a
-    log repeats itself: a third of the text of a test VM's log, 7.7 -> 3.8 ms): a hint without
+    log repeats itself; measured in docs/performance.md): a hint without
     whitespace occurs in the text exactly when it occurs in one of its words. A hint with
     whitespace needs each of its pieces in the words, and is then confirmed in the text. The
     words are gathered a chunk at a time (a list of every word of a hostile 64 MiB log would
@@ -407,7 +407,7 @@ def _json_lines(text: str) -> Iterator[LogLine]:
 def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) -> Iterator[LogLine | float]:
     """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
     outside it with nothing else to give yields only its clock: most lines of a log, and making
-    each a LogLine was most of the parse (a 10,700-line log: 90 -> 65 ms)."""
+    each a LogLine was most of the parse (docs/performance.md)."""
     for number, raw in numbered_lines(text):
         if hinted is not None and number not in hinted and (clock := _quiet_clock(raw)) is not None:
             yield clock
