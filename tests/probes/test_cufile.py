@@ -291,16 +291,6 @@ def test_env_recogniser_rejects_samples() -> None:
         assert not cufile.recognise_cufile_env(path.read_text()), path.name
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_never_crashes_on_text(text: str) -> None:
-    for parse in PARSERS:
-        with contextlib.suppress(ParseError):
-            parse(text, "x")
-    for recognise in (*RECOGNISERS.values(), cufile.recognise_cufile_env):
-        recognise(text)
-
-
 SAMPLES = [p for k in ("cufile_log", "cufile_json", "gds_stats") for p in KINDS[k]]
 
 

@@ -210,14 +210,6 @@ def test_rejects_garbage() -> None:
         gdscheck.parse("", ART)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_never_crashes_on_text(text: str) -> None:
-    with contextlib.suppress(ParseError):
-        gdscheck.parse(text, ART)
-    gdscheck.recognise(text)
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from(KINDS["gdscheck"]),

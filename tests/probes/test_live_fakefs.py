@@ -1,4 +1,3 @@
-
 """Every live reader of /sys, /proc, /dev and /etc run on fake hosts (pyfakefs, tests/probes/fakehost.py).
 
 The sections are captured the way ``check --host-root ROOT`` captures them: ``capture_live`` over the
@@ -50,7 +49,9 @@ KALLSYMS = (
 def sections(root: str | Path, *names: str) -> dict[str, dict[str, Any]]:
     """The facts sections ``names`` of the host at ``root``, captured as ``check --host-root`` does."""
     probes = [BY_SECTION[name] for name in names]
-    probes = [dataclasses.replace(probe, sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes]
+    probes = [
+        dataclasses.replace(probe, sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes
+    ]
     capture = capture_live(Path(root), probes=probes, deadline_s=20)
     return {probe.section: section_from(probe, held_artifacts(probe, capture)) for probe in probes}
 

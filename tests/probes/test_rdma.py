@@ -277,16 +277,6 @@ def test_parsers_reject_other_text(text: str) -> None:
 PARSERS = (rdma.parse_infiniband, rdma.parse_netdev, rdma.parse_mlnx_qos, rdma.parse_memlock)
 
 
-@given(st.text())
-def test_parsers_raise_only_parse_error(text: str) -> None:
-    for parse in PARSERS:
-        with contextlib.suppress(ParseError):
-            parse(text, "x")
-    rdma.recognise_infiniband(text)
-    rdma.recognise_mlnx_qos(text)
-    rdma.recognise_memlock(text)
-
-
 @given(name=st.sampled_from([*IB_FILES, QOS, SPIDER]), cut=st.integers(0, 9000), drop=st.integers(1, 9))
 @settings(max_examples=80)
 def test_parsers_survive_mutations(name: str, cut: int, drop: int) -> None:

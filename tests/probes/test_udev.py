@@ -1,4 +1,3 @@
-
 """The udev probe: the database-record parser on real records, the host-root reader on trees
 (temporary and pyfakefs), the live probe through pyudev on this machine, export-db pastes."""
 
@@ -309,7 +308,9 @@ def test_redaction_removes_udev_serials_and_wwns(tmp_path: Path) -> None:
     capture = Capture(origin="files")
     capture.add("udev", capture_source(SOURCE, tmp_path))
     export_db = (DATA / "export-db-oracle-sda.txt").read_bytes()
-    capture.add("udev", dataclasses.replace(capture.artifacts[SOURCE.artifact], name="export-db.txt", data=export_db))
+    capture.add(
+        "udev", dataclasses.replace(capture.artifacts[SOURCE.artifact], name="export-db.txt", data=export_db)
+    )
     redacted, _ = redact_capture(capture)
     everything = b"\n".join(a.data for a in redacted.artifacts.values()).decode()
     for identifier in ("12345ABCD678", "601666418e094990a94f6e388025315b", "0x601666418e094990"):
