@@ -39,6 +39,9 @@ Section shape::
 values pulled from the message (errno, qid, xid, sector, status...), keys per kind in
 docs/facts/dmesg.md. The event kinds and their patterns are :mod:`gdsdoctor.probes.dmesg_kinds`.
 
+>>> classify("nvme nvme0: I/O 39 QID 3 timeout, aborting")
+('nvme_timeout', 'nvme0', {'tag': 39, 'qid': 3, 'action': 'aborting'})
+
 Longer than 600 lines because the fourteen line forms above, the boot tracking and the events'
 bookkeeping are one reader: split, each part would need the others' state (the boots, the clock
 of quiet lines, the hinted lines).

@@ -8,6 +8,12 @@ lsmod::
 
     Module                  Size  Used by
     nvidia_fs             262144  0
+
+Section: ``{names: [str], by_name: {name: {name, size, refcount, used_by: [str], src}}}``.
+
+>>> section = parse("nvidia_fs 262144 0 - Live 0xffffffffc0a1a000 (OE)\\n", "proc/modules")
+>>> section["names"], section["by_name"]["nvidia_fs"]["size"]
+(['nvidia_fs'], 262144)
 """
 
 from __future__ import annotations

@@ -1,8 +1,14 @@
 """Mounted filesystems, from ``/proc/mounts`` (or ``/proc/self/mounts``, ``/etc/mtab``).
 
-Fields are space-separated with octal escapes (``\\040`` for a space)::
+Fields are space-separated with octal escapes (``\\040`` for a space); each line becomes
+``{device, mountpoint, fstype, options, opts: {option: value | True}, src}``:
 
-    /dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0
+>>> section = parse("/dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0\\n", "proc/mounts")
+>>> mount = section["mounts"][0]
+>>> mount["mountpoint"], mount["fstype"], mount["opts"]["data"]
+('/mnt/ckpt', 'ext4', 'ordered')
+>>> mount["src"]
+{'artifact': 'proc/mounts', 'line': 1, 'text': '/dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0'}
 """
 
 from __future__ import annotations

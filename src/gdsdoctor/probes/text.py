@@ -10,6 +10,11 @@
 - ``split_address`` (NVMe controller addresses), ``strip_prompt_lines`` (pastes).
 
 Reading the host is :mod:`gdsdoctor.probes.host_io`.
+
+>>> size_bytes("1.5G"), size_bytes("512")  # (bytes, exact): a human size is rounded
+((1610612736, False), (512, True))
+>>> to_int("0x10"), to_bool("yes"), to_bool("maybe")
+(16, True, None)
 """
 
 from __future__ import annotations
