@@ -1,5 +1,8 @@
 """cuFile (libcufile) configuration, environment and log.
 
+Longer than 600 lines: one family (cufile.json, its environment, cufile.log, gds_stats) sharing
+the JSON-with-comments reader and the cuFile key names.
+
 Section ``cufile_json`` — the cufile.json in effect, with the documented defaults filled in.
 cufile.json allows ``//`` and ``/* */`` comments and trailing commas; they are removed outside
 strings only (``"http://x"`` stays). The reader picks ``$CUFILE_ENV_PATH_JSON`` if set, else

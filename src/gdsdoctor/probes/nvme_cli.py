@@ -1,5 +1,8 @@
 """NVMe facts from nvme-cli: namespaces, subsystems/paths, SMART, identify-controller, discovery.
 
+Longer than 600 lines: six nvme-cli commands, each with JSON shapes from many versions and a text
+form, sharing the shape dispatch and the controller/namespace model.
+
 nvme-cli changed its JSON shapes many times (research/nvme-notes.md §1), so every parser
 dispatches on the SHAPE of the document, never on a version number.
 

@@ -1,5 +1,8 @@
 """PCIe devices from sysfs, IOMMU groups, and ``lspci -vvv``.
 
+Longer than 600 lines: one family, three sources (sysfs, IOMMU groups, ``lspci -vvv`` and its tree)
+sharing the device model; split, each part would import the others.
+
 Section ``pci`` (reader over ``/sys/bus/pci/devices/*``). Plain file reads, not pyudev: pyudev
 always talks to the running host's udev/sysfs and cannot be pointed at another root
 (``--host-root`` or a bundle), so the reader walks the tree itself. A sample attribute::

@@ -1,5 +1,8 @@
 """RDMA ports, network interfaces, RoCE QoS and the memlock limit.
 
+Longer than 600 lines: five sections whose pastes come in many forms (ibstat, ibstatus,
+ibv_devinfo, sysfs dumps, mlnx_qos), sharing the port model.
+
 Section ``infiniband``: a reader over ``/sys/class/infiniband/<dev>/ports/<n>/`` (plain reads), or a pasted
 ``ibstat``, ``ibstatus``, ``ibv_devinfo`` or ``grep -H . /sys/class/infiniband/...`` dump. Samples::
 

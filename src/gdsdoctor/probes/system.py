@@ -1,5 +1,7 @@
 """Kernel and system identity: small sections, one probe each.
 
+Longer than 600 lines: eight small sections, one probe each, too small for a module apiece.
+
 ``kernel`` (``/proc/version`` or ``uname -a``; also a bare ``uname -r``)::
 
     Linux version 6.8.0-1040-nvidia (buildd@lcy02-amd64-070) (x86_64-linux-gnu-gcc-13 ...) #43-Ubuntu SMP ...
