@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from gdsdoctor.capture.capture import Capture  # noqa: E402
 from gdsdoctor.capture.detect import PasteReader  # noqa: E402
-from gdsdoctor.model import UserError  # noqa: E402
+from gdsdoctor.errors import UserError  # noqa: E402
 
 EXPECTATIONS = REPO / "tests" / "data" / "recognition-expected.txt"
 ROOTS = ("tests/data", "fixtures")
@@ -126,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s.outcome:11} {s.path}  expected {s.expected}, read as {', '.join(s.read_as) or 'nothing'}")
     share = summary["right_share"]
     print(
-        f"{summary['files']} files scored: {summary['outcomes']}; "
-        f"read as their kind: {share:.1%}" if isinstance(share, float) else "no files"
+        f"{summary['files']} files scored: {summary['outcomes']}; read as their kind: {share:.1%}"
+        if isinstance(share, float)
+        else "no files"
     )
     return 0
 

@@ -126,13 +126,6 @@ def test_runbook_example_runs() -> None:
     assert "ext4-data-journal" in str(namespace["markdown"])  # readable: only specials are escaped
 
 
-def test_cli_deadline_default_matches_capture() -> None:
-    from gdsdoctor import cli
-    from gdsdoctor.capture import live
-
-    assert cli.DEFAULT_DEADLINE_S == live.DEFAULT_DEADLINE_S
-
-
 def test_version_does_not_import_the_engine() -> None:
     """Start-up stays fast: `--version` imports neither the capture layer nor the rules."""
     import subprocess

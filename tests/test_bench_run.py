@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor import bench, estimate
-from gdsdoctor.bench import BenchError
+from gdsdoctor.checkpoint import line_rate
+from gdsdoctor.checkpoint import stall as estimate
+from gdsdoctor.commands import bench_run as bench
+from gdsdoctor.errors import BenchError
 from gdsdoctor.probes import bench as bench_probes
 from tests.loopfs import loop_mount, skip_unless_root_with
 
@@ -175,30 +177,30 @@ def test_libcufile_plan_measures_cufile_and_posix() -> None:
 
 
 def test_pcie_link_rates() -> None:
-    assert bench.pcie_link_bytes_per_s(4, 4) == pytest.approx(7.877e9, rel=1e-3)
-    assert bench.pcie_link_bytes_per_s(5, 16) == pytest.approx(63.02e9, rel=1e-3)
-    assert bench.pcie_link_bytes_per_s(3, 4) == pytest.approx(3.938e9, rel=1e-3)
-    assert bench.pcie_link_bytes_per_s(2, 1) == pytest.approx(0.5e9)
+    assert line_rate.pcie_link_bytes_per_s(4, 4) == pytest.approx(7.877e9, rel=1e-3)
+    assert line_rate.pcie_link_bytes_per_s(5, 16) == pytest.approx(63.02e9, rel=1e-3)
+    assert line_rate.pcie_link_bytes_per_s(3, 4) == pytest.approx(3.938e9, rel=1e-3)
+    assert line_rate.pcie_link_bytes_per_s(2, 1) == pytest.approx(0.5e9)
     with pytest.raises(BenchError):
-        bench.pcie_link_bytes_per_s(7, 4)
+        line_rate.pcie_link_bytes_per_s(7, 4)
     with pytest.raises(BenchError):
-        bench.pcie_link_bytes_per_s(4, 3)
+        line_rate.pcie_link_bytes_per_s(4, 3)
 
 
 def test_expected_throughput_takes_the_narrowest_component() -> None:
-    local = bench.expected_throughput(pcie_gen=4, pcie_width=4, drives=4)
+    local = line_rate.expected_throughput(pcie_gen=4, pcie_width=4, drives=4)
     assert local.limited_by == "drives"
     assert local.bytes_per_s == pytest.approx(4 * 7.877e9 * 0.85, rel=1e-3)
-    spec = bench.expected_throughput(pcie_gen=4, pcie_width=4, drives=4, drive_bytes_per_s=3.5e9)
+    spec = line_rate.expected_throughput(pcie_gen=4, pcie_width=4, drives=4, drive_bytes_per_s=3.5e9)
     assert spec.bytes_per_s == pytest.approx(14e9)  # write spec below the link
-    fabric = bench.expected_throughput(pcie_gen=4, pcie_width=4, drives=8, nic_gbit_s=100)
+    fabric = line_rate.expected_throughput(pcie_gen=4, pcie_width=4, drives=8, nic_gbit_s=100)
     assert fabric.limited_by == "network"
     assert fabric.bytes_per_s == pytest.approx(12.5e9 * 0.95)
     assert set(fabric.components) == {"drives", "network"}
     with pytest.raises(BenchError, match="nothing to compute"):
-        bench.expected_throughput()
+        line_rate.expected_throughput()
     with pytest.raises(BenchError, match="both"):
-        bench.expected_throughput(pcie_gen=4)
+        line_rate.expected_throughput(pcie_gen=4)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +208,7 @@ def test_expected_throughput_takes_the_narrowest_component() -> None:
     [(1.2, "suspect"), (1.05, "ok"), (0.85, "ok"), (0.84, "degraded"), (0.60, "degraded"), (0.59, "poor")],
 )
 def test_verdict_thresholds(ratio: float, level: str) -> None:
-    result = bench.verdict(ratio * 10e9, 10e9)
+    result = line_rate.verdict(ratio * 10e9, 10e9)
     assert result.level == level
     assert result.ratio == pytest.approx(ratio)
 
@@ -219,23 +221,25 @@ def test_reference_outputs_through_the_analysis() -> None:
     """Published gdsio results against the ceilings of their documented hardware."""
     # DGX-2: RAID0 of two Gen3 x4 NVMe (~3.4 GB/s each); GPU2 on the same switch, GPU12 across.
     dgx2 = gdsio_runs("gdsio-output.dgx2-nvme-raid0-same-vs-cross-switch.nvidia-gds-config-guide.txt")
-    ceiling = bench.expected_throughput(pcie_gen=3, pcie_width=4, drives=2, drive_bytes_per_s=3.4e9)
+    ceiling = line_rate.expected_throughput(pcie_gen=3, pcie_width=4, drives=2, drive_bytes_per_s=3.4e9)
     assert ceiling.bytes_per_s == pytest.approx(2 * 3.938e9 * 0.85, rel=1e-3)
-    assert bench.verdict(dgx2[0]["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "ok"
-    assert bench.verdict(dgx2[1]["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "degraded"
+    assert line_rate.verdict(dgx2[0]["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "ok"
+    assert line_rate.verdict(dgx2[1]["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "degraded"
     # NFSoRDMA over one 100 Gb/s IB port: 9.48 GiB/s GPUD read is ~86 % of line.
     nfs = gdsio_runs("gdsio-output.nfs-rdma-ib-dgx2-client.nvidia-gds-config-guide.txt")
     read = next(r for r in nfs if r["io_type"] == "READ" and r["throughput_gib_per_s"] > 9)
-    ceiling = bench.expected_throughput(nic_gbit_s=100)
-    assert bench.verdict(read["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "ok"
+    ceiling = line_rate.expected_throughput(nic_gbit_s=100)
+    assert line_rate.verdict(read["throughput_bytes_per_s"], ceiling.bytes_per_s).level == "ok"
     # stelline: the RTX 6000 Ada's Gen4 x16 link is the ceiling of a fast RAID0.
     asus = gdsio_runs("gdsio-output.stelline-asus-esc8000a-gen4-raid0.txt")
-    gpu_link = bench.expected_throughput(pcie_gen=4, pcie_width=16)
-    assert all(bench.verdict(r["throughput_bytes_per_s"], gpu_link.bytes_per_s).level == "ok" for r in asus)
+    gpu_link = line_rate.expected_throughput(pcie_gen=4, pcie_width=16)
+    assert all(
+        line_rate.verdict(r["throughput_bytes_per_s"], gpu_link.bytes_per_s).level == "ok" for r in asus
+    )
     # fio kubestr sample: 4 KiB random I/O on Ceph RBD is far below a 10 Gb/s line.
     fio = bench_probes.parse_fio((DATA / "fio-3.20.kubestr-2jobs-libaio.json").read_text(), "x")
-    rbd = bench.expected_throughput(nic_gbit_s=10)
-    assert bench.verdict(fio["aggregate"]["read_bytes_per_s"], rbd.bytes_per_s).level == "poor"
+    rbd = line_rate.expected_throughput(nic_gbit_s=10)
+    assert line_rate.verdict(fio["aggregate"]["read_bytes_per_s"], rbd.bytes_per_s).level == "poor"
 
 
 def test_measured_throughput_feeds_the_stall_model() -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor import bench
-from gdsdoctor.bench import BenchError, BenchResult, Measurement
+from gdsdoctor.commands import bench_run as bench
+from gdsdoctor.commands.bench_run import BenchResult, Measurement
+from gdsdoctor.errors import BenchError
 
 UNIT = re.compile(r"\d\s?([kKMGTP]i?B|B)(/s)?\b")
 

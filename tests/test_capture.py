@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tarfile
 import time
@@ -9,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.capture.bundle import BundleError, read_bundle, write_bundle
+from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.capture.runner import run_command
+from gdsdoctor.errors import BundleError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import analyze_capture, analyze_paths, check
 from tests.conftest import fake_binary, write_tree
@@ -82,7 +84,7 @@ def test_probe_threads_parse_and_facts_reuse_only_what_the_capture_still_holds(t
         calls.append(text)
         return original(text, name)
 
-    probe = BY_SECTION["cmdline"]._replace(parse=counting)
+    probe = dataclasses.replace(BY_SECTION["cmdline"], parse=counting)
     live = LiveCapture(host, probes=[probe], parse=section_from)
     capture = live.finish()
     assert len(calls) == 1 and "cmdline" in live.parsed  # parsed in the probe's thread

@@ -306,7 +306,7 @@ def test_a_command_built_alone_reads_as_in_the_whole_app(words: list[str]) -> No
 
 def test_report_formats_are_the_renderers() -> None:
     from gdsdoctor import cli
-    from gdsdoctor.fleet import FLEET_FORMATS
+    from gdsdoctor.commands.fleet import FLEET_FORMATS
 
     fmt = next(p for p in _command(cli.build_app(), ["check"]).params if p.name == "fmt")
     assert tuple(fmt.type.choices) == cli.REPORT_FORMATS

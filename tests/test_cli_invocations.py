@@ -143,7 +143,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tmp / "bad-rules").mkdir()
     (tmp / "bad-rules" / "x.yaml").write_text("causes:\n  - id: Bad_Id\n")
     (tmp / "paste.txt").write_text("gpu001.example.com 10.1.2.3 nqn.2014-08.org.nvmexpress:uuid:1\n")
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     summary = fleet.analyse_fleet([Path(BUNDLE), Path(TOPO_BUNDLE)], jobs=1)
     (tmp / "fleet.json").write_text(json.dumps(summary))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gdsdoctor.catalogue import render_catalogue
-from gdsdoctor.explain import probes_markdown
+from gdsdoctor.commands.catalogue import render_catalogue
+from gdsdoctor.commands.explain import probes_markdown
 from gdsdoctor.pipeline import rules
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -234,7 +234,9 @@ def test_an_edited_rule_counts_at_once(tmp_path: Path, monkeypatch: pytest.Monke
     copy = tmp_path / "rules"
     shutil.copytree(rules.builtin_rules_dir(), copy)
     monkeypatch.setattr(rules, "builtin_rules_dir", lambda: copy)
-    assert {c.id: c.title for c in pipeline.rules()}["nvidia-fs-not-loaded"] == "nvidia-fs kernel module is not loaded"
+    assert {c.id: c.title for c in pipeline.rules()}[
+        "nvidia-fs-not-loaded"
+    ] == "nvidia-fs kernel module is not loaded"
     file = copy / "gds-driver.yaml"
     text = file.read_text()
     file.write_text(text.replace("title: nvidia-fs kernel module is not loaded", "title: edited title", 1))
@@ -291,7 +293,12 @@ def test_named_checks_and_evidence_default_to_when(tmp_path: Path) -> None:
     facts = _facts_with_mounts(("/ckpt", "ext4"), ("/data", "xfs"), ("/scratch", "ext4"))
     (result,) = evaluate(causes, facts, {})
     assert result.outcome == Outcome.FIRED
-    assert [e.text for e in result.evidence] == ["ext4 on /ckpt, /scratch", "/ckpt", "/scratch", "cites nothing"]
+    assert [e.text for e in result.evidence] == [
+        "ext4 on /ckpt, /scratch",
+        "/ckpt",
+        "/scratch",
+        "cites nothing",
+    ]
     (clear,) = evaluate(causes, _facts_with_mounts(("/data", "xfs")), {})
     assert clear.outcome == Outcome.CLEAR and [s.held for s in clear.signals] == [False, True, False]
 
@@ -322,9 +329,17 @@ def test_old_fact_names_still_fire_and_lint_names_the_new_one(tmp_path: Path) ->
     (tmp_path / "old.yaml").write_text(old)
     _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
     assert [(i.line, i.warning, i.message) for i in issues] == [
-        (3, True, "check ext4_mounts: derived.storage_checkpoint_mounts is an old name: "
-                  "write derived.storage.checkpoint_mounts"),
-        (17, True, "ext4-anywhere: derived.checkpoint_mounts is an old name: write derived.storage.checkpoint_mounts"),
+        (
+            3,
+            True,
+            "check ext4_mounts: derived.storage_checkpoint_mounts is an old name: "
+            "write derived.storage.checkpoint_mounts",
+        ),
+        (
+            17,
+            True,
+            "ext4-anywhere: derived.checkpoint_mounts is an old name: write derived.storage.checkpoint_mounts",
+        ),
     ]
     assert str(issues[0]).startswith(f"{tmp_path / 'old.yaml'}:3: warning: check ext4_mounts:")
     (cause,) = [c for c in load_rules([tmp_path], KNOWN_SECTIONS) if c.id == "ext4-anywhere"]

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gdsdoctor import estimate
-from gdsdoctor.estimate import EstimateError
+from gdsdoctor.checkpoint import stall as estimate
+from gdsdoctor.errors import EstimateError
 
 
 def textbook(**overrides: object) -> estimate.Estimate:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor import fleet
 from gdsdoctor.capture.bundle import write_bundle
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.commands import fleet
 from gdsdoctor.model import Artifact, ArtifactStatus
 from tests.test_cli import gdsdoctor
 
-FLEET_SCHEMA = json.loads((Path(fleet.__file__).parent / "schemas" / "fleet.schema.json").read_text())
+FLEET_SCHEMA = json.loads((Path(fleet.__file__).parents[1] / "schemas" / "fleet.schema.json").read_text())
 
 
 def validate_fleet(summary: dict) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gdsdoctor import fleet
 from gdsdoctor.capture.bundle import write_bundle
+from gdsdoctor.commands import fleet
 from tests.test_fleet import JOURNAL, LSMOD_GDS, LSMOD_NO_GDS, ORDERED, node_capture, validate_fleet
 
 

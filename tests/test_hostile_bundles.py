@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from gdsdoctor.capture import bundle
-from gdsdoctor.capture.bundle import BundleError, read_bundle
+from gdsdoctor.capture.bundle import read_bundle
+from gdsdoctor.errors import BundleError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import analyze_paths
 from tests.conftest import write_tree

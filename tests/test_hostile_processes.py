@@ -10,6 +10,7 @@ before leaving with ``os._exit``), so the signal reaches a process of its own.""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -31,8 +32,9 @@ from gdsdoctor.capture.bundle import manifest_for, read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.capture.redact import Mapper, Redactor, redact_files
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.section import section_from
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES
 from gdsdoctor.probes.base import Probe
 from gdsdoctor.report.files import write_atomic
@@ -105,7 +107,9 @@ def hanging_probes(bindir: Path, record: Path) -> None:
 def quick(section: str, timeout: float = 0.5) -> Probe:
     """The probe of ``section`` with short command timeouts (a hang costs the test 0.5 s)."""
     probe = next(p for p in PROBES if p.section == section)
-    return probe._replace(sources=tuple(s._replace(timeout=timeout) for s in probe.sources))
+    return dataclasses.replace(
+        probe, sources=tuple(dataclasses.replace(s, timeout=timeout) for s in probe.sources)
+    )
 
 
 # --- 5. SIGTERM / SIGHUP leave no probe behind ------------------------------------------------
@@ -255,7 +259,7 @@ def test_sigterm_during_bench_kills_fio_and_removes_its_scratch_directory(
     record, measured = tmp_path / "fio-pids", tmp_path / "ckpt"
     measured.mkdir()
     fake_binary(isolated_path, "fio", FAKE_FIO.format(record=record))
-    body = f"from gdsdoctor import bench\nbench.run(Path({str(measured)!r}), 64 * 2**20, 60, engine='cpu-direct')"
+    body = f"from gdsdoctor.commands import bench_run as bench\nbench.run(Path({str(measured)!r}), 64 * 2**20, 60, engine='cpu-direct')"
     process = start_guarded(body, isolated_path, tmp_path)
     wait_for_lines(record, 1)
     [scratch] = measured.iterdir()

@@ -128,7 +128,7 @@ def test_sysfs_links_resolve_inside_the_host_root_like_host_files(tmp_path: Path
     """One mechanism for every path under the root: a sysfs dump with absolute links (as `cp -a`
     of /sys makes) is read inside the root, and an attribute linking to a file outside reads
     nothing, never the outside file."""
-    from gdsdoctor.probes.common import attrs_inside
+    from gdsdoctor.probes.host_io import attrs_inside
 
     outside = write_tree(tmp_path / "outside", {"secret": SECRET})
     host = write_tree(tmp_path / "host", {"sys/devices/virtual/net/eth0/mtu": "9000\n"})
@@ -195,7 +195,7 @@ def _lsblk(n: int) -> str:  # a name printed escaped: each search for it misses
 
 
 def _pci(n: int) -> str:
-    from gdsdoctor.probes.common import json_bytes
+    from gdsdoctor.probes.text import json_bytes
 
     devices = [{"bdf": f"0000:{i // 256:02x}:{i % 32:02x}.{i % 8}", "attrs": {}} for i in range(n)]
     return json_bytes({"reader": "pci", "devices": devices}).decode()
@@ -229,7 +229,7 @@ def test_json_parsers_do_linear_work() -> None:
 
 
 def test_the_fleet_lists_every_unreadable_bundle_with_verbose(tmp_path: Path) -> None:
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     broken = []
     for number in range(20):
@@ -273,7 +273,7 @@ def _bundle_compressed(tmp_path: Path, suffix: str, mode: str) -> Path:
 
 
 def test_bz2_and_xz_bundles_are_read_as_bundles_not_pasted_binary(tmp_path: Path) -> None:
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
     from gdsdoctor.pipeline import analyze_paths
 
     paths = [_bundle_compressed(tmp_path, s, m) for s, m in ((".tar.bz2", "w:bz2"), (".tar.xz", "w:xz"))]
@@ -329,7 +329,8 @@ def test_a_directory_bundle_nested_deep_is_refused_in_one_line(tmp_path: Path) -
     open files". Both are refused cleanly (exit 3, one line) without reading a level too many."""
     import pytest
 
-    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, BundleError, read_bundle
+    from gdsdoctor.capture.bundle import MAX_DIR_DEPTH, read_bundle
+    from gdsdoctor.errors import BundleError
 
     deep = _deep_bundle(tmp_path, 1000)
     try:
@@ -502,7 +503,7 @@ def test_the_line_finder_equals_a_scan_of_every_line(monkeypatch: Any) -> None:
     import random
     import re
 
-    from gdsdoctor.probes import common
+    from gdsdoctor.probes import text as text_helpers
 
     def plain(text: str) -> Callable[[str, int], tuple[int, str]]:
         lines, position = text.split("\n"), [0]
@@ -520,10 +521,10 @@ def test_the_line_finder_equals_a_scan_of_every_line(monkeypatch: Any) -> None:
     patterns = ["a", "^b", "ab", "^$", "x", "c$", r"a\s*b", r"^\s*b", r"\bc\b", "b|c"]
     chance = random.Random(13)
     for chunk in (0, 1, 3, 1 << 16):
-        monkeypatch.setattr(common, "_FINDER_CHUNK", chunk)
+        monkeypatch.setattr(text_helpers, "_FINDER_CHUNK", chunk)
         for _ in range(400):
             text = "".join(chance.choice(["a", "b", "c", "\n", " "]) for _ in range(chance.randint(0, 30)))
-            fast, slow = common.line_finder(text), plain(text)
+            fast, slow = text_helpers.line_finder(text), plain(text)
             for _ in range(5):
                 pattern, default = chance.choice(patterns), chance.randint(1, 4)
                 assert fast(pattern, default) == slow(pattern, default), (chunk, text, pattern)

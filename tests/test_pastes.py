@@ -12,7 +12,7 @@ from gdsdoctor.capture.detect import PasteReader, capture_files
 from gdsdoctor.capture.merge import host_conflict, merge_kernel_logs, merge_lspci
 from gdsdoctor.capture.recognition import recognise_text
 from gdsdoctor.capture.unwrap import dedented, unwrap
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.probes.dmesg import parse as parse_dmesg
 from gdsdoctor.probes.pci import parse_lspci
@@ -55,7 +55,17 @@ def section_of(text: str) -> str | None:
         f"\n\n\n{MOUNTS}",  # leading blank lines
         "".join(f"`{line}`\n" for line in MOUNTS.splitlines()),  # inline backticks on every line
     ],
-    ids=["fence", "prose-fence", "prompt", "root-prompt", "quote", "indent", "crlf", "blank-lead", "backticks"],
+    ids=[
+        "fence",
+        "prose-fence",
+        "prompt",
+        "root-prompt",
+        "quote",
+        "indent",
+        "crlf",
+        "blank-lead",
+        "backticks",
+    ],
 )
 def test_wrapped_mount_output_is_read_as_mounts(wrapped: str) -> None:
     capture = read(("ticket.txt", wrapped))
@@ -181,7 +191,9 @@ def test_skipped_lines_reach_the_report_notes(tmp_path: Path) -> None:
 
 
 def test_dmesg_and_kern_log_of_one_host_merge_without_repeating_lines() -> None:
-    dmesg = "[  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting\n[  520.0] nvme nvme0: Abort status: 0x0\n"
+    dmesg = (
+        "[  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting\n[  520.0] nvme nvme0: Abort status: 0x0\n"
+    )
     kern = (
         "May  1 10:00:00 node7 kernel: [  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting\n"
         "May  1 10:00:01 node7 kernel: [  520.0] nvme nvme0: Abort status: 0x0\n"
@@ -222,7 +234,9 @@ def test_other_kinds_keep_the_first_file_and_say_so() -> None:
 def test_two_hosts_logs_are_refused_naming_the_conflict() -> None:
     node7 = "May  1 10:00:00 node7 kernel: XFS (dm-4): x\n"
     node8 = "May  1 10:00:00 node8 kernel: XFS (dm-4): y\n"
-    with pytest.raises(UserError, match=r"more than one host: a\.log and b\.log name hostname 'node7' and 'node8'"):
+    with pytest.raises(
+        UserError, match=r"more than one host: a\.log and b\.log name hostname 'node7' and 'node8'"
+    ):
         read(("a.log", node7), ("b.log", node8))
 
 
@@ -259,7 +273,9 @@ def test_the_python_api_reads_pastes_the_same_way() -> None:
     assert report.facts["mounts"]["status"] == "ok"
     assert len(report.facts["mounts"]["mounts"]) == 31
     with pytest.raises(GdsdoctorError, match="more than one host"):
-        analyze_texts({"a.log": "May  1 10:00:00 node7 kernel: x\n", "b.log": "May  1 10:00:00 node8 kernel: y\n"})
+        analyze_texts(
+            {"a.log": "May  1 10:00:00 node7 kernel: x\n", "b.log": "May  1 10:00:00 node8 kernel: y\n"}
+        )
 
 
 def test_a_huge_input_is_read_as_it_is_never_held_as_lines() -> None:

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import PasteReader
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.section import section_from
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import BY_SECTION
 
 DATA = Path(__file__).parent / "data"
@@ -34,7 +35,9 @@ SAMPLES = {
 }
 TEXTS = {section: (DATA / path).read_text() for section, path in SAMPLES.items()}
 ALL_SAMPLES = sorted(
-    p for p in DATA.rglob("*") if p.is_file() and p.suffix in (".txt", ".json", ".log") and p.stat().st_size < 200_000
+    p
+    for p in DATA.rglob("*")
+    if p.is_file() and p.suffix in (".txt", ".json", ".log") and p.stat().st_size < 200_000
 )
 
 
@@ -47,7 +50,9 @@ def read(name: str, text: str) -> Capture:
 
 def accounted_for(capture: Capture, name: str) -> bool:
     """The input is read (an artifact) or the report says why not (a note naming it)."""
-    return any(a.startswith(name) for a in capture.artifacts) or any(n.startswith(name) for n in capture.notes)
+    return any(a.startswith(name) for a in capture.artifacts) or any(
+        n.startswith(name) for n in capture.notes
+    )
 
 
 WRAPPERS = {
@@ -78,7 +83,9 @@ def test_a_wrapped_paste_is_read_as_what_it_wraps(section: str, wrappers: list[s
 
 
 @pytest.mark.parametrize("section", sorted(SAMPLES))
-@given(where=st.floats(min_value=0, max_value=1), bad=st.sampled_from(["???", "x" * 300, "\x00\x01", "a b c"]))
+@given(
+    where=st.floats(min_value=0, max_value=1), bad=st.sampled_from(["???", "x" * 300, "\x00\x01", "a b c"])
+)
 @SETTINGS
 def test_one_bad_line_leaves_the_reading_and_its_facts(section: str, where: float, bad: str) -> None:
     lines = TEXTS[section].split("\n")

@@ -3,13 +3,13 @@ an evidence line is shown once per finding (issue 12, "the first ten minutes")."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from gdsdoctor import pipeline
+from gdsdoctor.commands.explain import explain_cause
 from gdsdoctor.engine.evaluate import CauseResult, Evidence, Outcome
 from gdsdoctor.engine.rank import ELSEWHERE, NO_MOUNT, ON_PATH, place, rank
-from gdsdoctor.engine.rules import Cause
-from gdsdoctor.explain import explain_cause
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GPFS_MOUNTS = (FIXTURES / "fs-beegfs-gpfs-mounts-gpu" / "files" / "proc-mounts.txt").read_text()
@@ -25,7 +25,7 @@ def _inputs(tmp_path: Path) -> list[Path]:
 
 def _fired(cause_id: str, severity: str, certainty: float, evidence: list[str]) -> CauseResult:
     cause = next(c for c in pipeline.rules() if c.id == cause_id)
-    cause = Cause(**{**cause._asdict(), "severity": severity, "explains": ()})
+    cause = dataclasses.replace(cause, severity=severity, explains=())
     result = CauseResult(cause, Outcome.FIRED, certainty)
     result.evidence = [Evidence(text, "proc-mounts.txt", 1) for text in evidence]
     return result

@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gdsdoctor.capture.bundle import BundleError, read_bundle
+from gdsdoctor.capture.bundle import read_bundle
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.redact import Redactor
+from gdsdoctor.errors import BundleError, ParseError
 from gdsdoctor.facts.document import ANALYSED_PROBES
 from gdsdoctor.pipeline import analyze_capture
-from gdsdoctor.probes.base import ParseError, Probe
+from gdsdoctor.probes.base import Probe
 from tests.conftest import REPO
 
 PROBE_IDS = [f"{p.section}" for p in ANALYSED_PROBES]

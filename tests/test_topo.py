@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gdsdoctor import topo
+from gdsdoctor.commands import topology_view as topo
 from gdsdoctor.facts.document import build_facts
 from gdsdoctor.pipeline import load_inputs
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gdsdoctor.probes.base import ParseError
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes.watch import recognise
 from gdsdoctor.watch import devices, sampler
 from gdsdoctor.watch.events import kernel_event

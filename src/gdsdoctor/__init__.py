@@ -4,3 +4,5 @@ __version__ = "0.1.0"
 BUNDLE_FORMAT = "gdsdoctor.bundle"
 BUNDLE_VERSION = 1
 REPORT_SCHEMA_VERSION = "1.0"
+# The time limit for capturing a host or reading the inputs, all of them together (--deadline).
+DEFAULT_DEADLINE_S = 60.0

@@ -9,19 +9,23 @@
 
 Every function returns a :class:`Report`: ``.data`` is the JSON document of ``--format json``
 (schema ``schemas/report.schema.json``), and ``.render(fmt)`` draws it in any CLI format.
-Errors the user can fix (an unreadable bundle, an unknown format) raise :class:`GdsdoctorError`.
+Errors the user can fix (an unreadable bundle, an unknown format) raise a :class:`UserError`, a
+:class:`GdsdoctorError` (the root of gdsdoctor.errors): catch that.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gdsdoctor.capture.bundle import BundleError
-from gdsdoctor.model import UserError
-from gdsdoctor.report.render import FORMATS
+from gdsdoctor import pipeline
+from gdsdoctor.capture.detect import capture_texts
+from gdsdoctor.errors import GdsdoctorError, UserError
+from gdsdoctor.facts.job import validate
+from gdsdoctor.report.render import FORMATS, render
 
 __all__ = [
     "FORMATS",
@@ -36,11 +40,7 @@ __all__ = [
 PathLike = str | Path
 
 
-class GdsdoctorError(ValueError):
-    """Bad input: an unreadable bundle, broken site rules, an unknown format (one-line message)."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Report:
     """One node's diagnosis. ``data`` is the report document (the same as ``--format json``)."""
 
@@ -73,20 +73,16 @@ class Report:
 
     def render(self, fmt: str = "text", verbose: bool = False) -> str:
         """The report as ``gdsdoctor --format FMT`` prints it (one of :data:`FORMATS`)."""
-        from gdsdoctor.report.render import render
-
         if fmt not in FORMATS:
-            raise GdsdoctorError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+            raise UserError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
         return render(self.data, fmt, verbose)
 
     @classmethod
     def from_json(cls, document: str | Mapping[str, Any]) -> Report:
         """A report saved with ``--format json`` (to render it in another format later)."""
-        import json
-
         data = json.loads(document) if isinstance(document, str) else dict(document)
         if not isinstance(data, dict) or "summary" not in data or "findings" not in data:
-            raise GdsdoctorError("not a gdsdoctor report document")
+            raise UserError("not a gdsdoctor report document")
         return cls(data)
 
 
@@ -102,8 +98,6 @@ def check(
     ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
     ``{"params": "70B", "interval": "30m"}``.
     """
-    from gdsdoctor import pipeline
-
     checked = _job(job)
     return _run(lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked))
 
@@ -117,8 +111,6 @@ def analyze(
 ) -> Report:
     """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``;
     pasted files (a fifo fed by a slow writer among them) are read within ``deadline_s`` seconds."""
-    from gdsdoctor import pipeline
-
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
     checked = _job(job)
     return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked, deadline_s))
@@ -135,12 +127,12 @@ def analyze_texts(
     ``texts`` is ``{"name": text}`` or a list of texts; each is recognised by its content, never
     by its name (the name labels it in evidence lines). Unrecognised texts become notes.
     """
-    from gdsdoctor import pipeline
-
     named = (
         texts.items() if isinstance(texts, Mapping) else ((f"text-{i}", t) for i, t in enumerate(texts, 1))
     )
-    capture = _capture_texts(named)
+    capture = capture_texts(
+        (name, content.encode() if isinstance(content, str) else bytes(content)) for name, content in named
+    )
     if path is not None:
         capture.options["target_path"] = str(path)
     checked = _job(job)
@@ -157,41 +149,20 @@ def analyze_fleet(
     job: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse many bundles in parallel; the fleet summary of ``analyze --format json``."""
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     inputs = fleet.expand_inputs([str(p) for p in paths])
     checked = _job(job)
     try:
         return fleet.analyse_fleet(inputs, _str(path), _paths(rules_dirs), jobs, job=checked)
-    except (UserError, BundleError, ValueError) as error:
-        raise GdsdoctorError(str(error)) from None
-
-
-def _capture_texts(named: Iterable[tuple[str, str | bytes]]) -> Any:
-    from gdsdoctor.capture.capture import Capture
-    from gdsdoctor.capture.detect import PasteReader
-
-    capture = Capture(origin="files")
-    reader = PasteReader(capture)
-    names = []
-    for name, content in named:
-        names.append(name)
-        reader.add(name, content.encode() if isinstance(content, str) else bytes(content), name)
-    capture.label = ", ".join(names)
-    try:
-        reader.finish()
-    except UserError as error:
-        raise GdsdoctorError(str(error)) from None
-    return capture
+    except GdsdoctorError:
+        raise
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
 def _run(analyse: Any) -> Report:
-    from gdsdoctor.engine.rules import RuleError
-
-    try:
-        analysis = analyse()
-    except (UserError, BundleError, RuleError) as error:
-        raise GdsdoctorError(str(error)) from None
+    analysis = analyse()  # a user-fixable problem raises a UserError, a GdsdoctorError
     return Report(analysis.report, analysis.facts)
 
 
@@ -199,14 +170,8 @@ def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The checkpoint job, checked as the CLI checks it (a bad value is a GdsdoctorError)."""
     if not job:
         return None
-    from gdsdoctor.estimate import EstimateError
-    from gdsdoctor.facts.job import validate
-
     checked = {str(k): v for k, v in job.items()}
-    try:
-        validate(checked)
-    except EstimateError as error:
-        raise GdsdoctorError(str(error)) from None
+    validate(checked)  # a bad value raises EstimateError, a GdsdoctorError
     return checked
 
 

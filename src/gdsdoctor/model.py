@@ -7,8 +7,9 @@ a status with a one-line detail.
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
 
 
 class ArtifactStatus(StrEnum):
@@ -19,7 +20,8 @@ class ArtifactStatus(StrEnum):
     ERROR = "error"  # non-zero exit (stderr in detail) or unreadable
 
 
-class Artifact(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Artifact:
     """One captured command output or file, as raw bytes, with how the capture went."""
 
     name: str  # bundle-relative path, e.g. "proc/mounts", "cmd/gdscheck-p.txt"
@@ -32,8 +34,6 @@ class Artifact(NamedTuple):
 
     @property
     def sha256(self) -> str:
-        import hashlib  # OpenSSL's start-up cost is paid only by the bundle writer
-
         return hashlib.sha256(self.data).hexdigest()
 
     @property
@@ -50,7 +50,3 @@ def decode_text(data: bytes) -> str:
     else:
         text = data.decode("utf-8", errors="replace")
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-class UserError(Exception):
-    """A problem the user can fix (bad input, unknown id): one line on stderr, exit 3."""

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.detect import READ_DEADLINE_S, capture_files
-from gdsdoctor.capture.live import DEFAULT_DEADLINE_S, LiveCapture
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.capture.detect import capture_files
+from gdsdoctor.capture.live import LiveCapture
+from gdsdoctor.errors import UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import ANALYSED_PROBES, target
 
 # The analysis stages (facts, engine, report) are imported where they are used: `check`
@@ -32,7 +35,8 @@ HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
 }
 
 
-class Analysis(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Analysis:
     capture: Capture
     facts: dict[str, Any]
     results: list[CauseResult]
@@ -117,7 +121,7 @@ def check(
 
 
 def _prepare_analysis(rules_dirs: Sequence[Path]) -> None:
-    """Import the analysis stages and load the rules (~30 ms on the machines measured) while
+    """Import the analysis stages and load the rules (docs/performance.md) while
     the capture threads wait on subprocesses, rather than after them. An error in the rules
     surfaces when analyze_capture asks for them again."""
     import gdsdoctor.engine.evaluate
@@ -135,7 +139,7 @@ def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, si
     """Measure the checkpoint path (fio/gdsio in a temporary directory under it, removed
     afterwards: the one thing gdsdoctor writes on the host, and only when asked) and keep the
     raw result as an artifact, so the analysis and a bundle both carry it."""
-    from gdsdoctor import bench
+    from gdsdoctor.commands import bench_run as bench
 
     try:
         result = bench.run(Path(target_path), size_bytes, on_progress=on_progress)
@@ -155,23 +159,16 @@ def require_target(capture: Capture, target_path: str) -> None:
         raise UserError(f"--path {target_path}: no such file or directory")
 
 
-def is_bundle(path: Path) -> bool:
-    from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST  # tarfile: not for `check`
-
-    if path.is_dir():
-        return (path / MANIFEST).is_file() or any(path.glob(f"*/{MANIFEST}"))
-    return path.name.endswith(BUNDLE_SUFFIXES)
-
-
 def load_inputs(
     paths: Sequence[Path],
     target_path: str | None = None,
     job: dict[str, Any] | None = None,
-    deadline_s: float = READ_DEADLINE_S,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host; pasted
     files are read within ``deadline_s`` seconds in all (see ``capture_files``)."""
-    from gdsdoctor.capture.bundle import BundleError, read_bundle  # tarfile: not for `check`
+    from gdsdoctor.capture.bundle import is_bundle, read_bundle  # tarfile: not for `check`
+    from gdsdoctor.errors import BundleError
 
     bundles = [p for p in paths if is_bundle(p)]
     if bundles and len(paths) > 1:
@@ -189,7 +186,7 @@ def analyze_paths(
     target_path: str | None = None,
     rules_dirs: Sequence[Path] = (),
     job: dict[str, Any] | None = None,
-    deadline_s: float = READ_DEADLINE_S,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Analysis:
     """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them."""
     return analyze_capture(load_inputs(paths, target_path, job, deadline_s), rules_dirs)

@@ -329,5 +329,7 @@ def test_kernel_events_on_the_checkpoint_devices() -> None:
     derived = analyze_paths(files, "/mnt/ckpt/step-1000").facts["derived"]["storage"]
     hits = {(e["kind"], e["device"]) for e in derived["dmesg"]["on_checkpoint"]}
     assert ("fs_shutdown", "nvme0n1p1") in hits and ("nvme_status_error", "nvme0n1") in hits
-    elsewhere = analyze_paths(files, "/users/PZS0710").facts["derived"]["storage"]  # the NFS mount: other devices
+    elsewhere = analyze_paths(files, "/users/PZS0710").facts["derived"][
+        "storage"
+    ]  # the NFS mount: other devices
     assert elsewhere["dmesg"]["on_checkpoint"] == []

@@ -59,9 +59,7 @@ def test_switch_local_and_lone_gpu_on_the_other_socket(tmp_path: Path) -> None:
 
 def test_path_bridges_are_the_switch_ports_below_the_common_switch(tmp_path: Path) -> None:
     derived = tree_derived(tmp_path, topology_trees.two_socket_iommu)
-    pair = next(
-        p for p in derived["pairs"] if p["gpu_bdf"] == "0000:19:00.0" and p["other"] == "nvme0"
-    )
+    pair = next(p for p in derived["pairs"] if p["gpu_bdf"] == "0000:19:00.0" and p["other"] == "nvme0")
     assert pair["path_bridges"] == ["0000:17:01.0", "0000:17:00.0"]
 
 
@@ -89,10 +87,7 @@ def test_degraded_links_and_throughput_against_the_rated_link(tmp_path: Path) ->
         "read": "poor",
         "write": "poor",
     }
-    assert (
-        derived["roce_ports"][0]["netdev_mtu"] == 1500
-        and derived["roce_ports"][0]["mtu_low"]
-    )
+    assert derived["roce_ports"][0]["netdev_mtu"] == 1500 and derived["roce_ports"][0]["mtu_low"]
 
 
 def test_unknown_numa_nodes_leave_the_socket_open() -> None:
@@ -128,9 +123,7 @@ def test_idle_gpu_at_2_5_gts_is_not_degraded() -> None:
 def test_nvidia_topo_is_the_second_source() -> None:
     derived = derived_of(DATA / "bench/nvidia-smi-topo.gdsnvfs-030.txt")
     assert derived["source"] == "nvidia_topo"
-    assert [
-        (g["gpu"], g["nearest_nic"]["relation"], g["nearest_nvme"]) for g in derived["gpus"]
-    ] == [
+    assert [(g["gpu"], g["nearest_nic"]["relation"], g["nearest_nvme"]) for g in derived["gpus"]] == [
         ("GPU0", "cross_socket", None),
         ("GPU1", "cross_socket", None),
     ]
@@ -301,8 +294,6 @@ def test_nics_without_rdma_carry_no_gpudirect_traffic(tmp_path: Path) -> None:
         ("0000:00:03.0", False)
     ]
     assert [g["nearest_nic"] for g in derived["gpus"]] == [None]
-    assert (
-        derived["iommu"]["mode"] == "disabled"
-    )  # "Default domain type: Translated" without an IOMMU
+    assert derived["iommu"]["mode"] == "disabled"  # "Default domain type: Translated" without an IOMMU
     sysfs = tree_derived(tmp_path, topology_trees.two_socket_iommu)
     assert [d["rdma"] for d in sysfs["devices"] if d["kind"] == "nic"] == [True]

@@ -7,7 +7,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gdsdoctor.probes.base import ParseError, Parser
+from gdsdoctor.errors import ParseError
+from gdsdoctor.probes.base import Parser
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -12,7 +12,7 @@ def read(relative: str) -> str:
 
 
 def files(pattern: str) -> list[Path]:
-    return sorted(p for p in DATA.glob(pattern) if p.name != "README.md")
+    return sorted(p for p in DATA.glob(pattern) if p.name != "SOURCES.md")
 
 
 # kind -> the sample files of that kind; every recogniser must claim its own and no other kind.

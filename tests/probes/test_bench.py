@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import bench
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "bench"
 GIB = 2**30

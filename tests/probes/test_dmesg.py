@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import dmesg
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).parent.parent / "data" / "dmesg"
-SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file() and p.name != "SOURCES")
-NEGATIVES = sorted((DATA / "not-dmesg").iterdir()) + sorted((DATA.parent / "system").iterdir())
+SAMPLES = sorted(p for p in DATA.iterdir() if p.is_file() and p.name != "SOURCES.md")
+NEGATIVES = sorted(
+    p for d in (DATA / "not-dmesg", DATA.parent / "system") for p in d.iterdir() if p.name != "SOURCES.md"
+)
 
 
 def load(name: str) -> dict:
@@ -389,9 +391,9 @@ def test_line_forms(line: str, form: str, timestamp: str, level: str | None, mes
 
 def test_every_pattern_carries_a_hint_of_its_kind() -> None:
     # classify() skips a kind when none of its hints is in the message: a pattern without one is dead
-    for kind, patterns in dmesg._RULES:
+    for kind, hints, patterns in dmesg._RULES:
         for pattern in patterns:
-            assert any(hint in pattern.lower() for hint in dmesg._HINTS[kind]), (kind, pattern)
+            assert any(hint in pattern.lower() for hint in hints), (kind, pattern)
 
 
 # ---- robustness ----------------------------------------------------------------------------
@@ -435,12 +437,6 @@ def _safe_parse(text: str) -> None:
     dmesg.recognise(text)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_parse_never_raises_other_errors(text: str) -> None:
-    _safe_parse(text)
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from(SAMPLES),
@@ -476,12 +472,6 @@ def _required_literal(pattern: str) -> str:
     return "".join(text).lower() if flags else "".join(text)
 
 
-@pytest.mark.parametrize("pattern", [p for _, patterns in dmesg._RULES for p in patterns])
-def test_the_literal_read_off_a_pattern_is_one_its_matches_need(pattern: str) -> None:
-    literal, _ = dmesg.leading_literal(pattern)
-    assert _required_literal(pattern).startswith(literal), (pattern, literal)
-
-
 def _corpus_lines() -> list[str]:
     root = Path(__file__).parent.parent.parent
     files = [*DATA.glob("*.txt"), *root.glob("fixtures/**/dmesg*"), *root.glob("fixtures/**/journal*")]
@@ -491,13 +481,13 @@ def _corpus_lines() -> list[str]:
 
 
 def test_gated_classification_equals_trying_every_pattern() -> None:
-    """classify() skips kinds whose hints and patterns whose literals are absent from a message
+    """classify() skips kinds whose hints are absent from a message
     (speed); over every kernel log line in the tests and fixtures, and words taken from the
     patterns, it must answer exactly what searching every pattern in order answers."""
 
     def every_pattern(message: str) -> tuple[str, str | None, dict] | None:
         message = message[: dmesg.MAX_CLASSIFIED_CHARS]
-        for kind, patterns in dmesg._RULES:
+        for kind, _, patterns in dmesg._RULES:
             for pattern in patterns:
                 if m := re.search(pattern, message):
                     groups = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -508,7 +498,7 @@ def test_gated_classification_equals_trying_every_pattern() -> None:
     lines = _corpus_lines()
     assert len(lines) > 1000
     messages = [dmesg.split_line(n, line).message.strip() for n, line in enumerate(lines)]
-    messages += [dmesg.leading_literal(p)[0] + " x" for _, patterns in dmesg._RULES for p in patterns]
+    messages += [_required_literal(p) + " x" for _, _, patterns in dmesg._RULES for p in patterns]
     hits = 0
     for message in messages:
         expected = every_pattern(message)

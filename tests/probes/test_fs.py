@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from blockfuzz import check_damaged, check_garbage, read
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import fs
-from gdsdoctor.probes.base import ParseError
 
 PROC5_EXAMPLE = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
 

@@ -10,6 +10,7 @@ walk, links that leave the host root.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -48,7 +49,9 @@ KALLSYMS = (
 def sections(root: str | Path, *names: str) -> dict[str, dict[str, Any]]:
     """The facts sections ``names`` of the host at ``root``, captured as ``check --host-root`` does."""
     probes = [BY_SECTION[name] for name in names]
-    probes = [probe._replace(sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes]
+    probes = [
+        dataclasses.replace(probe, sources=tuple(s for s in probe.sources if not s.argv)) for probe in probes
+    ]
     capture = capture_live(Path(root), probes=probes, deadline_s=20)
     return {probe.section: section_from(probe, held_artifacts(probe, capture)) for probe in probes}
 
@@ -148,7 +151,7 @@ def test_nvme_controller_from_sysfs(gpu_node: FakeHost) -> None:
     )
 
 
-# what read_sysfs returns for libnvme's real tree-pcie dump (tests/data/nvme_sysfs/README.md)
+# what read_sysfs returns for libnvme's real tree-pcie dump (tests/data/nvme_sysfs/SOURCES.md)
 REAL_NVME_TREE = json.loads(
     (Path(__file__).resolve().parents[1] / "data/nvme_sysfs/nvme-sysfs.tree-pcie.json").read_text()
 )

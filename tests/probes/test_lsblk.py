@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from blockfuzz import DATA, check_damaged, check_garbage, read
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import lsblk
-from gdsdoctor.probes.base import ParseError
-from gdsdoctor.probes.common import size_bytes
+from gdsdoctor.probes.text import size_bytes
 
 SAMPLES = sorted(p.name for p in (DATA / "lsblk").iterdir() if p.suffix in (".json", ".txt", ".expected"))
 # util-linux expected tables without a MAJ:MIN column are parsed but not claimed by the recogniser

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from blockfuzz import DATA, check_damaged, check_garbage, read
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import nvme_cli
-from gdsdoctor.probes.base import ParseError
 
 SAMPLES = sorted(p.name for p in (DATA / "nvme_cli").iterdir() if p.suffix != ".md")
 KINDS = {  # file name part -> (parser, recogniser)

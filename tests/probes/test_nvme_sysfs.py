@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from blockfuzz import DATA, check_damaged, check_garbage, read
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.probes import nvme_sysfs
-from gdsdoctor.probes.base import ParseError, Unavailable
 
 
 def capture(tmp_path: Path, tarball: str) -> dict:

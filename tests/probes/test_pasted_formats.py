@@ -32,9 +32,20 @@ def text(path: str) -> str:
     ("path", "driver", "cuda", "count", "first"),
     [
         ("gpu/nvidia-smi.txt", "545.23.08", "12.3", 2, ("NVIDIA A100-SXM4-40GB", "0000:82:00.0", 40960)),
-        ("gpu/nvidia-smi.thamada-nvsim-A40x10.550.excerpt.txt", "550.127.05", "12.4", 4,
-         ("NVIDIA A40", "0000:4f:00.0", 46068)),
-        ("gpu/nvidia-smi.gpud-e2e-mock-a10.550.txt", "550.127.05", "12.4", 1, ("NVIDIA A10", "0000:06:00.0", 23028)),
+        (
+            "gpu/nvidia-smi.thamada-nvsim-A40x10.550.excerpt.txt",
+            "550.127.05",
+            "12.4",
+            4,
+            ("NVIDIA A40", "0000:4f:00.0", 46068),
+        ),
+        (
+            "gpu/nvidia-smi.gpud-e2e-mock-a10.550.txt",
+            "550.127.05",
+            "12.4",
+            1,
+            ("NVIDIA A10", "0000:06:00.0", 23028),
+        ),
     ],
 )
 def test_nvidia_smi_table(path: str, driver: str, cuda: str, count: int, first: tuple) -> None:
@@ -52,10 +63,18 @@ def test_nvidia_smi_table(path: str, driver: str, cuda: str, count: int, first: 
 @pytest.mark.parametrize(
     ("path", "count", "name", "uuid"),
     [
-        ("gpu/nvidia-smi-L.insights-core-a100-pcie.txt", 2, "NVIDIA A100-PCIE-40GB",
-         "GPU-63110aaa-3561-c8f5-e125-4ab40bbcf838"),
-        ("gpu/nvidia-smi-L.insights-core-quadro-rtx8000.txt", 8, "Quadro RTX 8000",
-         "GPU-6b201039-6477-dd9c-1edd-137c8c44f8d6"),
+        (
+            "gpu/nvidia-smi-L.insights-core-a100-pcie.txt",
+            2,
+            "NVIDIA A100-PCIE-40GB",
+            "GPU-63110aaa-3561-c8f5-e125-4ab40bbcf838",
+        ),
+        (
+            "gpu/nvidia-smi-L.insights-core-quadro-rtx8000.txt",
+            8,
+            "Quadro RTX 8000",
+            "GPU-6b201039-6477-dd9c-1edd-137c8c44f8d6",
+        ),
     ],
 )
 def test_nvidia_smi_list(path: str, count: int, name: str, uuid: str) -> None:
@@ -79,7 +98,11 @@ def test_nvidia_smi_csv_with_header_and_without() -> None:
     gpu = facts["gpus"][0]
     assert (facts["format"], facts["driver_version"]) == ("csv", "535.183.01")
     assert (gpu["index"], gpu["product_name"], gpu["bus_id"], gpu["fb_total_mib"]) == (
-        0, "NVIDIA RTX A5500 Laptop GPU", "0000:01:00.0", 16384)
+        0,
+        "NVIDIA RTX A5500 Laptop GPU",
+        "0000:01:00.0",
+        16384,
+    )
     # csv,noheader: the same row, its fields known by their shape
     row = text("gpu/nvidia-smi-query-gpu-csv.con-duct-rtx-a5500.txt").splitlines()[1]
     bare = parse_nvidia_smi(row + "\n", "csv")
@@ -173,7 +196,9 @@ def test_os_release_with_vendor_keys(path: str, id_: str, version: str) -> None:
         ("fs/df-li.this-machine-debian12.txt", "/dev", None, None),
     ],
 )
-def test_df_inodes_are_counts_never_sizes(path: str, mountpoint: str, inodes: int | None, used_pct: int | None) -> None:
+def test_df_inodes_are_counts_never_sizes(
+    path: str, mountpoint: str, inodes: int | None, used_pct: int | None
+) -> None:
     assert recognise_df(text(path))
     facts = parse_df(text(path), path)
     entry = facts["by_mountpoint"][mountpoint]
@@ -232,8 +257,12 @@ def test_lspci_vmm_stanzas(path: str, bdf: str, kind: str, driver: str | None, n
 def test_lspci_vmm_nvidia_gpu_by_numeric_ids() -> None:
     from gdsdoctor.probes.pci import parse_lspci
 
-    stanza = "Slot:\t0000:01:00.0\nClass:\tVGA compatible controller [0300]\nVendor:\tNVIDIA Corporation [10de]\n"
-    assert parse_lspci(stanza + "Device:\tGA102 [GeForce RTX 3080] [2204]\n", "x")["devices"][0]["kind"] == "gpu"
+    stanza = (
+        "Slot:\t0000:01:00.0\nClass:\tVGA compatible controller [0300]\nVendor:\tNVIDIA Corporation [10de]\n"
+    )
+    assert (
+        parse_lspci(stanza + "Device:\tGA102 [GeForce RTX 3080] [2204]\n", "x")["devices"][0]["kind"] == "gpu"
+    )
     numeric = "Slot:\t01:00.0\nClass:\t0302\nVendor:\t10de\nDevice:\t2335\n"
     assert parse_lspci(numeric, "x")["devices"][0]["kind"] == "gpu"
 
@@ -253,12 +282,29 @@ def test_a_mount_line_wrapped_by_its_author_loses_only_that_mount() -> None:
 @pytest.mark.parametrize(
     ("path", "count", "first"),
     [
-        ("nvme_cli/nvme-list-text.nvme-tcp-howto-samsung-pm9a3.excerpt.txt", 3,
-         ("nvme0n1", 1, "SAMSUNG MZQL2960HCJR-00A07", "S64FNE0R906008", "GDC5302Q", 22_080_000_000, 960_200_000_000)),
-        ("nvme_cli/nvme-list-text.nvmet-tcp-tutorial-linux-target.txt", 1,
-         ("nvme0n1", 1, "Linux", "646ec652826976d694ed", "5.14.0-3", 10_740_000_000, 10_740_000_000)),
-        ("nvme_cli/nvme-list-text.qemu-devel-cns12h-cover-letter.txt", 3,
-         ("nvme0n1", 1, "QEMU NVMe Ctrl", "foo", "1.0", 268_440_000, 268_440_000)),
+        (
+            "nvme_cli/nvme-list-text.nvme-tcp-howto-samsung-pm9a3.excerpt.txt",
+            3,
+            (
+                "nvme0n1",
+                1,
+                "SAMSUNG MZQL2960HCJR-00A07",
+                "S64FNE0R906008",
+                "GDC5302Q",
+                22_080_000_000,
+                960_200_000_000,
+            ),
+        ),
+        (
+            "nvme_cli/nvme-list-text.nvmet-tcp-tutorial-linux-target.txt",
+            1,
+            ("nvme0n1", 1, "Linux", "646ec652826976d694ed", "5.14.0-3", 10_740_000_000, 10_740_000_000),
+        ),
+        (
+            "nvme_cli/nvme-list-text.qemu-devel-cns12h-cover-letter.txt",
+            3,
+            ("nvme0n1", 1, "QEMU NVMe Ctrl", "foo", "1.0", 268_440_000, 268_440_000),
+        ),
     ],
 )
 def test_nvme_list_text_table(path: str, count: int, first: tuple) -> None:
@@ -267,7 +313,9 @@ def test_nvme_list_text_table(path: str, count: int, first: tuple) -> None:
     from gdsdoctor.probes.nvme_cli import parse_list
 
     capture = Capture("files")
-    PasteReader(capture).add("nvme-list.txt", text(path).encode(), "nvme-list.txt")  # the qemu one has a prompt
+    PasteReader(capture).add(
+        "nvme-list.txt", text(path).encode(), "nvme-list.txt"
+    )  # the qemu one has a prompt
     assert list(capture.assignments) == ["nvme_list"]
     facts = parse_list(capture.artifacts["nvme-list.txt"].text, "nvme-list.txt")
     ns = facts["namespaces"]

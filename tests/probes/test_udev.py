@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -15,9 +16,9 @@ from gdsdoctor.capture.bundle import read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import recognise
 from gdsdoctor.capture.live import capture_source
+from gdsdoctor.errors import ParseError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.probes import BY_SECTION, udev
-from gdsdoctor.probes.base import ParseError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "udev"
 SOURCE = udev.PROBES[0].sources[0]
@@ -307,7 +308,9 @@ def test_redaction_removes_udev_serials_and_wwns(tmp_path: Path) -> None:
     capture = Capture(origin="files")
     capture.add("udev", capture_source(SOURCE, tmp_path))
     export_db = (DATA / "export-db-oracle-sda.txt").read_bytes()
-    capture.add("udev", capture.artifacts[SOURCE.artifact]._replace(name="export-db.txt", data=export_db))
+    capture.add(
+        "udev", dataclasses.replace(capture.artifacts[SOURCE.artifact], name="export-db.txt", data=export_db)
+    )
     redacted, _ = redact_capture(capture)
     everything = b"\n".join(a.data for a in redacted.artifacts.values()).decode()
     for identifier in ("12345ABCD678", "601666418e094990a94f6e388025315b", "0x601666418e094990"):

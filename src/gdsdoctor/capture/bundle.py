@@ -37,6 +37,7 @@ from typing import IO, Any
 
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.outputs import write_new
 
@@ -55,13 +56,24 @@ MAX_TEXT = 300  # characters kept of a free-text manifest value (detail, sourceâ
 _CONTROL = frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
 
 
+def is_bundle(path: Path) -> bool:
+    """A bundle: an archive by its suffix, or a directory holding the manifest, directly or in
+    its one sub-directory (an unpacked archive keeps its top folder). A directory of several
+    bundles is not one bundle: a fleet run lists its children."""
+    if not path.is_dir():
+        return path.name.endswith(BUNDLE_SUFFIXES)
+    if (path / MANIFEST).is_file():
+        return True
+    try:
+        children = [child for child in path.iterdir() if child.is_dir()]
+    except OSError:
+        return False
+    return len(children) == 1 and (children[0] / MANIFEST).is_file()
+
+
 def max_stream_bytes() -> int:
     """Decompressed bytes read from an archive at most: content plus a header per member."""
     return MAX_TOTAL_BYTES + MAX_MEMBERS * 2 * 512 + 1024 * 1024
-
-
-class BundleError(ValueError):
-    """The bundle cannot be read at all (one line, for the user)."""
 
 
 def manifest_for(capture: Capture, redacted: bool = False) -> dict[str, Any]:
@@ -212,7 +224,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-@dataclass
+@dataclass(slots=True)
 class _Members:
     """What an archive or directory holds: regular files read, and what was set aside."""
 

@@ -107,7 +107,7 @@ def release(descriptor: int | None) -> None:
 
 
 def _lock_name(executable: str, arguments: Sequence[str]) -> str:
-    # CRC-32, not a cryptographic hash: hashlib would load OpenSSL (~5 ms) into every check,
+    # CRC-32, not a cryptographic hash: hashlib would load OpenSSL into every check,
     # and two of gdsdoctor's own ~30 commands sharing a name would only run one after the other.
     digest = zlib.crc32("\0".join([executable, *arguments]).encode(errors="replace"))
     return f"{_UNSAFE_NAME.sub('_', os.path.basename(executable))[:40]}-{digest:08x}.lock"

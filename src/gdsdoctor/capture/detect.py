@@ -6,21 +6,23 @@ import os
 import selectors
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
 from gdsdoctor.capture.recognition import recognise_text
 from gdsdoctor.capture.unwrap import Part, dedented, unwrap
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError, decode_text
+from gdsdoctor.errors import UserError
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
 FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
-READ_DEADLINE_S = 60.0  # reading every input together, like check's capture deadline
 RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE)
 
 
@@ -34,7 +36,7 @@ def expected_kinds(probes: Sequence[Probe] = RECOGNISABLE) -> str:
     return ", ".join(p.paste_hint for p in probes if p.recognise is not None and p.paste_hint)
 
 
-def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) -> Capture:
+def capture_files(paths: Sequence[Path], deadline_s: float = DEFAULT_DEADLINE_S) -> Capture:
     """Recognise each file and assign it to its section; unrecognised files become notes.
     Reading all of them stops at ``deadline_s`` (a fifo fed by a slow writer would otherwise
     keep it reading for as long as the writer trickles): a file still being read then, and
@@ -48,6 +50,17 @@ def capture_files(paths: Sequence[Path], deadline_s: float = READ_DEADLINE_S) ->
             capture.notes.append(f"{path}: {problem}")
             continue
         reader.add(path.name, data, str(path))
+    reader.finish()
+    return capture
+
+
+def capture_texts(named: Iterable[tuple[str, bytes]]) -> Capture:
+    """``capture_files`` for texts held in memory: ``(name, bytes)`` pairs."""
+    pairs = list(named)
+    capture = Capture(origin="files", label=", ".join(name for name, _ in pairs))
+    reader = PasteReader(capture)
+    for name, data in pairs:
+        reader.add(name, data, name)
     reader.finish()
     return capture
 
@@ -143,8 +156,8 @@ class PasteReader:
         merged, words = merger(first.text, decode_text(data))
         del self.capture.artifacts[first_name]
         name = _unique_name(f"{first_name}+{label}", self.capture)
-        self.capture.artifacts[name] = first._replace(
-            name=name, data=merged.encode(), source=f"{first.source} + {where}"
+        self.capture.artifacts[name] = replace(
+            first, name=name, data=merged.encode(), source=f"{first.source} + {where}"
         )
         names = self.capture.assignments[probe.section]
         names[names.index(first_name)] = name
@@ -191,13 +204,12 @@ def _command_words(part: Part) -> str:
     return f" (`{part.command[:80]}`)" if part.command else ""
 
 
-
 class ReadDeadline(Exception):
     """The time for reading inputs ran out while reading this one."""
 
 
 def read_pasted(
-    path: Path, ends_at: float | None = None, deadline_s: float = READ_DEADLINE_S
+    path: Path, ends_at: float | None = None, deadline_s: float = DEFAULT_DEADLINE_S
 ) -> tuple[bytes, str]:
     """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
     while a writer feeds it (``<(command)`` works), up to ``FIFO_WAIT_S`` of silence and never

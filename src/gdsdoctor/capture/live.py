@@ -15,15 +15,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.errors import Unavailable, UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
-from gdsdoctor.probes.base import Probe, Source, Unavailable
-from gdsdoctor.probes.common import read_regular_file, resolve_in_root
-
-DEFAULT_DEADLINE_S = 60.0
-
+from gdsdoctor.probes.base import Probe, Source
+from gdsdoctor.probes.host_io import read_regular_file, resolve_in_root
 
 Parse = Callable[[Probe, list[Artifact]], Any]
 

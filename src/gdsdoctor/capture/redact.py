@@ -28,6 +28,7 @@ the bundle, never into it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import ipaddress
@@ -41,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.model import UserError
+from gdsdoctor.capture.detect import read_pasted
+from gdsdoctor.errors import UserError
 from gdsdoctor.outputs import write_new_bytes
 from gdsdoctor.patterns import lazy_compile
 
@@ -129,7 +131,7 @@ _SHAPES = [
 _KEPT_USERS = frozenset({"root", "nobody", "admin", "user"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Mapper:
     """Original → replacement, per kind, consistent and one-to-one, from a random key."""
 
@@ -207,7 +209,7 @@ def v6_kept_bits(address: ipaddress.IPv6Address) -> int:
     return next((b.prefixlen for b in _V6_BLOCKS if address in b), 16)
 
 
-@dataclass
+@dataclass(slots=True)
 class Redactor:
     mapper: Mapper = field(default_factory=Mapper)
     literals: dict[str, str] = field(default_factory=dict)  # learned value -> kind
@@ -483,7 +485,8 @@ def redact_capture(capture: Capture, redactor: Redactor | None = None) -> tuple[
         else redactor.text(capture.label),
     )
     for name, artifact in capture.artifacts.items():
-        redacted.artifacts[name] = artifact._replace(
+        redacted.artifacts[name] = dataclasses.replace(
+            artifact,
             data=redactor.data(artifact.data),
             source=redactor.text(artifact.source),
             detail=redactor.text(artifact.detail),
@@ -534,8 +537,6 @@ def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[
     same identifier gets the same replacement in every file. Returns one line per file. Nothing
     is written through or over an existing name (a link included), and a failed or interrupted
     run removes what it wrote."""
-    from gdsdoctor.capture.detect import read_pasted
-
     texts: dict[Path, bytes] = {}
     lines = []
     for path in paths:

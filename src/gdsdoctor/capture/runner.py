@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import selectors
 import signal
@@ -28,6 +29,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gdsdoctor import signals
@@ -60,14 +62,12 @@ def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     return env
 
 
+@dataclass(slots=True)
 class _Outcome:
-    __slots__ = ("overflow", "stderr", "stdout", "timed_out")
-
-    def __init__(self) -> None:
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.timed_out = False
-        self.overflow = ""  # "stdout" or "stderr" when a cap was hit
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    timed_out: bool = False
+    overflow: str = ""  # "stdout" or "stderr" when a cap was hit
 
 
 def run_command(
@@ -252,8 +252,6 @@ def _adopt_orphans() -> None:
         return
     _subreaper = False
     with contextlib.suppress(OSError, AttributeError):
-        import ctypes  # only here: ~3 ms to import
-
         libc = ctypes.CDLL(None, use_errno=True)
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 

@@ -22,7 +22,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from gdsdoctor import __version__
 from gdsdoctor.cli import diagnose, tools, watch
 from gdsdoctor.cli.options import UNKNOWN_EXIT
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 PROGRAM = "gdsdoctor"
 COMPLETE_VAR = "_GDSDOCTOR_COMPLETE"  # set by the completion script when the shell asks for words
@@ -160,7 +160,7 @@ def run(argv: Sequence[str]) -> int:
         print(f"{PROGRAM}: {usage_line(error)}", file=sys.stderr)
     except (TyperException, Abort) as error:
         print(f"{PROGRAM}: {' '.join(str(error).split()) or 'aborted'}", file=sys.stderr)
-    except _input_errors() as error:
+    except UserError as error:  # the user-fixable branch of the tree (gdsdoctor.errors)
         print(f"{PROGRAM}: {error}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
@@ -178,15 +178,6 @@ def run(argv: Sequence[str]) -> int:
     return UNKNOWN_EXIT
 
 
-def _input_errors() -> tuple[type[Exception], ...]:
-    """Errors the user can fix (one line, exit 3). An ``except`` clause evaluates this only when
-    something was raised, so their modules are not imported at start-up."""
-    from gdsdoctor.capture.bundle import BundleError
-    from gdsdoctor.engine.rules import RuleError
-
-    return (UserError, BundleError, RuleError)
-
-
 def main() -> NoReturn:
     """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`). SIGTERM and SIGHUP end the
     run like Ctrl-C: "interrupted", exit 3, every probe killed (gdsdoctor.signals)."""
@@ -197,10 +188,11 @@ def main() -> NoReturn:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Leave without the interpreter's teardown: freeing every module and object took ~25 ms,
-    a tenth of a `check` that health checks run every few minutes. What teardown would do that
-    matters is done here: the commands still running are killed (the runner's exit handler),
-    and what we wrote is flushed (a reader that went away is not an error of ours)."""
+    """Leave without the interpreter's teardown: freeing every module and object is a
+    measurable part of a `check` that health checks run every few minutes (docs/performance.md).
+    What teardown would do that matters is done here: the commands still running are killed
+    (the runner's exit handler), and what we wrote is flushed (a reader that went away is not
+    an error of ours)."""
     runner = sys.modules.get("gdsdoctor.capture.runner")
     if runner is not None:
         runner.kill_running()

@@ -29,7 +29,7 @@ from gdsdoctor.cli.options import (
     TargetPath,
     Verbose,
 )
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 JOB_KEYS = ("params", "preset", "interval", "budget", "gpus")
 
@@ -47,14 +47,10 @@ def job_of(
     given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
     job.update({k: v for k, v in given.items() if v is not None})
     if not job:
-        return job  # nothing to check (and the estimate model, ~10 ms of imports, is not needed)
-    from gdsdoctor.estimate import EstimateError
+        return job  # nothing to check (and the stall model need not be imported)
     from gdsdoctor.facts.job import validate
 
-    try:
-        validate(job)
-    except EstimateError as error:
-        raise UserError(str(error)) from None
+    validate(job)  # a bad value raises EstimateError, a UserError
     return job
 
 
@@ -225,7 +221,7 @@ def analyze(
     site_config: SiteConfig = None,
 ) -> int:
     """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
-    from gdsdoctor.fleet import expand_inputs, is_fleet
+    from gdsdoctor.commands.fleet import expand_inputs, is_fleet
     from gdsdoctor.pipeline import analyze_paths
 
     paths = existing(expand_inputs(inputs))
@@ -252,7 +248,7 @@ def _fleet(
     job: dict[str, Any] | None = None,
     verbose: bool = False,
 ) -> int:
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
@@ -261,7 +257,7 @@ def _fleet(
 
 
 def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> None:
-    from gdsdoctor.fleet import FLEET_FORMATS
+    from gdsdoctor.commands.fleet import FLEET_FORMATS
 
     for name in [*([fmt] if fmt else []), *(f for f, _ in targets)]:
         if name not in FLEET_FORMATS:
@@ -271,7 +267,7 @@ def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> Non
 def _finish_fleet(
     summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]], verbose: bool = False
 ) -> int:
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     for target_format, target in targets:
         write_output(fleet.render(summary, target_format, verbose=verbose), target)
@@ -310,7 +306,7 @@ def fleet_merge(
     """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""
     import json
 
-    from gdsdoctor import fleet
+    from gdsdoctor.commands import fleet
 
     targets = targets_of(output)
     _check_fleet_formats(None, targets)

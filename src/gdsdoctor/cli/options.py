@@ -9,11 +9,10 @@ from typing import Annotated, Literal
 
 import typer
 
+from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.report.render import FORMATS as REPORT_FORMATS
 
 UNKNOWN_EXIT = 3
-# tests/test_api.py checks this default equals capture.live's (not imported here: start-up time).
-DEFAULT_DEADLINE_S = 60.0
 FORMATS = ("text", "json", "markdown")
 FAIL_ON = ("critical", "warning")
 TOPO_FORMATS = ("auto", "rich", "text", "markdown", "json")

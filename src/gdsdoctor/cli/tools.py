@@ -20,7 +20,7 @@ from gdsdoctor.cli.options import (
     RulesDirs,
     TargetPath,
 )
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
 
@@ -122,7 +122,7 @@ def explain(
     path: TargetPath = None,
 ) -> int:
     """Show which facts a cause needs, their values here, and which signals held."""
-    from gdsdoctor.explain import explain_cause
+    from gdsdoctor.commands.explain import explain_cause
 
     sys.stdout.write(explain_cause(cause_id, existing(inputs or []), rules_dir or [], path=path))
     return 0
@@ -150,7 +150,7 @@ def topo(
     ] = "auto",
 ) -> int:
     """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements."""
-    from gdsdoctor.topo import render, topology_of
+    from gdsdoctor.commands.topology_view import render, topology_of
 
     tty = sys.stdout.isatty()
     chosen = ("rich" if tty else "text") if fmt == "auto" else fmt
@@ -165,7 +165,7 @@ def probes(fmt: Format = "text") -> int:
 
         print(json.dumps(probes_list(), indent=2))
         return 0
-    from gdsdoctor.explain import probes_markdown, probes_table
+    from gdsdoctor.commands.explain import probes_markdown, probes_table
 
     sys.stdout.write(probes_markdown() if fmt == "markdown" else probes_table())
     return 0
@@ -229,22 +229,19 @@ def estimate(
     fmt: Format = "text",
 ) -> int:
     """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
-    from gdsdoctor import estimate as model
+    from gdsdoctor.checkpoint import stall as model
 
-    try:
-        result = model.run(
-            params,
-            throughput,
-            preset=preset,
-            components=component or [],
-            fsync=fsync,
-            interval=interval,
-            gpus=gpus,
-            budget=budget,
-            archive_throughput=archive_throughput,
-        )
-    except model.EstimateError as error:
-        raise UserError(str(error)) from None
+    result = model.run(
+        params,
+        throughput,
+        preset=preset,
+        components=component or [],
+        fsync=fsync,
+        interval=interval,
+        gpus=gpus,
+        budget=budget,
+        archive_throughput=archive_throughput,
+    )
     if fmt == "json":
         import json
 
@@ -272,14 +269,11 @@ def bench(
     fmt: Format = "text",
 ) -> int:
     """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
-    from gdsdoctor import bench as runner
+    from gdsdoctor.commands import bench_run as runner
 
     size_bytes = size_of(size) if size else None
-    try:
-        with progress_bar() as progress:
-            result = runner.run(path, size_bytes, time_limit, progress, engine)
-    except runner.BenchError as error:
-        raise UserError(str(error)) from None
+    with progress_bar() as progress:
+        result = runner.run(path, size_bytes, time_limit, progress, engine)
     if save_raw:
         save_raw.write_bytes(result.raw)
     if fmt == "json":
@@ -292,12 +286,9 @@ def bench(
 
 
 def size_of(text: str) -> int:
-    from gdsdoctor.estimate import EstimateError, parse_size
+    from gdsdoctor.checkpoint.stall import parse_size
 
-    try:
-        return parse_size(text)
-    except EstimateError as error:
-        raise UserError(str(error)) from None
+    return parse_size(text)
 
 
 def progress_bar():  # type: ignore[no-untyped-def]
@@ -322,7 +313,7 @@ def progress_bar():  # type: ignore[no-untyped-def]
 
 def rules_list(fmt: Format = "text", rules_dir: RulesDirs = None) -> int:
     """List the causes of the diagnostic matrix."""
-    from gdsdoctor.catalogue import render_catalogue
+    from gdsdoctor.commands.catalogue import render_catalogue
     from gdsdoctor.pipeline import rules
 
     sys.stdout.write(render_catalogue(rules(rules_dir or []), fmt))
@@ -331,7 +322,7 @@ def rules_list(fmt: Format = "text", rules_dir: RulesDirs = None) -> int:
 
 def rules_show(cause_id: CauseId, rules_dir: RulesDirs = None) -> int:
     """Show one cause in full."""
-    from gdsdoctor.catalogue import render_cause
+    from gdsdoctor.commands.catalogue import render_cause
     from gdsdoctor.pipeline import rules
 
     found = [c for c in rules(rules_dir or []) if c.id == cause_id]

@@ -19,7 +19,7 @@ from gdsdoctor.cli.options import (
     SiteConfig,
     Verbose,
 )
-from gdsdoctor.model import UserError
+from gdsdoctor.errors import UserError
 
 WATCH_FORMATS = ("text", "json")
 MIN_EVERY_S = 0.1
@@ -73,9 +73,10 @@ def watch(
 ) -> int:
     """Watch the checkpoint path while a checkpoint is written: write phases, what limited them,
     kernel and udev events, judged by the rules. Ctrl-C ends it with the report so far."""
+    from gdsdoctor.checkpoint.stall import parse_duration
     from gdsdoctor.cli.diagnose import finish, job_of
     from gdsdoctor.cli.tools import bundle_target
-    from gdsdoctor.estimate import EstimateError, parse_duration
+    from gdsdoctor.errors import EstimateError
     from gdsdoctor.watch.session import Options, run
 
     if duration is not None and until_idle:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
@@ -41,7 +42,8 @@ class Outcome(StrEnum):
     NOT_APPLICABLE = "not_applicable"
 
 
-class Evidence(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Evidence:
     text: str
     artifact: str | None = None
     line: int | None = None
@@ -51,32 +53,24 @@ class Evidence(NamedTuple):
         return {"text": self.text, "artifact": self.artifact, "line": self.line, "signal": self.signal}
 
 
-class SignalResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SignalResult:
     signal: Signal
     held: bool
     error: str = ""
 
 
+@dataclass(slots=True)
 class CauseResult:
     """How one cause came out; a fired one gets its evidence and remediation afterwards."""
 
-    __slots__ = ("cause", "certainty", "evidence", "missing", "outcome", "remediation", "signals")
-
-    def __init__(
-        self,
-        cause: Cause,
-        outcome: Outcome,
-        certainty: float = 0.0,
-        signals: list[SignalResult] | None = None,
-        missing: list[dict[str, str]] | None = None,
-    ) -> None:
-        self.cause = cause
-        self.outcome = outcome
-        self.certainty = certainty
-        self.signals = signals or []
-        self.evidence: list[Evidence] = []
-        self.remediation: list[str] = []
-        self.missing = missing or []
+    cause: Cause
+    outcome: Outcome
+    certainty: float = 0.0
+    signals: list[SignalResult] = field(default_factory=list)
+    missing: list[dict[str, str]] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    remediation: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"CauseResult({self.cause.id!r}, {self.outcome!r}, certainty={self.certainty})"

@@ -19,7 +19,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.patterns import lazy_compile
@@ -27,7 +28,8 @@ from gdsdoctor.patterns import lazy_compile
 SEVERITY_WEIGHT = {"critical": 3, "warning": 2, "info": 1}
 
 
-class RankedFinding(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RankedFinding:
     result: CauseResult
     explained_by: str | None = None
     explains: tuple[str, ...] = ()

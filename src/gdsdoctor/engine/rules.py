@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
 from gdsdoctor.engine.functions import compile_expression
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
 from gdsdoctor.patterns import lazy_compile
 
@@ -32,7 +34,8 @@ CHECK_REFERENCE = lazy_compile(r"\{check\.([A-Za-z0-9_]*)\}")  # a named check o
 BUILT_RULES = "rules.json"  # beside the package in a wheel only (hatch_build.py writes it)
 
 
-class Signal(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Signal:
     id: str
     when: str
     certainty: float
@@ -41,7 +44,8 @@ class Signal(NamedTuple):
     boost: bool = False  # context: adds certainty only when a non-boost signal holds
 
 
-class Cause(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Cause:
     id: str
     title: str
     category: str
@@ -61,7 +65,8 @@ class Cause(NamedTuple):
     line: int = 0
 
 
-class LintIssue(NamedTuple):
+@dataclass(frozen=True, slots=True, order=True)
+class LintIssue:
     file: str
     line: int
     message: str
@@ -71,7 +76,7 @@ class LintIssue(NamedTuple):
         return f"{self.file}:{self.line}: {'warning: ' if self.warning else ''}{self.message}"
 
 
-class RuleError(ValueError):
+class RuleError(UserError, ValueError):
     """The rules cannot be loaded (the issues say where and why)."""
 
     def __init__(self, issues: Sequence[LintIssue]) -> None:
@@ -149,9 +154,8 @@ def rules_document(rules_dir: Path, causes: Sequence[Cause]) -> dict[str, Any]:
     expressions = sorted({e for cause in causes for _, e in cause_expressions(cause)})
     records = []
     for cause in causes:
-        record = cause._asdict()
+        record = asdict(cause)
         record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
-        record["signals"] = [s._asdict() for s in cause.signals]
         records.append(record)
     return {"causes": records, "trees": {e: compile_expression(e).parsed for e in expressions}}
 

@@ -19,7 +19,7 @@ def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
             "status": "not_collected",
             "detail": "no checkpoint job given; pass --params (e.g. --params 70B)",
         }
-    from gdsdoctor import estimate  # imported only when a job is given (start-up time)
+    from gdsdoctor.checkpoint import stall as estimate  # imported only when a job is given (start-up time)
 
     try:
         components = estimate.components_for(
@@ -46,6 +46,6 @@ def validate(options: dict[str, Any]) -> None:
     """Raise EstimateError for a job description that cannot be read (for the CLI, before capture)."""
     section = job_section(options)
     if section["status"] == "unparsable":
-        from gdsdoctor.estimate import EstimateError
+        from gdsdoctor.errors import EstimateError
 
         raise EstimateError(section["detail"])

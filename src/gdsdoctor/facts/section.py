@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.probes.base import ParseError, Probe
+from gdsdoctor.probes.base import Probe
 
 RUN_AS_ROOT = "run as root"
 

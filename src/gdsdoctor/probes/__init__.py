@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import (
     app_log,
     bench,
@@ -23,7 +24,7 @@ from gdsdoctor.probes import (
     udev,
     watch,
 )
-from gdsdoctor.probes.base import ParseError, Probe, Source
+from gdsdoctor.probes.base import Probe, Source
 
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,

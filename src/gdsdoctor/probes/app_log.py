@@ -37,8 +37,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, numbered_lines, src
+from gdsdoctor.probes.base import Probe, numbered_lines, src
 
 # CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
 CODES: dict[int, str] = {

@@ -13,8 +13,9 @@ provenance record made by :func:`src`, so a finding can show the exact line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 Section = dict[str, Any]
 Parser = Callable[[str, str], Section]
@@ -24,21 +25,8 @@ Recogniser = Callable[[str], bool]
 Reader = Callable[[Path], bytes]
 
 
-class ParseError(ValueError):
-    """The text is not the format this parser reads (with the line where it went wrong)."""
-
-    def __init__(self, reason: str, line: int | None = None) -> None:
-        super().__init__(reason if line is None else f"line {line}: {reason}")
-        self.reason = reason
-        self.line = line
-
-
-class Unavailable(Exception):
-    """Raised by a reader whose source does not exist on this host (no libudev, say): the
-    capture records the source as missing, with the message as the reason."""
-
-
-class Source(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Source:
     """One way to capture a probe's input: a command, a host file, or a reader."""
 
     artifact: str  # bundle-relative name, e.g. "proc/modules", "cmd/lsmod.txt"
@@ -73,7 +61,8 @@ class Source(NamedTuple):
         return self.how
 
 
-class Probe(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Probe:
     section: str  # key in the facts document
     title: str  # what it is, for `gdsdoctor probes` and "how to collect" hints
     sources: tuple[Source, ...]

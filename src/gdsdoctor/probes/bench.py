@@ -42,8 +42,9 @@ import math
 import re
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 GIB = 2**30
 KIB = 1024

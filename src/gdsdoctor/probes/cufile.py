@@ -1,5 +1,8 @@
 """cuFile (libcufile) configuration, environment and log.
 
+Longer than 600 lines: one family (cufile.json, its environment, cufile.log, gds_stats) sharing
+the JSON-with-comments reader and the cuFile key names.
+
 Section ``cufile_json`` — the cufile.json in effect, with the documented defaults filled in.
 cufile.json allows ``//`` and ``/* */`` comments and trailing commas; they are removed outside
 strings only (``"http://x"`` stays). The reader picks ``$CUFILE_ENV_PATH_JSON`` if set, else
@@ -43,11 +46,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import JSON_STRING, read_under_root
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.host_io import read_under_root
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
+from gdsdoctor.probes.text import JSON_STRING
 
 # Documented defaults (gds-matrix §7, shipped cufile.json; execution.* as printed by gdscheck 1.14).
 DEFAULTS: dict[str, Any] = {
@@ -98,8 +103,8 @@ _KEEP_AS_VALUE = {"mount_table"}  # per-mount dicts stay one value, not flattene
 
 
 # One token at a time, in C: a string (to its closing quote, or the end of an unterminated
-# one), a comment, a trailing comma (only in the second pass), or a run of anything else. A
-# loop over characters in Python cost ~6 ms on the stock cufile.json, on every GDS node.
+# one), a comment, a trailing comma (only in the second pass), or a run of anything else: a
+# loop over characters in Python was slow on the stock cufile.json, read on every GDS node.
 _STRING = r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)'
 _COMMENT_TOKENS = lazy_compile(rf"{_STRING}|//[^\n]*|/\*.*?(?:\*/|\Z)|[^\"/]+|.", re.S)
 _COMMA_TOKENS = lazy_compile(rf"{_STRING}|(?P<trailing>,)(?=\s*[}}\]])|[^\",]+|.", re.S)

@@ -37,7 +37,14 @@ Section shape::
 ``timestamp`` is the stamp as given (``"519.201025"``, ``"Wed Apr  9 08:23:03 2025"``, ISO);
 ``monotonic_s`` is seconds since boot when the stamp is one, else None. ``details`` holds
 values pulled from the message (errno, qid, xid, sector, status...), keys per kind in
-docs/facts/dmesg.md. The event kinds are :data:`KINDS`.
+docs/facts/dmesg.md. The event kinds and their patterns are :mod:`gdsdoctor.probes.dmesg_kinds`.
+
+>>> classify("nvme nvme0: I/O 39 QID 3 timeout, aborting")
+('nvme_timeout', 'nvme0', {'tag': 39, 'qid': 3, 'action': 'aborting'})
+
+Longer than 600 lines because the fourteen line forms above, the boot tracking and the events'
+bookkeeping are one reader: split, each part would need the others' state (the boots, the clock
+of quiet lines, the hinted lines).
 """
 
 from __future__ import annotations
@@ -47,10 +54,13 @@ import json
 import re
 from collections import deque
 from collections.abc import Container, Iterator, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.dmesg_kinds import RULES as _RULES
 from gdsdoctor.probes.kernel_shape import kernel_shaped
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
@@ -89,7 +99,8 @@ _BANNER = lazy_compile(r"Linux version (?P<release>\S+)")
 _CMDLINE = lazy_compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
 
 
-class LogLine(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LogLine:
     """One kernel message with its prefix taken apart."""
 
     number: int
@@ -170,346 +181,14 @@ def _monotonic_line(
     return LogLine(number, raw, message, form, m["ts"], float(m["ts"]), level)
 
 
-# ---------------------------------------------------------------------------------------------
-# Event kinds: (kind, patterns) in priority order; the first pattern that matches wins.
-# Named groups become event details; group "device" (if any) names the device.
-# Patterns follow the kernel's wording across versions (see docs/facts/dmesg.md), not one sample.
-# ---------------------------------------------------------------------------------------------
-
-_ERRNO = r"\(?(?P<errno>-\d+)\)?"
-_TIMEOUT_ACTION = r"(?P<action>aborting|reset controller|disable controller|completion polled)"
-
-_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "peermem_error",
-        (r"(?i)\b(?:nvidia[-_]peermem|nv_peer_mem)\b.*(?:error|fail|unknown symbol|disagrees|invalid)",),
-    ),
-    (
-        "gpl_symbol_refusal",
-        (
-            r"^(?:(?P<module>\w+): )?module using GPL-only symbols uses symbols (?:\S+ )?from proprietary "
-            r"module (?P<provider>\w+)",
-            r"^(?:(?P<module>\w+): )?Unknown symbol (?P<symbol>nvidia_p2p_\w+)",
-        ),
-    ),
-    (
-        "module_symbol_mismatch",
-        (
-            r"^(?P<module>\w+): no symbol version for (?P<symbol>\w+)",
-            r"^(?P<module>\w+): disagrees about version of symbol (?P<symbol>\w+)",
-            r"^(?P<module>\w+): Unknown symbol (?P<symbol>\w+)",
-        ),
-    ),
-    (
-        "nvidia_fs_error",
-        (
-            r"(?i)nvidia[-_]fs:.*Incompatible page table version (?P<version>0x[0-9a-f]+)",
-            r"(?i)nvidia[-_]fs:.*Error ret (?P<errno>-\d+) invoking (?P<call>\w+)",
-            r"(?i)nvidia[-_]fs:\s*(?P<op>read|write) IO failed\s*:\s*(?P<errno>-\d+)",
-            r"(?i)nvidia[-_]fs:.*rw_verify_area failed with (?P<errno>-\d+)",
-            r"kernel BUG at \S*nvidia-fs\S*",
-            r"(?i)nvidia[-_]fs:.*(?:error|fail|incompatible|not set|cannot|invalid|not aligned|unable|bug)",
-        ),
-    ),
-    ("nvidia_fs_loaded", (r"nvidia[-_]fs: registered correctly with major number (?P<major>\d+)",)),
-    (
-        "nvrm_xid",
-        (
-            r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+)",  # noqa: E501
-        ),
-    ),
-    (
-        "nvme_status_error",
-        (
-            r"^(?P<device>nvme\d+(?:c\d+)?n\d+): (?P<op>.+?)\(0x[0-9a-f]+\) @ LBA (?P<lba>\d+), (?P<blocks>\d+) "  # noqa: E501
-            r"blocks, (?P<status>.+?) \(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
-            r"^(?:nvme (?P<device>nvme\d+): )?(?P<op>[\w /-]+?)\(0x[0-9a-f]+\),? (?P<status>.+?) "
-            r"\(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
-        ),
-    ),
-    (
-        "nvme_timeout",
-        (
-            r"\bI/O (?:tag )?(?P<tag>\d+) (?:\([0-9a-fx]+\) )?(?:type \d+ )?(?:opcode (?P<opcode>0x[0-9a-f]+) "  # noqa: E501
-            r"(?:\([^)]*\) )?)?QID (?P<qid>\d+) timeout(?:, " + _TIMEOUT_ACTION + ")?",
-            r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]+)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",  # noqa: E501
-            r"\btimeout, " + _TIMEOUT_ACTION,
-        ),
-    ),
-    ("nvme_abort", (r"\bAbort status: (?P<status>0x[0-9a-f]+)",)),
-    (
-        "nvmeof_keepalive",
-        (
-            r"failed nvme_keep_alive(?:_end_io)? error=(?P<status>-?\d+)",
-            r"(?i)keep[- _]alive (?:failed|timeout|timed out)",
-            r"keep_alive_tmo 0 won't execute",
-        ),
-    ),
-    (
-        "nvme_ana",
-        (
-            r"no (?P<state>usable|available) path - (?:requeuing|failing) I/O",
-            r"ANATT timeout",
-            r"Failed to get ANA log",
-            r"ANA log page size",
-            r"disabling ANA support",
-            r"ANA group \d+: (?P<state>[\w-]+)",
-            r"(?i)path (?:is )?inaccessible",
-        ),
-    ),
-    (
-        "nvmeof_transport_error",
-        (
-            r"for CQE 0x\w+ failed with status (?P<status>.+?) \((?P<code>\d+)\)",
-            r"receive failed: +(?P<errno>-?\d+)",
-            r"failed to send request (?P<errno>-?\d+)",
-            r"(?:header|data) digest error",
-            r"bad pdu length returned",
-        ),
-    ),
-    (
-        "nvmeof_reconnect",
-        (
-            r"Reconnecting in (?P<delay_s>\d+) seconds",
-            r"Failed reconnect attempt(?: (?P<attempt>\d+)(?:/(?P<max_attempts>\d+))?)?",
-            r"failed to connect socket: " + _ERRNO,
-            r"rdma connection establishment failed " + _ERRNO,
-            r"Connect rejected: status (?P<status>\d+)",
-            r"Connect command failed",
-            r"Connect Invalid (?:Data|SQE) Parameter",
-            r"Connect for subsystem .* is not allowed",
-            r"failed to connect queue: \d+ ret=(?P<errno>-?\d+)",
-            r"rdma_resolve_addr wait failed " + _ERRNO,
-            r"address error " + _ERRNO,
-            r"route error " + _ERRNO,
-            r"rdma_connect failed " + _ERRNO,
-            r"failed to initialize (?:pi )?mr pool",
-            r"starting error recovery",
-            r"Removing controller(?: \((?P<errno>-?\d+)\))?",
-            r"Removing ctrl: NQN",
-            r"(?i)ctrl_loss",
-            r"(?i)ctrl loss",
-        ),
-    ),
-    ("nvmeof_reconnected", (r"Successfully reconnected",)),
-    (
-        "nvme_reset",
-        (
-            r"controller is down; will reset: CSTS=(?P<csts>0x[0-9a-f]+)",
-            r"Device not ready; aborting (?:reset|initiali[sz]ation)(?:, CSTS=(?P<csts>0x[0-9a-f]+))?",
-            r"Removing after probe failure status: (?P<errno>-?\d+)",
-            r"frozen state error detected, reset controller",
-            r"Identify Controller failed \((?P<errno>-?\d+)\)",
-            r"Disabling device after reset failure",
-            r"(?i)resetting controller",
-            r"restart after slot reset",
-        ),
-    ),
-    ("capacity_to_zero", (r"^(?P<device>\S+): detected capacity change from \d+ to 0\b",)),
-    (
-        "fs_mount_option_rejected",
-        (
-            r"(?i)\bnobarrier\b.*(?:deprecated|removed|ignor|unknown|invalid)",
-            r"(?i)(?:unknown|unrecognized|bad) mount option",
-            r"(?i)^(?:XFS|EXT4-fs|ext4|xfs|btrfs|BTRFS)\b.*(?:unknown|unrecognized) (?:option|parameter)",
-        ),
-    ),
-    (
-        "cmdline_option_rejected",
-        (
-            r"(?P<subsystem>AMD-Vi|PCI|DMAR|iommu|pci): Unknown option",
-            r"Unknown kernel command line parameters \"(?P<params>[^\"]*)\"",
-        ),
-    ),
-    (
-        "fs_shutdown",
-        (
-            r"Filesystem has been shut down",
-            r"Corruption (?:of in-memory data )?detected",
-            r"xfs_do_force_shutdown\((?P<flags>0x[0-9a-f]+)\)",
-            r"Shutting down filesystem",
-            r"Please umount the filesystem",
-            r"Aborting journal on device (?P<device>\S+?)(?:-\d+)?\.?$",
-            r"Remounting filesystem read-only",
-            r"(?i)ext4.*aborting journal",
-        ),
-    ),
-    (
-        "fs_error",
-        (
-            r"EXT4-fs error",
-            r"EXT4-fs \((?P<device>[^)]+)\): I/O error while writing superblock",
-            r"ext4_end_bio:.*I/O error",
-            r"failed to convert unwritten extents",
-            r"JBD2: (?:recovery failed|error loading journal|.*error)",
-            r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"  # noqa: E501
-            r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
-            r"BTRFS (?:error|critical)",
-        ),
-    ),
-    (
-        "blk_io_error",
-        (
-            r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
-            r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"
-            r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
-            r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
-            r"(?i)critical medium error",
-        ),
-    ),
-    (
-        "pcie_aer",
-        (
-            r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
-            r"PCIe Bus Error: severity=(?P<severity>[\w() -]+?),",
-            r"AER: .*error",
-            r"(?:^|:)\s*\[\s*\d+\]\s+(?P<error>RxErr|BadTLP|BadDLLP|Rollover|Timeout|ReplayTimer|AdvNonFatalErr|"
-            r"ACSViol|CmpltTO|CmpltAbrt|UnxCmplt|MalfTLP|ECRC|UnsupReq|DLP|SDES|FCP|PoisonTLP|RxOF)",
-        ),
-    ),
-    (
-        "iommu_fault",
-        (
-            r"DMAR: DRHD: handling fault",
-            r"DMAR: \[DMA (?:Read|Write)",
-            r"IO_PAGE_FAULT",
-            r"AMD-Vi: Event logged",
-            r"(?i)arm-smmu.*(?:fault|unhandled context)",
-            r"(?i)iommu fault",
-        ),
-    ),
-    (
-        "iommu_info",
-        (
-            r"iommu: Default domain type: (?P<domain_type>\w+)",
-            r"DMAR: IOMMU enabled",
-            r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O",
-            r"AMD-Vi: (?:IOMMU performance counters supported|Interrupt remapping enabled|Found IOMMU)",
-            r"Adding to iommu group (?P<group>\d+)",
-            r"iommu: DMA domain TLB invalidation policy: (?P<policy>\w+)",
-        ),
-    ),
-    (
-        "pat_conflict",
-        (
-            r"x86/PAT: .*conflicting memory types",
-            r"memtype_reserve failed",
-            r"x86/PAT: .*map pfn expected mapping type",
-        ),
-    ),
-    ("p2pdma", (r"\bp2pdma\b", r"\bpci_p2pdma\w*", r"\bp2pmem\b", r"(?i)\bpeer-to-peer DMA")),
-    ("hung_task", (r"task (?P<task>\S+) blocked for more than (?P<seconds>\d+) seconds",)),
-    (
-        "kernel_bug",
-        (r"kernel BUG at ", r"^BUG: ", r"^Oops: ", r"general protection fault", r"^WARNING: CPU: \d+ PID"),
-    ),
-)
-
-# Cheap gate per kind: a message is tried against a kind's patterns only if its lower-cased text
-# contains one of these words (Python regexes cost ~1 us per pattern per line; logs run to 100k lines).
-# Every pattern of a kind must contain one of its hints (a test checks this).
-_HINTS: dict[str, tuple[str, ...]] = {
-    "peermem_error": ("peermem", "peer_mem"),
-    "gpl_symbol_refusal": ("gpl-only", "unknown symbol"),
-    "module_symbol_mismatch": ("symbol",),
-    "nvidia_fs_error": ("nvidia",),
-    "nvidia_fs_loaded": ("registered correctly",),
-    "nvrm_xid": ("xid",),
-    "nvme_status_error": ("sct ",),
-    "nvme_timeout": ("timeout",),
-    "nvme_abort": ("abort status",),
-    "nvmeof_keepalive": ("keep",),
-    "nvme_ana": ("path", "ana"),
-    "nvmeof_transport_error": ("cqe", "receive failed", "send request", "digest", "pdu"),
-    "nvmeof_reconnect": ("connect", "error recovery", "removing", "mr pool", "ctrl_loss", "ctrl loss",
-                         "rdma_resolve_addr", "address error", "route error"),
-    "nvmeof_reconnected": ("successfully reconnected",),
-    "nvme_reset": ("reset", "not ready", "probe failure", "identify controller"),
-    "capacity_to_zero": ("capacity change",),
-    "fs_mount_option_rejected": ("barrier", "option", "parameter"),
-    "cmdline_option_rejected": ("unknown option", "unknown kernel command line"),
-    "fs_shutdown": ("shut", "corruption", "please umount", "journal", "read-only"),
-    "fs_error": ("ext4", "jbd2", "xfs", "btrfs", "unwritten extents"),
-    "blk_io_error": ("error, dev", "i/o error", "medium error"),
-    "pcie_aer": ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer",
-                 "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp",
-                 "poisontlp", "rxof"),
-    "iommu_fault": ("dmar", "io_page_fault", "amd-vi", "smmu", "iommu fault"),
-    "iommu_info": ("iommu: ", "iommu group", "dmar: ", "amd-vi: "),
-    "pat_conflict": ("x86/pat", "memtype"),
-    "p2pdma": ("p2p", "peer-to-peer"),
-    "hung_task": ("blocked for more",),
-    "kernel_bug": ("kernel bug", "bug: ", "oops", "general protection", "warning: cpu"),
-}  # fmt: skip
-KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
+KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _RULES)
 
 
-_SPECIAL = set(".^$*+?{}[]|()\\")
-_QUANTIFIERS = set("?*{")
-
-
-def leading_literal(pattern: str) -> tuple[str, bool]:
-    """Text every match of ``pattern`` contains, read off its source: the run of plain
-    characters it starts with (``(?i)``: case-folded, flag True). Empty when the start is not
-    plain or the pattern branches at its top level. Checked against re's own parser by a test."""
-    folded = pattern.startswith("(?i)")
-    source = pattern[4:] if folded else pattern
-    source = source[1:] if source.startswith("^") else source
-    if _top_level_branch(source):
-        return "", folded
-    literal: list[str] = []
-    i = 0
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            if i + 1 >= len(source) or source[i + 1].isalnum():
-                break  # a class such as \d or an anchor such as \b
-            char, step = source[i + 1], 2
-        elif char in _SPECIAL:
-            break
-        else:
-            step = 1
-        following = source[i + step : i + step + 1]
-        if following and following in _QUANTIFIERS:
-            break  # this character may be absent
-        literal.append(char)
-        if following == "+":
-            break
-        i += step
-    text = "".join(literal)
-    return (text.lower() if folded else text), folded
-
-
-def _top_level_branch(source: str) -> bool:
-    depth, i, in_class = 0, 0, False
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            return True
-        i += 1
-    return False
-
-
-# Each pattern with the literal it needs: a message without it is not searched (and the
-# pattern, compiled at first use, is never compiled for logs that never contain it).
-_COMPILED = tuple(
-    (kind, tuple((lazy_compile(p), *leading_literal(p)) for p in patterns)) for kind, patterns in _RULES
-)
+_COMPILED = tuple((kind, tuple(map(lazy_compile, patterns))) for kind, _, patterns in _RULES)
 # hint -> the kinds (positions in _COMPILED) that it gates
 _KINDS_OF_HINT: dict[str, tuple[int, ...]] = {
-    hint: tuple(i for i, (kind, _) in enumerate(_RULES) if hint in _HINTS[kind])
-    for hint in sorted({hint for hints in _HINTS.values() for hint in hints})
+    hint: tuple(i for i, (_, hints, _) in enumerate(_RULES) if hint in hints)
+    for hint in sorted({hint for _, hints, _ in _RULES for hint in hints})
 }
 MAX_CLASSIFIED_CHARS = 2000  # bounds regex work on garbage lines
 
@@ -555,7 +234,7 @@ def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
     looking for in each of its lines. A log has a handful of the ~90.
 
     Each hint is a scan of the text, so they are looked for in its distinct words instead (a
-    log repeats itself: a third of the text of a test VM's log, 7.7 -> 3.8 ms): a hint without
+    log repeats itself; measured in docs/performance.md): a hint without
     whitespace occurs in the text exactly when it occurs in one of its words. A hint with
     whitespace needs each of its pieces in the words, and is then confirmed in the text. The
     words are gathered a chunk at a time (a list of every word of a hostile 64 MiB log would
@@ -638,15 +317,12 @@ def classify(
     ``hints``: those of the whole log (``hints_in``), when classifying many of its lines."""
     message = message[:MAX_CLASSIFIED_CHARS]
     lowered = message.lower()
-    # Substring tests are ~20x cheaper than a regex search: only the kinds gated by a hint in
-    # the message are tried, in priority order.
+    # Only the kinds gated by a hint in the message are tried, in priority order (dmesg_kinds).
     gates = _KINDS_OF_HINT.items() if hints is None else hints
     candidates = {i for hint, kinds in gates if hint in lowered for i in kinds}
     for index in sorted(candidates):
         kind, patterns = _COMPILED[index]
-        for pattern, literal, folded in patterns:
-            if len(literal) >= 4 and literal not in (lowered if folded else message):
-                continue
+        for pattern in patterns:
             m = pattern.search(message)
             if not m:
                 continue
@@ -735,7 +411,7 @@ def _json_lines(text: str) -> Iterator[LogLine]:
 def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) -> Iterator[LogLine | float]:
     """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
     outside it with nothing else to give yields only its clock: most lines of a log, and making
-    each a LogLine was most of the parse (a 10,700-line log: 90 -> 65 ms)."""
+    each a LogLine was most of the parse (docs/performance.md)."""
     for number, raw in numbered_lines(text):
         if hinted is not None and number not in hinted and (clock := _quiet_clock(raw)) is not None:
             yield clock

@@ -45,8 +45,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 MIB = 1024 * 1024
 

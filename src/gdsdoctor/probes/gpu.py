@@ -29,8 +29,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 # --- nvidia-smi -q ------------------------------------------------------------------------------
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.common import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
+from gdsdoctor.probes.base import Probe, Section, Source, src
+from gdsdoctor.probes.text import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
     "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"

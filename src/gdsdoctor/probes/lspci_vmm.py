@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Section, numbered_lines, src
+from gdsdoctor.probes.base import Section, numbered_lines, src
 
 _FIELD = lazy_compile(r"^\s*([A-Za-z]+):\s*(.*?)\s*$")
 _ADDRESS = lazy_compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")

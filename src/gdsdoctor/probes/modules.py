@@ -8,14 +8,21 @@ lsmod::
 
     Module                  Size  Used by
     nvidia_fs             262144  0
+
+Section: ``{names: [str], by_name: {name: {name, size, refcount, used_by: [str], src}}}``.
+
+>>> section = parse("nvidia_fs 262144 0 - Live 0xffffffffc0a1a000 (OE)\\n", "proc/modules")
+>>> section["names"], section["by_name"]["nvidia_fs"]["size"]
+(['nvidia_fs'], 262144)
 """
 
 from __future__ import annotations
 
 import re
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _LSMOD_HEADER = lazy_compile(r"^Module\s+Size\s+Used by")
 _LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+)(?P<rest>.*)$")

@@ -1,19 +1,28 @@
 """Mounted filesystems, from ``/proc/mounts`` (or ``/proc/self/mounts``, ``/etc/mtab``), or the
 output of ``mount`` / ``mount -l`` pasted instead.
 
-Fields are space-separated with octal escapes (``\\040`` for a space)::
+Fields are space-separated with octal escapes (``\\040`` for a space); each line becomes
+``{device, mountpoint, fstype, options, opts: {option: value | True}, src}``:
 
     /dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0
     /dev/nvme0n1p1 on /mnt/ckpt type ext4 (rw,relatime,data=ordered) [CKPT]     mount -l
 
 Lines in neither form are skipped and named in ``skipped_lines`` (the report's notes): one odd line
 (a mount point with a literal space, a line cut short) never loses the others.
+
+>>> section = parse("/dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0\\n", "proc/mounts")
+>>> mount = section["mounts"][0]
+>>> mount["mountpoint"], mount["fstype"], mount["opts"]["data"]
+('/mnt/ckpt', 'ext4', 'ordered')
+>>> mount["src"]
+{'artifact': 'proc/mounts', 'line': 1, 'text': '/dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0'}
 """
 
 from __future__ import annotations
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _OCTAL = lazy_compile(r"\\([0-7]{3})")
 _LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")

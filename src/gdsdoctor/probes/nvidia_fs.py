@@ -37,10 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, numbered_lines, src
-from gdsdoctor.probes.common import read_under_root
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
+from gdsdoctor.probes.host_io import read_under_root
 
 PROC_DIR = "/proc/driver/nvidia-fs"
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import csv
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Section, numbered_lines, src
+from gdsdoctor.probes.base import Section, numbered_lines, src
 
 _TABLE_HEAD = lazy_compile(
     r"NVIDIA-SMI (?P<smi>\S+)\s+Driver Version: (?P<driver>\S+)(?:\s+CUDA Version: (?P<cuda>[\d.]+|N/A))?"

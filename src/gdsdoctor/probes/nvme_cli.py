@@ -1,5 +1,8 @@
 """NVMe facts from nvme-cli: namespaces, subsystems/paths, SMART, identify-controller, discovery.
 
+Longer than 600 lines: six nvme-cli commands, each with JSON shapes from many versions and a text
+form, sharing the shape dispatch and the controller/namespace model.
+
 nvme-cli changed its JSON shapes many times (research/nvme-notes.md §1), so every parser
 dispatches on the SHAPE of the document, never on a version number.
 
@@ -56,10 +59,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_list_text
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.base import Probe, Section, Source, src
+from gdsdoctor.probes.text import (
     json_key,
     line_finder,
     load_pasted_json,

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Section, src
+from gdsdoctor.probes.base import Section, src
 
 _RULE = lazy_compile(r"^\s*-{3,}(?:\s+-{2,})+\s*$")
 _USAGE = lazy_compile(r"([\d.]+)\s*([KMGTP]?B)\s*/\s*([\d.]+)\s*([KMGTP]?B)")

@@ -38,21 +38,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, src
-from gdsdoctor.probes.common import (
-    child_inside,
-    line_finder,
-    link_name,
-    list_inside,
-    load_pasted_json,
-    read_regular,
-    real_inside,
-    split_address,
-    text_or_none,
-    to_bool,
-    to_int,
-)
+from gdsdoctor.probes.base import Probe, Section, Source, src
+from gdsdoctor.probes.host_io import child_inside, link_name, list_inside, read_regular, real_inside
+from gdsdoctor.probes.text import line_finder, load_pasted_json, split_address, text_or_none, to_bool, to_int
 
 CONTROLLER_ATTRS = (
     "transport", "address", "state", "subsysnqn", "model", "serial", "firmware_rev", "numa_node",

@@ -1,5 +1,8 @@
 """PCIe devices from sysfs, IOMMU groups, and ``lspci -vvv``.
 
+Longer than 600 lines: one family, three sources (sysfs, IOMMU groups, ``lspci -vvv`` and its tree)
+sharing the device model; split, each part would import the others.
+
 Section ``pci`` (reader over ``/sys/bus/pci/devices/*``). Plain file reads, not pyudev: pyudev
 always talks to the running host's udev/sysfs and cannot be pointed at another root
 (``--host-root`` or a bundle), so the reader walks the tree itself. A sample attribute::
@@ -51,23 +54,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.host_io import (
     BDF,
     MISSING,
     attrs_inside,
     attrs_of_real,
     bdfs_in,
-    json_bytes,
     link_name,
     list_inside,
-    load_reader_json,
-    provenance_finder,
-    reader_items,
     real_inside,
-    to_int,
 )
+from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
 PCI_DEVICES = "sys/bus/pci/devices"
 IOMMU_GROUPS = "sys/kernel/iommu_groups"

@@ -1,5 +1,8 @@
 """RDMA ports, network interfaces, RoCE QoS and the memlock limit.
 
+Longer than 600 lines: five sections whose pastes come in many forms (ibstat, ibstatus,
+ibv_devinfo, sysfs dumps, mlnx_qos), sharing the port model.
+
 Section ``infiniband``: a reader over ``/sys/class/infiniband/<dev>/ports/<n>/`` (plain reads), or a pasted
 ``ibstat``, ``ibstatus``, ``ibv_devinfo`` or ``grep -H . /sys/class/infiniband/...`` dump. Samples::
 
@@ -40,22 +43,19 @@ import resource
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.host_io import (
     MISSING,
     attrs_inside,
     attrs_of_real,
     bdfs_in,
-    json_bytes,
     link_name,
     list_inside,
-    load_reader_json,
-    provenance_finder,
-    reader_items,
     real_inside,
-    to_int,
 )
+from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
 IB_CLASS = "sys/class/infiniband"
 NET_CLASS = "sys/class/net"

@@ -1,5 +1,7 @@
 """Kernel and system identity: small sections, one probe each.
 
+Longer than 600 lines: eight small sections, one probe each, too small for a module apiece.
+
 ``kernel`` (``/proc/version`` or ``uname -a``; also a bare ``uname -r``)::
 
     Linux version 6.8.0-1040-nvidia (buildd@lcy02-amd64-070) (x86_64-linux-gnu-gcc-13 ...) #43-Ubuntu SMP ...
@@ -17,7 +19,7 @@
     -> {raw, boot_image, params: {key: value | true}, param_list: [{key, value, src}], iommu: {...},
         nvme_core: {...}}
 
-``kallsyms`` (a reader scanning ``/proc/kallsyms`` line by line, keeping only symbols of interest;
+``kallsyms`` (a reader scanning ``/proc/kallsyms`` in chunks, keeping only symbols of interest;
 a pasted ``grep ... /proc/kallsyms`` also parses)::
 
     ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
@@ -55,9 +57,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.common import open_regular, resolve_in_root
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.host_io import open_regular, resolve_in_root
 
 
 def _content_lines(text: str, at_most: int | None = None) -> list[tuple[int, str]]:
@@ -303,7 +306,7 @@ _KALLSYMS_ANCHORS = ("p2pdma_", "_register_nvfs_dma_ops", "nvidia_p2p_get_pages"
 _KALLSYMS_LINE = lazy_compile(
     r"^(?P<addr>[0-9a-fA-F]{8,16}) (?P<type>[a-zA-Z?]) (?P<name>\S+)(?:\s+\[(?P<module>[^\]]+)\])?"
 )
-# The table has 100k+ lines: a Python loop over them cost 300 ms, the longest probe of a check.
+# The table has 100k+ lines: a Python loop over them was the longest probe of a check.
 # Whole chunks go through C instead: patterns led by a literal newline (which the regex engine
 # scans for quickly) count table lines and find a non-zero address, and str.find picks out the
 # few lines naming a symbol of interest.
@@ -319,7 +322,7 @@ def scan_kallsyms(chunks: Iterable[str], table_only: bool = True) -> dict[str, A
 
     ``table_only``: count only the lines in the table's format, as a paste may hold anything
     else. The live reader reads the kernel's own table, one symbol a line, and counts its
-    lines instead (5 ms rather than 30 for 120k lines: the longest probe of a check)."""
+    lines instead (cheaper again: docs/performance.md)."""
     found: dict[str, dict[str, Any]] = {}
     scanned = 0
     table = nonzero = False  # a line in the table's format seen; one with a non-zero address

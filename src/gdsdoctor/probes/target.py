@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, src
+from gdsdoctor.errors import ParseError
+from gdsdoctor.probes.base import Probe, Section, Source, src
 
 ARTIFACT = "cmd/findmnt-target.json"
 _COLUMNS = "TARGET,SOURCE,FSTYPE,OPTIONS,MAJ:MIN,SIZE,AVAIL,USED"

@@ -48,19 +48,22 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import ParseError, Probe, Section, Source, Unavailable, numbered_lines, src
-from gdsdoctor.probes.common import (
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.host_io import (
     bdfs_in,
     child_inside,
-    json_bytes,
-    line_finder,
     list_inside,
-    load_reader_json,
     read_attr,
     read_under_root,
-    reader_items,
     real_inside,
+)
+from gdsdoctor.probes.text import (
+    json_bytes,
+    line_finder,
+    load_reader_json,
+    reader_items,
     text_or_none,
     to_int,
 )
@@ -352,9 +355,8 @@ def _section(via: str, database: dict[str, Any], raws: list[Raw]) -> Section:
 
 
 def _valid_raw(raw: dict[str, Any]) -> bool:
-    return (
-        all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path"))
-        and isinstance(raw.get("properties"), dict)
+    return all(isinstance(raw.get(key), str) for key in ("subsystem", "sys_name", "sys_path")) and isinstance(
+        raw.get("properties"), dict
     )
 
 

@@ -248,7 +248,7 @@ def _text(path: Path) -> str | None:
 
 def pcie_rate(device: Path) -> float | None:
     """Bytes/s of the link of a PCI device from current_link_speed ("16.0 GT/s PCIe") × width."""
-    from gdsdoctor.bench import PCIE_GT_PER_S, BenchError, pcie_link_bytes_per_s
+    from gdsdoctor.checkpoint.line_rate import PCIE_GT_PER_S, BenchError, pcie_link_bytes_per_s
 
     speed, width = _text(device / "current_link_speed"), _text(device / "current_link_width")
     if not speed or not width or not width.isdigit():

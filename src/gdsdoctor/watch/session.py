@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gdsdoctor.model import Artifact, ArtifactStatus, UserError
+from gdsdoctor.errors import UserError
+from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.watch import devices, phases, sampler, timeline
 from gdsdoctor.watch.events import KmsgFollower, UdevFollower
 

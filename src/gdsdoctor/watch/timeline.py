@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gdsdoctor.probes.base import ParseError, Section, src
+from gdsdoctor.errors import ParseError
+from gdsdoctor.probes.base import Section, src
 from gdsdoctor.probes.watch import ARTIFACT, FORMAT
 from gdsdoctor.watch import limiters, records
 from gdsdoctor.watch.phases import (
@@ -167,26 +168,27 @@ def stall_against_budget(
     done = [p for p in phases if p["bytes_per_s"] > 0]
     if not done or not job.get("params"):
         return None
-    from gdsdoctor import estimate
+    from gdsdoctor.checkpoint import stall
+    from gdsdoctor.errors import EstimateError
     from gdsdoctor.facts.job import DEFAULT_BUDGET
 
     largest = max(done, key=lambda p: p["bytes"])
     try:
-        result = estimate.run(
+        result = stall.run(
             str(job["params"]),
             float(largest["bytes_per_s"]),
-            preset=job.get("preset") or estimate.DEFAULT_PRESET,
+            preset=job.get("preset") or stall.DEFAULT_PRESET,
             interval=str(job.get("interval") or "1h"),
             gpus=job.get("gpus") or 1,
             budget=str(job.get("budget") or DEFAULT_BUDGET),
         )
-    except estimate.EstimateError as error:
+    except EstimateError as error:
         return {"error": str(error)}
     budget = result.budget
     says = (
         f"the {size_text(result.total_bytes)} checkpoint of {job['params']} parameters at the "
         f"{rate_text(largest['bytes_per_s'])} measured from {clock(largest['start'])} stalls the GPUs "
-        f"{estimate.format_duration(result.stall_s)} ({result.wall_fraction:.1%} of wall time, budget "
+        f"{stall.format_duration(result.stall_s)} ({result.wall_fraction:.1%} of wall time, budget "
         f"{budget.fraction:.1%})"
         if budget
         else ""

@@ -169,7 +169,9 @@ def checkpoint_stall(facts: dict[str, Any]) -> dict[str, Any] | None:
     write = measured_write(facts)
     if not job or not write:
         return None
-    from gdsdoctor import estimate  # imported only when there is a job to judge (start-up time)
+    from gdsdoctor.checkpoint import (
+        stall as estimate,  # imported only when there is a job to judge (start-up time)
+    )
 
     result = estimate.compute(
         estimate.Inputs(

@@ -39,7 +39,7 @@ from typing import Any
 
 from gdsdoctor.facts.derived.access import ok_section
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.common import to_bool
+from gdsdoctor.probes.text import to_bool
 
 # cuFile environment variables that override one cufile.json key, and how they read.
 ENV_KEYS = {
@@ -78,9 +78,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "nvidia_fs_version": nvidia_fs_version(facts),
         "cufile_effective": effective,
         "rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
-        "direct_io_size_misaligned": _misaligned(
-            effective["values"].get("properties.max_direct_io_size_kb")
-        ),
+        "direct_io_size_misaligned": _misaligned(effective["values"].get("properties.max_direct_io_size_kb")),
         "p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
         "path": path,
         "path_src": path_src,

@@ -507,13 +507,9 @@ def aer_latched(facts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         ue = [b for b in strs(raw.get("aer_ue_set")) if b not in masked and b not in ROUTINE_AER]
         ce = [b for b in strs(raw.get("aer_ce_set")) if b not in ROUTINE_AER]
         if ue:
-            found["aer_uncorrectable"].append(
-                {"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")}
-            )
+            found["aer_uncorrectable"].append({"bdf": raw.get("bdf"), "bits": ue, "src": srcs.get("UESta")})
         if ce:
-            found["aer_correctable"].append(
-                {"bdf": raw.get("bdf"), "bits": ce, "src": srcs.get("CESta")}
-            )
+            found["aer_correctable"].append({"bdf": raw.get("bdf"), "bits": ce, "src": srcs.get("CESta")})
     return found
 
 

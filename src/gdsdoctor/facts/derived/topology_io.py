@@ -191,7 +191,10 @@ def nic_pcie_bottleneck(facts: dict[str, Any], devices: dict[str, dict[str, Any]
             )
     found = []
     if rates:
-        from gdsdoctor.bench import NETWORK_EFFICIENCY, expected_throughput  # start-up time: only if needed
+        from gdsdoctor.checkpoint.line_rate import (  # start-up time: only if needed
+            NETWORK_EFFICIENCY,
+            expected_throughput,
+        )
     for nic in (d for d in devices.values() if d["kind"] == "nic" and d["name"] in rates):
         gen, width = GEN_BY_SPEED.get(nic["link"]["speed_gts"]), nic["link"]["width"]
         if gen is None or not width:
@@ -243,7 +246,9 @@ def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str
     measured = measurements(facts)
     judged = []
     if expected:
-        from gdsdoctor.bench import verdict  # start-up time: only when there is something to judge
+        from gdsdoctor.checkpoint.line_rate import (
+            verdict,  # start-up time: only when there is something to judge
+        )
 
         for item in measured:
             found = verdict(item["measured_bytes_per_s"], expected["bytes_per_s"])
@@ -268,7 +273,10 @@ def expected_rate(
     links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
     if not drives or any(gen is None or not width for gen, width in links):
         return None
-    from gdsdoctor.bench import BenchError, expected_throughput  # start-up time: only with drives
+    from gdsdoctor.checkpoint.line_rate import (  # start-up time: only with drives
+        BenchError,
+        expected_throughput,
+    )
 
     try:
         per_drive = [expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s for gen, width in links]

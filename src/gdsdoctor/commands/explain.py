@@ -9,10 +9,12 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from gdsdoctor.capture.live import capture_live
 from gdsdoctor.engine.evaluate import evaluate_cause
 from gdsdoctor.engine.functions import search
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.document import build_facts
-from gdsdoctor.model import UserError
+from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 
@@ -22,9 +24,6 @@ def explain_cause(
 ) -> str:
     """The reasoning for one cause over the inputs (this host when none); ``path``: the
     checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules judge its mount)."""
-    from gdsdoctor.capture.live import capture_live
-    from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
-
     causes = {c.id: c for c in rules(rules_dirs)}
     if cause_id not in causes:
         raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")

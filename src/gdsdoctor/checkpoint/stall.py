@@ -40,15 +40,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gdsdoctor.errors import EstimateError
 from gdsdoctor.patterns import lazy_compile
 
 Units = Literal["si", "iec"]
 
 SECONDS_PER_DAY = 86400.0
-
-
-class EstimateError(ValueError):
-    """Bad input for the stall model; the message is one line, fit for the CLI (exit 3)."""
 
 
 # --- components and presets --------------------------------------------------------------------

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.capture.live import capture_live
 from gdsdoctor.facts.derived.topology import RANK
+from gdsdoctor.facts.document import build_facts
+from gdsdoctor.pipeline import load_inputs
+from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
 
 TOPOLOGY_SECTIONS = (
@@ -30,7 +34,7 @@ WORDS = {"switch": "same PCIe switch", "root_port": "same root port",
          "cross_socket": "across CPU sockets"}  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     label: str
     details: list[str] = field(default_factory=list)
@@ -42,7 +46,7 @@ class Node:
                 "children": [c.to_dict() for c in self.children]}  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class Topology:
     source: str | None
     root: Node
@@ -307,11 +311,6 @@ def render_rich(topology: Topology, color: bool = True) -> str:
 
 def topology_of(inputs: Sequence[Path], host_root: Path = Path("/")) -> Topology:
     """Facts from a bundle or pasted files, or from this host (only the topology probes)."""
-    from gdsdoctor.capture.live import capture_live
-    from gdsdoctor.facts.document import build_facts
-    from gdsdoctor.pipeline import load_inputs
-    from gdsdoctor.probes import BY_SECTION
-
     if inputs:
         capture = load_inputs(inputs)
     else:

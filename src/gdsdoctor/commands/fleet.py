@@ -33,7 +33,11 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
-from gdsdoctor.capture.bundle import BUNDLE_SUFFIXES, MANIFEST, BundleError
+from gdsdoctor.capture.bundle import is_bundle
+from gdsdoctor.engine.functions import search
+from gdsdoctor.errors import BundleError
+from gdsdoctor.pipeline import analyze_paths, rules
+from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
 
 FLEET_KIND = "gdsdoctor.fleet"
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -58,12 +62,6 @@ MIN_NODES_FOR_OUTLIERS = 3
 # ---- which inputs are a fleet ------------------------------------------------------------
 
 
-def looks_like_bundle(path: Path) -> bool:
-    if path.is_dir():
-        return (path / MANIFEST).is_file()
-    return path.name.endswith(BUNDLE_SUFFIXES)
-
-
 def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
     """Arguments to paths: a glob pattern the shell did not expand is expanded here, and a
     directory that is not itself a bundle but holds bundles stands for those bundles."""
@@ -74,29 +72,27 @@ def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
             paths.extend(Path(p) for p in sorted(glob.glob(text)))
             continue
         path = Path(text)
-        children = bundles_in(path) if path.is_dir() and not looks_like_bundle(path) else []
+        children = bundles_in(path) if path.is_dir() and not is_bundle(path) else []
         paths.extend(children or [path])
     return paths
 
 
 def bundles_in(directory: Path) -> list[Path]:
     try:
-        return sorted(p for p in directory.iterdir() if looks_like_bundle(p))
+        return sorted(p for p in directory.iterdir() if is_bundle(p))
     except OSError:
         return []
 
 
 def is_fleet(paths: Sequence[Path]) -> bool:
     """More than one bundle: analyse each on its own and summarise."""
-    return sum(1 for p in paths if looks_like_bundle(p)) > 1
+    return sum(1 for p in paths if is_bundle(p)) > 1
 
 
 # ---- one node ----------------------------------------------------------------------------
 
 
 def config_of(facts: dict[str, Any], keys: dict[str, str] = CONFIG_KEYS) -> dict[str, str | None]:
-    from gdsdoctor.engine.functions import search
-
     visible = {
         name: section
         for name, section in facts.items()
@@ -127,8 +123,6 @@ def node_record(
 ) -> dict[str, Any]:
     """Analyse one bundle into the small record the fleet summary is computed from. Never raises
     for a bad bundle: it becomes an UNKNOWN node with the error."""
-    from gdsdoctor.pipeline import analyze_paths
-
     try:
         analysis = analyze_paths([path], target_path, rules_dirs, job)
     except BundleError as error:
@@ -175,8 +169,6 @@ def _failed_record(path: Path, error: str) -> dict[str, Any]:
 
 def _warm(rules_dirs: Sequence[Path]) -> None:
     """Worker start: load and check the rules once per process, not once per bundle."""
-    from gdsdoctor.pipeline import rules
-
     rules(rules_dirs)
 
 
@@ -394,8 +386,6 @@ def _names(names: Sequence[str]) -> str:
 def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
     """The fleet summary as outline blocks, drawn by the text and Markdown renderers.
     ``verbose`` lists every unreadable bundle (otherwise the first few and how many more)."""
-    from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
-
     head = summary["summary"]
     counts = ", ".join(f"{n} {s}" for s, n in head["by_status"].items() if n)
     yield Line(

@@ -1,0 +1,204 @@
+"""The kernel log's event kinds: (kind, hints, patterns), in priority order; the first pattern
+that matches a message wins. Named groups become event details; group "device" (if any) names
+the device. Patterns follow the kernel's wording across versions (see docs/facts/dmesg.md), not
+one sample.
+
+The speed device, as data beside the patterns it guards: a message is tried against a kind's
+patterns only when its lower-cased text holds one of the kind's *hints*. The log's lines holding
+no hint at all are not classified, and the hints present are looked for in the log's distinct
+words (gdsdoctor.probes.dmesg). Each is kept because it measurably pays on a long log
+(docs/performance.md, scripts/dmesg_gates.py). tests/probes/test_dmesg.py checks that every
+pattern holds a hint of its kind, and that the gated answer equals trying every pattern on every
+line of every test and fixture log.
+"""
+# ruff: noqa: E501  (one pattern a line reads better than a pattern cut to fit)
+
+from __future__ import annotations
+
+_ERRNO = r"\(?(?P<errno>-\d+)\)?"
+_TIMEOUT_ACTION = r"(?P<action>aborting|reset controller|disable controller|completion polled)"
+
+# fmt: off
+RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("peermem_error", ("peermem", "peer_mem"), (
+        r"(?i)\b(?:nvidia[-_]peermem|nv_peer_mem)\b.*(?:error|fail|unknown symbol|disagrees|invalid)",
+    )),
+    ("gpl_symbol_refusal", ("gpl-only", "unknown symbol"), (
+        r"^(?:(?P<module>\w+): )?module using GPL-only symbols uses symbols (?:\S+ )?from proprietary "
+        r"module (?P<provider>\w+)",
+        r"^(?:(?P<module>\w+): )?Unknown symbol (?P<symbol>nvidia_p2p_\w+)",
+    )),
+    ("module_symbol_mismatch", ("symbol",), (
+        r"^(?P<module>\w+): no symbol version for (?P<symbol>\w+)",
+        r"^(?P<module>\w+): disagrees about version of symbol (?P<symbol>\w+)",
+        r"^(?P<module>\w+): Unknown symbol (?P<symbol>\w+)",
+    )),
+    ("nvidia_fs_error", ("nvidia",), (
+        r"(?i)nvidia[-_]fs:.*Incompatible page table version (?P<version>0x[0-9a-f]+)",
+        r"(?i)nvidia[-_]fs:.*Error ret (?P<errno>-\d+) invoking (?P<call>\w+)",
+        r"(?i)nvidia[-_]fs:\s*(?P<op>read|write) IO failed\s*:\s*(?P<errno>-\d+)",
+        r"(?i)nvidia[-_]fs:.*rw_verify_area failed with (?P<errno>-\d+)",
+        r"kernel BUG at \S*nvidia-fs\S*",
+        r"(?i)nvidia[-_]fs:.*(?:error|fail|incompatible|not set|cannot|invalid|not aligned|unable|bug)",
+    )),
+    ("nvidia_fs_loaded", ("registered correctly",), (
+        r"nvidia[-_]fs: registered correctly with major number (?P<major>\d+)",
+    )),
+    ("nvrm_xid", ("xid",), (
+        r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+)",
+    )),
+    ("nvme_status_error", ("sct ",), (
+        r"^(?P<device>nvme\d+(?:c\d+)?n\d+): (?P<op>.+?)\(0x[0-9a-f]+\) @ LBA (?P<lba>\d+), (?P<blocks>\d+) "
+        r"blocks, (?P<status>.+?) \(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
+        r"^(?:nvme (?P<device>nvme\d+): )?(?P<op>[\w /-]+?)\(0x[0-9a-f]+\),? (?P<status>.+?) "
+        r"\(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",
+    )),
+    ("nvme_timeout", ("timeout",), (
+        r"\bI/O (?:tag )?(?P<tag>\d+) (?:\([0-9a-fx]+\) )?(?:type \d+ )?(?:opcode (?P<opcode>0x[0-9a-f]+) "
+        r"(?:\([^)]*\) )?)?QID (?P<qid>\d+) timeout(?:, " + _TIMEOUT_ACTION + ")?",
+        r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]+)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",
+        r"\btimeout, " + _TIMEOUT_ACTION,
+    )),
+    ("nvme_abort", ("abort status",), (
+        r"\bAbort status: (?P<status>0x[0-9a-f]+)",
+    )),
+    ("nvmeof_keepalive", ("keep",), (
+        r"failed nvme_keep_alive(?:_end_io)? error=(?P<status>-?\d+)",
+        r"(?i)keep[- _]alive (?:failed|timeout|timed out)",
+        r"keep_alive_tmo 0 won't execute",
+    )),
+    ("nvme_ana", ("path", "ana"), (
+        r"no (?P<state>usable|available) path - (?:requeuing|failing) I/O",
+        r"ANATT timeout",
+        r"Failed to get ANA log",
+        r"ANA log page size",
+        r"disabling ANA support",
+        r"ANA group \d+: (?P<state>[\w-]+)",
+        r"(?i)path (?:is )?inaccessible",
+    )),
+    ("nvmeof_transport_error", ("cqe", "receive failed", "send request", "digest", "pdu"), (
+        r"for CQE 0x\w+ failed with status (?P<status>.+?) \((?P<code>\d+)\)",
+        r"receive failed: +(?P<errno>-?\d+)",
+        r"failed to send request (?P<errno>-?\d+)",
+        r"(?:header|data) digest error",
+        r"bad pdu length returned",
+    )),
+    ("nvmeof_reconnect", ("connect", "error recovery", "removing", "mr pool", "ctrl_loss", "ctrl loss", "rdma_resolve_addr", "address error", "route error"), (
+        r"Reconnecting in (?P<delay_s>\d+) seconds",
+        r"Failed reconnect attempt(?: (?P<attempt>\d+)(?:/(?P<max_attempts>\d+))?)?",
+        r"failed to connect socket: " + _ERRNO,
+        r"rdma connection establishment failed " + _ERRNO,
+        r"Connect rejected: status (?P<status>\d+)",
+        r"Connect command failed",
+        r"Connect Invalid (?:Data|SQE) Parameter",
+        r"Connect for subsystem .* is not allowed",
+        r"failed to connect queue: \d+ ret=(?P<errno>-?\d+)",
+        r"rdma_resolve_addr wait failed " + _ERRNO,
+        r"address error " + _ERRNO,
+        r"route error " + _ERRNO,
+        r"rdma_connect failed " + _ERRNO,
+        r"failed to initialize (?:pi )?mr pool",
+        r"starting error recovery",
+        r"Removing controller(?: \((?P<errno>-?\d+)\))?",
+        r"Removing ctrl: NQN",
+        r"(?i)ctrl_loss",
+        r"(?i)ctrl loss",
+    )),
+    ("nvmeof_reconnected", ("successfully reconnected",), (
+        r"Successfully reconnected",
+    )),
+    ("nvme_reset", ("reset", "not ready", "probe failure", "identify controller"), (
+        r"controller is down; will reset: CSTS=(?P<csts>0x[0-9a-f]+)",
+        r"Device not ready; aborting (?:reset|initiali[sz]ation)(?:, CSTS=(?P<csts>0x[0-9a-f]+))?",
+        r"Removing after probe failure status: (?P<errno>-?\d+)",
+        r"frozen state error detected, reset controller",
+        r"Identify Controller failed \((?P<errno>-?\d+)\)",
+        r"Disabling device after reset failure",
+        r"(?i)resetting controller",
+        r"restart after slot reset",
+    )),
+    ("capacity_to_zero", ("capacity change",), (
+        r"^(?P<device>\S+): detected capacity change from \d+ to 0\b",
+    )),
+    ("fs_mount_option_rejected", ("barrier", "option", "parameter"), (
+        r"(?i)\bnobarrier\b.*(?:deprecated|removed|ignor|unknown|invalid)",
+        r"(?i)(?:unknown|unrecognized|bad) mount option",
+        r"(?i)^(?:XFS|EXT4-fs|ext4|xfs|btrfs|BTRFS)\b.*(?:unknown|unrecognized) (?:option|parameter)",
+    )),
+    ("cmdline_option_rejected", ("unknown option", "unknown kernel command line"), (
+        r"(?P<subsystem>AMD-Vi|PCI|DMAR|iommu|pci): Unknown option",
+        r"Unknown kernel command line parameters \"(?P<params>[^\"]*)\"",
+    )),
+    ("fs_shutdown", ("shut", "corruption", "please umount", "journal", "read-only"), (
+        r"Filesystem has been shut down",
+        r"Corruption (?:of in-memory data )?detected",
+        r"xfs_do_force_shutdown\((?P<flags>0x[0-9a-f]+)\)",
+        r"Shutting down filesystem",
+        r"Please umount the filesystem",
+        r"Aborting journal on device (?P<device>\S+?)(?:-\d+)?\.?$",
+        r"Remounting filesystem read-only",
+        r"(?i)ext4.*aborting journal",
+    )),
+    ("fs_error", ("ext4", "jbd2", "xfs", "btrfs", "unwritten extents"), (
+        r"EXT4-fs error",
+        r"EXT4-fs \((?P<device>[^)]+)\): I/O error while writing superblock",
+        r"ext4_end_bio:.*I/O error",
+        r"failed to convert unwritten extents",
+        r"JBD2: (?:recovery failed|error loading journal|.*error)",
+        r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"
+        r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
+        r"BTRFS (?:error|critical)",
+    )),
+    ("blk_io_error", ("error, dev", "i/o error", "medium error"), (
+        r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
+        r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"
+        r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
+        r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
+        r"(?i)critical medium error",
+    )),
+    ("pcie_aer", ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer", "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp", "poisontlp", "rxof"), (
+        r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
+        r"PCIe Bus Error: severity=(?P<severity>[\w() -]+?),",
+        r"AER: .*error",
+        r"(?:^|:)\s*\[\s*\d+\]\s+(?P<error>RxErr|BadTLP|BadDLLP|Rollover|Timeout|ReplayTimer|AdvNonFatalErr|"
+        r"ACSViol|CmpltTO|CmpltAbrt|UnxCmplt|MalfTLP|ECRC|UnsupReq|DLP|SDES|FCP|PoisonTLP|RxOF)",
+    )),
+    ("iommu_fault", ("dmar", "io_page_fault", "amd-vi", "smmu", "iommu fault"), (
+        r"DMAR: DRHD: handling fault",
+        r"DMAR: \[DMA (?:Read|Write)",
+        r"IO_PAGE_FAULT",
+        r"AMD-Vi: Event logged",
+        r"(?i)arm-smmu.*(?:fault|unhandled context)",
+        r"(?i)iommu fault",
+    )),
+    ("iommu_info", ("iommu: ", "iommu group", "dmar: ", "amd-vi: "), (
+        r"iommu: Default domain type: (?P<domain_type>\w+)",
+        r"DMAR: IOMMU enabled",
+        r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O",
+        r"AMD-Vi: (?:IOMMU performance counters supported|Interrupt remapping enabled|Found IOMMU)",
+        r"Adding to iommu group (?P<group>\d+)",
+        r"iommu: DMA domain TLB invalidation policy: (?P<policy>\w+)",
+    )),
+    ("pat_conflict", ("x86/pat", "memtype"), (
+        r"x86/PAT: .*conflicting memory types",
+        r"memtype_reserve failed",
+        r"x86/PAT: .*map pfn expected mapping type",
+    )),
+    ("p2pdma", ("p2p", "peer-to-peer"), (
+        r"\bp2pdma\b",
+        r"\bpci_p2pdma\w*",
+        r"\bp2pmem\b",
+        r"(?i)\bpeer-to-peer DMA",
+    )),
+    ("hung_task", ("blocked for more",), (
+        r"task (?P<task>\S+) blocked for more than (?P<seconds>\d+) seconds",
+    )),
+    ("kernel_bug", ("kernel bug", "bug: ", "oops", "general protection", "warning: cpu"), (
+        r"kernel BUG at ",
+        r"^BUG: ",
+        r"^Oops: ",
+        r"general protection fault",
+        r"^WARNING: CPU: \d+ PID",
+    )),
+)
+# fmt: on
