@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from gdsdoctor.cli.app import run as run_cli
 from gdsdoctor.watch import devices
-from gdsdoctor.watch.session import Options, State, start
+from gdsdoctor.watch.session import Options, State, _wait_until, start, stop_on_signals
 from gdsdoctor.watch.view import renderable
 from tests.conftest import validate_report
 
@@ -280,3 +281,18 @@ def test_idle_time_counts_from_the_last_phase_or_the_start() -> None:
     assert idle_for([], started=100.0, now=130.0) == 30.0
     assert idle_for([{"ongoing": False, "end": 120.0}], started=100.0, now=130.0) == 10.0
     assert idle_for([{"ongoing": True, "end": 129.0}], started=100.0, now=130.0) == 0.0
+
+
+def test_a_signal_during_the_wait_between_ticks_takes_no_lock() -> None:
+    """The old handler set a threading.Event: a signal landing while the main thread held that
+    event's lock (inside ``wait``) deadlocked the watch (seen: one run in ~6 hung for 20 s)."""
+    busy = threading.Event()
+    with stop_on_signals() as received, busy._cond:  # the lock a handler must never need
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 2
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert received == [signal.SIGTERM]
+    started = time.monotonic()
+    _wait_until(time.monotonic() + 5, threading.Event(), received)
+    assert time.monotonic() - started < 0.5  # a signal already received ends the wait at once

@@ -106,20 +106,35 @@ def start(options: Options) -> tuple[State, sampler.Sampler, list[Any]]:
     return State(head), sampler.Sampler(resolved, options.host_root), followers
 
 
+SIGNAL_POLL_S = 0.1  # how soon a signal ends the wait between two ticks
+
+
 @contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT and SIGTERM end the watch at the next tick, with the report so far."""
+def stop_on_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM end the watch at the next tick, with the report so far. The handler only
+    appends to a list: setting a ``threading.Event`` there could deadlock, the signal landing while
+    this same thread holds the event's lock inside ``wait``."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     for sig in previous:
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
-        yield
+        yield received
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _wait_until(deadline: float, stop: threading.Event, received: list[int]) -> None:
+    """Sleep until ``deadline`` (monotonic), or until told to stop by ``stop`` or a signal."""
+    while not received and not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(left, SIGNAL_POLL_S))
 
 
 def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, str]:
@@ -129,9 +144,9 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
     stop = stop or threading.Event()
     began = time.monotonic()
     reason = "interrupted"
-    with stop_on_signals(stop):
+    with stop_on_signals() as received:
         tick = began
-        while not stop.is_set():
+        while not stop.is_set() and not received:
             sample = reader.sample()
             state.add_sample(sample)
             emit(sample, state)
@@ -149,7 +164,7 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
                 break
             # The next tick; one missed (the host stalled us) is skipped, not caught up in a burst.
             tick = max(tick + options.every_s, time.monotonic())
-            stop.wait(max(0.0, tick - time.monotonic()))
+            _wait_until(tick, stop, received)
     for follower in followers:
         with contextlib.suppress(Exception):
             getattr(follower, "close", lambda: None)()
