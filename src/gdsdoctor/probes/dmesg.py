@@ -354,6 +354,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
             r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
             r"(?i)critical medium error",
+            # the SCSI sense data of a failed command: "sd 2:0:0:0: [sdb] tag#5 Sense Key : Medium Error"
+            r"\[(?P<device>sd[a-z]+)\].*Sense Key ?: (?P<error>Medium Error|Hardware Error)",
         ),
     ),
     (
@@ -402,6 +404,31 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "kernel_bug",
         (r"kernel BUG at ", r"^BUG: ", r"^Oops: ", r"general protection fault", r"^WARNING: CPU: \d+ PID"),
     ),
+    (
+        # md / dm-raid / multipath / bcache giving up on a member (the array runs degraded or stops)
+        "md_failure",
+        (
+            r"md/raid\d*:(?P<device>md\w+): (?P<failure>Disk failure on (?P<member>\S+?)),? disabling device",
+            r"md/raid\d*:(?P<device>md\w+): (?P<failure>not enough operational devices|cannot start dirty "
+            r"degraded array|Operation continuing on (?P<remaining>\d+) devices|read error not correctable"
+            r"|unable to read|failed to (?:run|create) raid set|raid set \S+ not accessible)",
+            r"md: (?P<device>md\w+): (?P<failure>(?:recovery|resync) interrupted)",
+            r"device-mapper: raid: (?P<failure>Failed to read superblock|Failing raid device|.*failed)",
+            r"device-mapper: multipath: (?P<failure>Failing path (?P<member>\S+?))\.?$",
+            r"bcache: (?P<failure>.*(?:error on|disabling caching|IO error|failed))",
+        ),
+    ),
+    (
+        # one frame of a call trace (or the RIP line) inside a storage module or function; the
+        # derived facts tie frames to the hung-task report or oops they follow
+        "storage_trace_frame",
+        (
+            r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|dm|bcache|"
+            r"blk_mq)_\w*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
+            r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<module>nvme\w*|"
+            r"xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache)\]",
+        ),
+    ),
 )
 
 # Cheap gate per kind: a message is tried against a kind's patterns only if its lower-cased text
@@ -429,7 +456,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "cmdline_option_rejected": ("unknown option", "unknown kernel command line"),
     "fs_shutdown": ("shut", "corruption", "please umount", "journal", "read-only"),
     "fs_error": ("ext4", "jbd2", "xfs", "btrfs", "unwritten extents"),
-    "blk_io_error": ("error, dev", "i/o error", "medium error"),
+    "blk_io_error": ("error, dev", "i/o error", "medium error", "sense key"),
     "pcie_aer": ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer",
                  "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp",
                  "poisontlp", "rxof"),
@@ -439,6 +466,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "p2pdma": ("p2p", "peer-to-peer"),
     "hung_task": ("blocked for more",),
     "kernel_bug": ("kernel bug", "bug: ", "oops", "general protection", "warning: cpu"),
+    "md_failure": ("md/raid", "md: ", "device-mapper: raid", "device-mapper: multipath", "bcache: "),
+    "storage_trace_frame": ("+0x",),
 }  # fmt: skip
 KINDS: tuple[str, ...] = tuple(kind for kind, _ in _RULES)
 
