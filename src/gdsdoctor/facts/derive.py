@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gdsdoctor.facts import derive_gds, derive_storage, derive_topology, derive_udev
+from gdsdoctor.facts import derive_devices, derive_gds, derive_storage, derive_topology, derive_udev
 
 Derivation = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
@@ -46,7 +46,8 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     }
     derived["undecided"] = _undecided(facts, derived)
     # Domain derivations see the facts and what is derived so far; each owns its keys.
-    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive):
+    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive,
+                       derive_devices.derive):  # devices judge what storage and topology found
         derived.update(derivation(facts, derived))
     derived["path_focus"] = _path_focus(derived, mounts)
     return derived

@@ -423,7 +423,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         # derived facts tie frames to the hung-task report or oops they follow
         "storage_trace_frame",
         (
-            r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|dm|bcache|"
+            r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>_*(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|dm|bcache|"
             r"blk_mq)_\w*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
             r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<module>nvme\w*|"
             r"xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache)\]",
