@@ -6,7 +6,9 @@ Placement comes from the first source that has it: sysfs (``pci``: resolved devi
 ``lspci -tv`` (``lspci_tree``), then ``lspci -vvv`` bridge bus numbers (``lspci``), then
 ``nvidia-smi topo -m`` (``nvidia_topo``: relations only, no bridges). Keys (all ``topology_*``):
 
-- ``topology_source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvidia_topo`` placed the devices (None).
+- ``topology_source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvme_sysfs`` (a /sys dump with only the
+  NVMe classes: drives placed by their address), ``nvidia_topo`` placed the devices (None). NVMe controllers
+  of the NVMe sysfs tree are added to any placement that misses them, with their ``subsystem``.
 - ``topology_devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
   root_complex, upstream, link: {speed_gts, max_speed_gts, width, max_width}, acs_redirect, namespaces,
   src}``.
@@ -72,7 +74,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     add_names(facts, devices)
     mark_rdma(facts, devices)
     infer_numa(facts, devices)
-    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci") else []
+    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci", "nvme_sysfs") else []
     if not pairs and (from_topo := topo_pairs(facts)):  # nvidia-smi topo -m: the second source
         source, pairs = "nvidia_topo", from_topo
     gpus = gpu_summaries(facts, {} if source == "nvidia_topo" else devices, pairs)
@@ -142,12 +144,33 @@ def placed_devices(facts: dict[str, Any]) -> tuple[str | None, dict[str, dict[st
     elif lspci:
         source = None
         devices = {bdf: from_lspci(d, None, []) for bdf, d in lspci.items()}
+    elif nvme_controllers(facts):
+        source, devices = "nvme_sysfs", {}
     else:
         return ("nvidia_topo" if ok(facts, "nvidia_topo") else None), {}
+    add_nvme_controllers(facts, devices)
     for bdf, device in devices.items():
         enrich_from_lspci(device, lspci.get(bdf))
     kept = {bdf: d for bdf, d in devices.items() if d["kind"] in (*ENDPOINTS, "bridge")}
     return source, kept
+
+
+def nvme_controllers(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """PCIe NVMe controllers of the NVMe sysfs tree with their PCI address."""
+    controllers = items(ok(facts, "nvme_sysfs"), "controllers")
+    return [c for c in controllers if c.get("fabrics") is False and txt(c.get("pci_bdf"))]
+
+
+def add_nvme_controllers(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
+    """NVMe controllers the PCI sources did not place (a /sys dump holding only the NVMe classes):
+    placed by their address (the host bridge of their bus), with the NUMA node sysfs gives."""
+    for controller in nvme_controllers(facts):
+        bdf = str(controller["pci_bdf"])
+        if bdf not in devices:
+            numa = num(controller.get("numa_node"))
+            devices[bdf] = device(bdf, "nvme", numa if numa is None or numa >= 0 else None,
+                                  f"pci{bdf[:7]}", [], controller.get("src"))  # fmt: skip
+        devices[bdf]["subsystem"] = txt(controller.get("subsystem"))
 
 
 def link_of(speed: Any, max_speed: Any, width: Any, max_width: Any) -> dict[str, Any]:
@@ -290,11 +313,29 @@ def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, 
             for m in mounts
             if on_namespace(m.get("device"), name) and txt(m.get("mountpoint"))
         ]
-        size = num(by_name.get(name, {}).get("size_bytes"))
+        size = num(by_name.get(name, {}).get("size_bytes")) or sysfs_sizes(facts).get(name)
         found.setdefault(match[1], []).append(
             {"name": name, "size_bytes": size, "mountpoints": sorted(set(points))}
         )
+    add_multipath_heads(facts, found)
     return found
+
+
+def sysfs_sizes(facts: dict[str, Any]) -> dict[str, Any]:
+    return {str(b.get("name")): num(b.get("size_bytes")) for b in items(ok(facts, "nvme_sysfs"), "block")}
+
+
+def add_multipath_heads(facts: dict[str, Any], found: dict[str, list[dict[str, Any]]]) -> None:
+    """A namespace reached through several controllers (multipath: ``nvme1c2n1`` → head
+    ``nvme1n1``) belongs to each of them; its entry names the path (``via``)."""
+    sizes = sysfs_sizes(facts)
+    for path in items(ok(facts, "nvme_sysfs"), "paths"):
+        controller, head = txt(path.get("controller")), txt(path.get("head"))
+        if controller and head and not any(ns["name"] == head for ns in found.get(controller, [])):
+            below = [ns for entries in found.values() for ns in entries if ns["name"] == head]
+            points = below[0]["mountpoints"] if below else []
+            entry = {"name": head, "size_bytes": sizes.get(head), "mountpoints": points}
+            found.setdefault(controller, []).append({**entry, "via": txt(path.get("name"))})
 
 
 def on_namespace(device: Any, namespace: str) -> bool:
