@@ -228,3 +228,43 @@ def test_management_nic_known_by_its_driver_and_near_miss_rdma() -> None:
     derived = {"topology_links": links, "topology_devices": [{"bdf": "0000:c2:00.0", "rdma": True}]}
     judged = derive_devices.derive(facts, derived)["device_links"]
     assert [link["role"] for link in judged] == ["management", "data"]
+
+
+EXT4_ROOT_ERROR = (
+    "[ 7321.440211] EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: "
+    "reading directory lblock 0\n"
+)
+
+
+def test_filesystem_errors_on_the_root_disk_are_a_warning(tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text(EXT4_ROOT_ERROR)
+    (tmp_path / "mounts").write_text(ROOT_ON_SDA)
+    found = {f["id"]: f for f in analyze_paths([log, tmp_path / "mounts"], None).report["findings"]}
+    assert found["fs-errors-or-shutdown"]["severity"] == "warning"
+
+
+def test_near_miss_root_filesystem_named_as_the_checkpoint_path_is_critical(tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text(EXT4_ROOT_ERROR)
+    (tmp_path / "mounts").write_text(ROOT_ON_SDA)
+    report = analyze_paths([log, tmp_path / "mounts"], "/home/ckpt").report
+    found = {f["id"]: f for f in report["findings"]}
+    assert found["fs-errors-or-shutdown"]["severity"] == "critical"
+
+
+def _lsblk(*devices: dict) -> dict:
+    return {"status": "ok", "by_name": {d["name"]: d for d in devices}}
+
+
+def test_unmounted_disk_is_info_and_near_miss_its_mounted_partition_is_data() -> None:
+    event = {"kind": "blk_io_error", "device": "sdc", "details": {"error": "I/O"}}
+    facts = {
+        "dmesg": {"status": "ok", "events": [event]},
+        "lsblk": _lsblk({"name": "sdc", "children": ["sdc1"], "mountpoints": []},
+                        {"name": "sdc1", "children": [], "mountpoints": []}),
+    }  # fmt: skip
+    assert derive_devices.derive(facts, {})["device_roles"]["sdc"]["ceiling"] == "info"
+    facts["lsblk"]["by_name"]["sdc1"]["mountpoints"] = ["/scratch"]
+    role = derive_devices.derive(facts, {})["device_roles"]["sdc"]
+    assert (role["role"], role["ceiling"]) == ("data", "critical")

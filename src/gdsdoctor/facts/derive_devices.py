@@ -23,7 +23,8 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   none); ``scsi_errors``: that of the block I/O errors on SCSI/SATA disks; ``nvme_media``: that
   of NVMe status errors and block errors on NVMe (or unnamed) devices; ``hung_task``: that of the
   devices named by storage hung-task reports (``warning`` when none is named: the I/O stalled,
-  nothing says it failed); ``nvme_timeouts``: that of the PCIe NVMe timeouts, no higher than ``warning``
+  nothing says it failed); ``nvme_controller``: that of resets and removals (``nvme_reset``,
+  ``capacity_to_zero``); ``filesystem``: that of filesystem errors and shutdowns; ``nvme_timeouts``: that of the PCIe NVMe timeouts, no higher than ``warning``
   unless one controller timed out three times or more, or a command was aborted or a
   controller reset (a single polled completion is a lost interrupt, not a failing drive).
 - ``device_failing``: per device class, the unique names of the devices with block I/O errors
@@ -234,6 +235,8 @@ def _ceilings(storage: list[dict[str, Any]], derived: dict[str, Any]) -> dict[st
     for kind in found:
         found[kind] = _highest([e["ceiling"] for e in storage if e.get("kind") == kind])
     found["nvme_timeouts"] = _timeout_ceiling(storage, derived)
+    found["nvme_controller"] = _highest([c for c in (found["nvme_reset"], found["capacity_to_zero"]) if c])
+    found["filesystem"] = _highest([c for c in (found["fs_error"], found["fs_shutdown"]) if c])
     found["scsi_errors"] = _highest(
         [e["ceiling"] for e in storage if e.get("device_class") == "scsi" and e.get("kind") == "blk_io_error"]
     )
