@@ -209,7 +209,7 @@ def test_check_with_hanging_probe_returns_at_the_deadline(tmp_path: Path, isolat
 
 
 def test_no_proc_modules_and_no_commands_say_what_is_missing(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     report = check_report(host, isolated_path)
     statuses = {p["name"]: (p["status"], p["detail"]) for p in report["probes"]}
     assert statuses["modules"] == ("missing", "/proc/modules does not exist")
@@ -234,7 +234,9 @@ def test_container_host_root_is_read_not_the_real_host(tmp_path: Path, isolated_
 
 
 def test_without_pyudev(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+    host = write_tree(
+        tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES}
+    )
     code = (
         "import sys; sys.modules['pyudev'] = None; sys.argv = ['gdsdoctor', 'check', '--host-root', "
         f"{str(host)!r}, '--format', 'json', '--deadline', '20']; from gdsdoctor.cli import main; main()"
@@ -346,7 +348,7 @@ def test_dmesg_restricted_is_denied(tmp_path: Path, isolated_path: Path) -> None
 
 
 def test_collect_to_a_read_only_place_is_one_line(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     result = cli(
         "collect",
         "-o",
