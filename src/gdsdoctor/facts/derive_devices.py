@@ -24,9 +24,10 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   of NVMe status errors and block errors on NVMe (or unnamed) devices; ``hung_task``: that of the
   devices named by storage hung-task reports (``warning`` when none is named: the I/O stalled,
   nothing says it failed); ``nvme_controller``: that of resets and removals (``nvme_reset``,
-  ``capacity_to_zero``); ``filesystem``: that of filesystem errors and shutdowns; ``nvme_timeouts``: that of the PCIe NVMe timeouts, no higher than ``warning``
-  unless one controller timed out three times or more, or a command was aborted or a
-  controller reset (a single polled completion is a lost interrupt, not a failing drive).
+  ``capacity_to_zero``); ``filesystem``: that of filesystem errors and shutdowns;
+  ``nvme_timeouts``: that of the PCIe NVMe timeouts, no higher than ``warning`` unless one
+  controller timed out three times or more, or a command was aborted or a controller reset (a
+  single polled completion is a lost interrupt, not a failing drive).
 - ``device_failing``: per device class, the unique names of the devices with block I/O errors
   (``device_failing.scsi``), and ``described``: each as ``name (class, role)``, for messages.
 - ``device_hung_storage_tasks``: hung-task reports whose task is on the storage path
