@@ -46,9 +46,9 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     }
     derived["undecided"] = _undecided(facts, derived)
     # Domain derivations see the facts and what is derived so far; each owns its keys.
-    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive,
-                       derive_devices.derive):  # devices judge what storage and topology found
+    for derivation in (derive_gds.derive, derive_storage.derive, derive_topology.derive, derive_udev.derive):
         derived.update(derivation(facts, derived))
+    derived.update(derive_devices.derive(facts, derived))  # judges what storage and topology found
     derived["path_focus"] = _path_focus(derived, mounts)
     return derived
 
