@@ -268,3 +268,11 @@ def test_unmounted_disk_is_info_and_near_miss_its_mounted_partition_is_data() ->
     facts["lsblk"]["by_name"]["sdc1"]["mountpoints"] = ["/scratch"]
     role = derive_devices.derive(facts, {})["device_roles"]["sdc"]
     assert (role["role"], role["ceiling"]) == ("data", "critical")
+
+
+def test_garbage_facts_give_empty_judgements_not_an_exception() -> None:
+    facts = {"dmesg": {"status": "ok", "events": [{"kind": "blk_io_error", "device": ["not", "a", "name"]}]},
+             "lsblk": {"status": "ok", "by_name": {"sda": "garbage"}}, "mounts": {"status": "ok", "mounts": 7}}  # fmt: skip
+    found = derive_devices.derive(facts, {"storage_checkpoint_mounts": "x", "topology_links": [None, 3]})
+    assert set(derive_devices.EMPTY) <= set(found) and "device_error" not in found
+    assert found["device_storage_events"][0]["device_role"] == "unknown"

@@ -91,15 +91,34 @@ _JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # jbd2 names the journal "nvme0
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _derive(facts, derived)
+    except Exception as error:  # a bug here must not take the whole diagnosis down (as derive_storage)
+        return {**EMPTY, "device_error": f"{type(error).__name__}: {error}"[:300]}
+
+
+EMPTY: dict[str, Any] = {
+    "device_roles": {},
+    "device_storage_events": [],
+    "device_ceiling": {},
+    "device_failing": {},
+    "device_hung_storage_tasks": [],
+    "device_storage_oopses": [],
+    "device_links": [],
+}
+
+
+def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     events = [e for e in _list(_ok(facts, "dmesg").get("events")) if isinstance(e, dict)]
     places = _Places(facts, derived)
     storage = [_judged(e, places) for e in events if e.get("kind") in STORAGE_EVENT_KINDS]
     hung = _hung_storage_tasks(events)
-    roles = {e["device"]: places.role_of(e["device"]) for e in [*storage, *hung] if e.get("device")}
+    named = [e["device"] for e in [*storage, *hung] if isinstance(e.get("device"), str) and e["device"]]
+    roles = {device: places.role_of(device) for device in named}
     ceilings = _ceilings(storage, derived)
-    ceilings["hung_task"] = _highest([roles[e["device"]]["ceiling"] for e in hung if e.get("device")]) or (
-        "warning" if hung else None
-    )
+    ceilings["hung_task"] = _highest(
+        [roles[e["device"]]["ceiling"] for e in hung if e.get("device") in named]
+    ) or ("warning" if hung else None)
     return {
         "device_roles": roles,
         "device_storage_events": storage,
