@@ -9,14 +9,19 @@ Per cause, in order:
 3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
    combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
    forms for disconfirming and mixed ones), and the cause *fires* when the combined
-   certainty reaches ``min_certainty`` (default 0.2).
+   certainty reaches ``min_certainty`` (default 0.2);
+4. a fired cause with ``severity_at_most`` takes the severity that expression gives when it is
+   lower than the cause's own (``"warning"`` or ``"info"``; null or anything else keeps it):
+   what a finding is worth depends on the device it names (a loop device, a boot disk), which
+   the derived facts tell (``derived.devices.ceiling``). The result then carries the cause with
+   that severity, so ranking and the report see one severity.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -119,6 +124,7 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
     fired = certainty >= cause.min_certainty
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
+        outcome.cause = cause = _capped(cause, facts)
         values = _vars(cause, facts)
         outcome.evidence = _distinct(
             e
@@ -130,6 +136,22 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
             line for template in cause.remediation for line in render_command(template, values)
         ]
     return outcome
+
+
+SEVERITY_ORDER = ("info", "warning", "critical")
+
+
+def _capped(cause: Cause, facts: dict[str, Any]) -> Cause:
+    """The cause at the severity its ``severity_at_most`` allows (never raised above its own)."""
+    if not cause.severity_at_most:
+        return cause
+    try:
+        ceiling = search(cause.severity_at_most, facts)
+    except JMESPathError:
+        return cause
+    if ceiling in SEVERITY_ORDER and SEVERITY_ORDER.index(ceiling) < SEVERITY_ORDER.index(cause.severity):
+        return replace(cause, severity=ceiling)
+    return cause
 
 
 def _distinct(evidence: Iterable[Evidence]) -> list[Evidence]:

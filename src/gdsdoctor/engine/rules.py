@@ -55,6 +55,9 @@ class Cause:
     signals: tuple[Signal, ...]
     vars: dict[str, str]  # placeholder -> expression, for the remediation commands
     applies_when: str | None = None
+    # An expression giving the highest severity the evidence allows ("warning", "info") or null
+    # for no cap: e.g. I/O errors only on a loop device or a boot disk (engine/evaluate.py).
+    severity_at_most: str | None = None
     min_certainty: float = 0.2
     fix: str = ""
     remediation: tuple[str, ...] = ()
@@ -390,6 +393,7 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
         requires=requires,
         signals=signals,
         applies_when=raw.get("applies_when"),
+        severity_at_most=raw.get("severity_at_most"),
         min_certainty=float(raw.get("min_certainty", 0.2)),
         vars=dict(raw.get("vars", {})),
         fix=raw.get("fix", "").strip(),
@@ -407,6 +411,8 @@ def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
     expressions: list[tuple[Location, str]] = []
     if cause.applies_when:
         expressions.append((("applies_when",), cause.applies_when))
+    if cause.severity_at_most:
+        expressions.append((("severity_at_most",), cause.severity_at_most))
     for i, signal in enumerate(cause.signals):
         expressions.append((("signals", i, "when"), signal.when))
         if signal.evidence and signal.evidence != signal.when:  # by default it is the when

@@ -629,7 +629,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="memlock",
         title="locked-memory limit (ulimit -l) of the diagnosing process",
-        sources=(Source("proc/self/memlock.json", reader=read_memlock, how="ulimit -l"),),
+        sources=(Source("proc/self/memlock.json", reader=read_memlock, how="ulimit -l", this_process=True),),
         parse=parse_memlock,
         recognise=recognise_memlock,
         paste_hint="`ulimit -l` run inside the job's launcher (or `grep locked /proc/<pid>/limits`)",
