@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gdsdoctor.facts.derived import topology as derive_topology
+from gdsdoctor.facts.derived import topology_nearest as derive_topology
 from gdsdoctor.pipeline import analyze_paths
 
 DATA = Path(__file__).resolve().parents[1] / "data"
