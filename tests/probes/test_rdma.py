@@ -306,6 +306,10 @@ def test_memlock_pasted_forms() -> None:
     )
     assert limits["soft_bytes"] == 65536 and limits["hard_unlimited"] is True and limits["src"]["line"] == 1
     assert rdma.recognise_memlock("$ ulimit -l\n8192\n") and not rdma.recognise_memlock("8192\n")
+    # under the job's launcher, as NCCL's maintainers ask (nccl-tests #206)
+    launched = "$ srun -N1 bash -c 'ulimit -l'\n8192\n"
+    assert rdma.recognise_memlock(launched) and rdma.parse_memlock(launched, "m")["soft_bytes"] == 8192 * 1024
+    assert not rdma.recognise_memlock("$ ulimit -l unlimited\n0\n")
 
 
 # --- recognisers and robustness ----------------------------------------------------------------

@@ -621,6 +621,8 @@ def recognise_mlnx_qos(text: str) -> bool:
 # --- memlock ------------------------------------------------------------------------------------
 
 _LIMITS_LINE = lazy_compile(r"^Max locked memory\s+(\S+)\s+(\S+)\s+bytes")
+# the command's line: `$ ulimit -l`, `root@n:~# ulimit -l`, `$ srun -N1 bash -c 'ulimit -l'`
+_ULIMIT_COMMAND = lazy_compile(r"\bulimit -l['\"]?\s*$")
 
 
 def limit(value: Any, unit: int) -> tuple[int | None, bool | None]:
@@ -651,7 +653,7 @@ def parse_memlock(text: str, artifact: str) -> Section:
     values = [  # the command's own line (`$ ulimit -l`, `root@node:~# ulimit -l`) is not a value
         (n, line)
         for n, line in numbered_lines(text)
-        if line.strip() and not line.lstrip().startswith("$") and not line.rstrip().endswith("ulimit -l")
+        if line.strip() and not line.lstrip().startswith("$") and not _ULIMIT_COMMAND.search(line)
     ]
     if len(values) == 1 and re.fullmatch(r"\d+|unlimited", values[0][1].strip()):
         number, line = values[0]
@@ -664,7 +666,9 @@ def recognise_memlock(text: str) -> bool:
     if any(_LIMITS_LINE.match(line) for line in lines):
         return True
     return (
-        len(lines) == 2 and lines[0].endswith("ulimit -l") and bool(re.fullmatch(r"\d+|unlimited", lines[1]))
+        len(lines) == 2
+        and bool(_ULIMIT_COMMAND.search(lines[0]))
+        and bool(re.fullmatch(r"\d+|unlimited", lines[1]))
     )
 
 
