@@ -199,7 +199,7 @@ def test_inconclusive_hints_are_commands_to_run_in_plain_english(
     hints = {m["section"]: m["collect"] for i in report["inconclusive"] for m in i["missing"]}
     assert hints["infiniband"] == "run `ls /sys/class/infiniband` or `ibstat`"
     assert hints["pci"] == "run `lspci -vvv`"
-    assert hints["app_log"].startswith("paste the application's output around the cuFile error")
+    assert hints["app_log"].startswith("paste the application's output around the error")
     assert hints["modules"] == "run `cat /proc/modules` or `lsmod`"
     details = {p["name"]: p["detail"] for p in report["probes"]}
     assert details["app_log"].startswith("not in this capture; paste the application's output")

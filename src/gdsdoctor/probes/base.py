@@ -77,6 +77,9 @@ class Probe:
     recognise: Recogniser | None = None  # True if a pasted text is this source's output
     paste_hint: str = ""  # what a user should paste, e.g. "output of `gdscheck -p`"
     targeted: bool = False  # captured only with --path
+    # A pasted output gets back the shell prompt lines unwrapping removed (`$ ibstat mlx5_0 1`): they
+    # name what an output that does not name it was run on. Its parser must ignore other prompts.
+    reads_prompts: bool = False
     tags: tuple[str, ...] = ()
 
     def how_to_collect(self) -> str:
