@@ -5,7 +5,10 @@ Per cause, in order:
 1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
    null (the facts cannot tell) does not skip the cause, unless the derived fact it reads is
    ``derived.undecided`` (its sources were looked for and not read): then *inconclusive*;
-2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it;
+2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it,
+   unless signals marked ``stands_alone`` (a symptom read from a pasted log, which needs no
+   other source to be seen) hold with enough certainty: only they are evaluated then, and the
+   cause fires as they say;
 3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
    combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
    forms for disconfirming and mixed ones), and the cause *fires* when the combined
@@ -117,11 +120,12 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
         if undecided:
             return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
     missing = _missing(cause, facts, how_to_collect)
-    if missing:
-        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
-    results = [_signal(signal, facts) for signal in cause.signals]
+    signals = [s for s in cause.signals if s.stands_alone] if missing else cause.signals
+    results = [_signal(signal, facts) for signal in signals]
     certainty = combined_certainty(results)
     fired = certainty >= cause.min_certainty
+    if missing and not fired:
+        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
         outcome.cause = cause = _capped(cause, facts)

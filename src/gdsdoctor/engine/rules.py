@@ -42,6 +42,9 @@ class Signal:
     says: str
     evidence: str | None = None
     boost: bool = False  # context: adds certainty only when a non-boost signal holds
+    # holds on its own data: may fire the cause while a required section is missing (a symptom
+    # seen in a pasted log), where the other signals would leave it inconclusive
+    stands_alone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +384,7 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
             s["says"],
             s.get("evidence", s["when"]) or None,  # the lines the condition finds; false: none
             bool(s.get("boost")),
+            bool(s.get("stands_alone")),
         )
         for s in raw["signals"]
     )
@@ -446,6 +450,8 @@ def _cause_checks(
         if signal.id in seen:
             issue(("signals", i, "id"), f"duplicate signal id {signal.id!r}")
         seen.add(signal.id)
+        if signal.stands_alone and (signal.certainty <= 0 or signal.boost):
+            issue(("signals", i, "stands_alone"), "only a confirming, non-boost signal can stand alone")
     templates: list[tuple[Location, str]] = [(("remediation", i), t) for i, t in enumerate(cause.remediation)]
     templates += [(("signals", i, "says"), s.says) for i, s in enumerate(cause.signals)]
     reported: set[str] = set()
