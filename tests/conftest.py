@@ -53,6 +53,17 @@ def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["GDSDOCTOR_RUNTIME_DIR"] = before
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_inherited_terminal_size() -> None:
+    """Text reports wrap at ``COLUMNS`` when it is set, else at 100 off a terminal. pytest imports
+    readline at start-up, and GNU readline writes LINES and COLUMNS (80x24 without a terminal)
+    into the C environment: subprocesses inherited them, and pytest-xdist's workers start with
+    them in ``os.environ``. Tests that want a width set ``COLUMNS`` themselves."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)  # also when only the C environment holds it (os.environ never saw it)
+
+
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     for name, content in files.items():
         path = root / name
