@@ -3,9 +3,11 @@ the published JSON Schema (an autouse fixture wraps the report builder)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -16,12 +18,34 @@ import pytest
 from gdsdoctor.report import build
 
 REPORT_SCHEMA = json.loads(resources.files("gdsdoctor").joinpath("schemas/report.schema.json").read_text())
+REPORT_VALIDATOR = jsonschema.Draft202012Validator(REPORT_SCHEMA)
 REPO = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO.parent / "shared" / "reference"
 
 
+# Digests of the reports validated so far in this process. Many tests analyse the same inputs
+# (every fixture is analysed by several modules): a report equal to one already validated is not
+# validated again. repr, unlike JSON, tells a tuple from a list and 1 from 1.0 or True.
+_VALID_REPORTS: set[bytes] = set()
+
+
 def validate_report(report: dict) -> None:
-    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(report)
+    digest = hashlib.sha256(repr(report).encode()).digest()
+    if digest not in _VALID_REPORTS:
+        REPORT_VALIDATOR.validate(report)
+        _VALID_REPORTS.add(digest)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject.toml's addopts): one pytest-xdist worker more than the CPUs this
+    process may run on. Much of the suite waits rather than computes (deadlines, hung probes
+    on purpose, fio at a set rate, the watch's ticks), and a waiting worker leaves its CPU to
+    the extra one: on 2 CPUs, 3 workers took ~80 s where 2 took ~90 s. PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when it is set (xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +85,39 @@ THIS_KERNEL = {"proc/sys/kernel/random/boot_id": Path("/proc/sys/kernel/random/b
 def this_kernels_root(root: Path) -> Path:
     """``root`` made a view of this kernel's root (its boot id): live captures run commands for it."""
     return write_tree(root, THIS_KERNEL)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_inherited_terminal_size() -> None:
+    """Text reports wrap at ``COLUMNS`` when it is set, else at 100 off a terminal. pytest imports
+    readline at start-up, and GNU readline writes LINES and COLUMNS (80x24 without a terminal)
+    into the C environment: subprocesses inherited them, and pytest-xdist's workers start with
+    them in ``os.environ``. Tests that want a width set ``COLUMNS`` themselves."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)  # also when only the C environment holds it (os.environ never saw it)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _subprocess_bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE), every
+    ``python -m gdsdoctor`` a test starts compiled the package anew (~0.15 s of CPU each, over
+    a hundred of them): they share a bytecode cache in the test session's temporary directory
+    instead (PYTHONPYCACHEPREFIX), never written beside the sources."""
+    if not sys.flags.dont_write_bytecode:
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: one per run
+    before = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(shared / "pycache")
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:

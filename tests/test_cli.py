@@ -245,14 +245,21 @@ def test_every_command_is_listed() -> None:
 
 
 @pytest.mark.parametrize("words", _all_command_lines(), ids=" ".join)
-def test_every_command_has_help_and_one_line_usage_errors(words: list[str]) -> None:
+def test_every_command_has_help_and_one_line_usage_errors(
+    words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     """--help exits 0 with the command's usage; an unknown option is one line, exit 3 (click's
-    own usage exit 2 would read as CRITICAL), and names the command whose --help to read."""
-    helped = gdsdoctor(*words, "--help")
-    assert helped.returncode == 0 and f"Usage: gdsdoctor {' '.join(words)}" in helped.stdout
-    wrong = gdsdoctor(*words, "--no-such-option")
-    assert wrong.returncode == 3 and "Traceback" not in wrong.stderr
-    assert wrong.stderr.count("\n") == 1 and f"`gdsdoctor {' '.join(words)} --help`" in wrong.stderr
+    own usage exit 2 would read as CRITICAL), and names the command whose --help to read.
+    In-process through ``cli.run``, what the script calls (the script's own exit codes are
+    test_usage_errors_exit_unknown_with_one_line's and test_version's)."""
+    from gdsdoctor import cli
+
+    assert cli.run([*words, "--help"]) == 0
+    assert f"Usage: gdsdoctor {' '.join(words)}" in capsys.readouterr().out
+    assert cli.run([*words, "--no-such-option"]) == 3
+    wrong = capsys.readouterr().err
+    assert "Traceback" not in wrong
+    assert wrong.count("\n") == 1 and f"`gdsdoctor {' '.join(words)} --help`" in wrong
 
 
 def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:

@@ -345,21 +345,30 @@ def test_writers_of_a_network_filesystem_are_counted_from_their_own_accounting(t
     """A real process writing under the mount: found by its open file, counted from then on."""
     import subprocess
     import sys
-    import time
 
     from gdsdoctor.watch.writers import Writers
 
-    script = "import sys, time\nf = open(sys.argv[1], 'wb')\nfor _ in range(40):\n    f.write(b'x' * 2**20); f.flush(); time.sleep(0.02)\ntime.sleep(5)\n"
-    writer = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "ckpt")])
-    try:
-        time.sleep(0.2)
-        writers = Writers(str(tmp_path))
-        first = writers.sample()
-        time.sleep(0.9)
-        later = writers.sample()
-    finally:
-        writer.kill()
-        writer.wait()
+    # The writer writes, then waits for the watch's first sample before writing again, so that
+    # sample sees writes made before it and none during it, however loaded the machine is.
+    script = (
+        "import sys, time\nf = open(sys.argv[1], 'wb')\nf.write(b'x' * 2**20); f.flush()\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "for _ in range(40):\n    f.write(b'x' * 2**20); f.flush(); time.sleep(0.02)\n"
+        "print('written', flush=True); time.sleep(5)\n"
+    )
+    argv = [sys.executable, "-c", script, str(tmp_path / "ckpt")]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as writer:
+        assert writer.stdin is not None and writer.stdout is not None
+        try:
+            assert writer.stdout.readline() == b"ready\n"
+            writers = Writers(str(tmp_path))
+            first = writers.sample()
+            writer.stdin.write(b"go\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == b"written\n"
+            later = writers.sample()
+        finally:
+            writer.kill()
     assert first["processes"] == 1 and first["write_bytes"] == 0  # earlier writes are not this watch's
     assert later["write_bytes"] >= 10 * 2**20
     ended = writers.sample()
