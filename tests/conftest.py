@@ -78,6 +78,16 @@ def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["GDSDOCTOR_RUNTIME_DIR"] = before
 
 
+# A host root that is this kernel's (a container given the host's /): its commands run
+# (capture/live.py runs commands only for this kernel's root or pointed at another root).
+THIS_KERNEL = {"proc/sys/kernel/random/boot_id": Path("/proc/sys/kernel/random/boot_id").read_text()}
+
+
+def this_kernels_root(root: Path) -> Path:
+    """``root`` made a view of this kernel's root (its boot id): live captures run commands for it."""
+    return write_tree(root, THIS_KERNEL)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_inherited_terminal_size() -> None:
     """Text reports wrap at ``COLUMNS`` when it is set, else at 100 off a terminal. pytest imports

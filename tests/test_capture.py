@@ -17,7 +17,7 @@ from gdsdoctor.capture.runner import run_command
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import analyze_capture, analyze_paths, check
-from tests.conftest import fake_binary, write_tree
+from tests.conftest import THIS_KERNEL, fake_binary, write_tree
 
 PROC_MOUNTS = (
     "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
@@ -33,7 +33,9 @@ PROC_MODULES = (
 
 
 def _host(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+    # this kernel's root (its boot id): the fake commands on PATH run for it
+    files = {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES}
+    return write_tree(tmp_path / "host", files)
 
 
 def _findings(analysis) -> list[tuple]:  # type: ignore[no-untyped-def]

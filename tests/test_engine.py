@@ -354,3 +354,49 @@ def test_built_in_rules_use_no_old_fact_name() -> None:
 
     _, issues = lint_paths([builtin_rules_dir()], KNOWN_SECTIONS)
     assert [str(i) for i in issues if i.warning] == []
+
+
+STANDS_ALONE = """
+causes:
+  - id: needs-gdscheck-or-log
+    title: a cause a pasted log can show without gdscheck
+    category: gds-config
+    severity: warning
+    requires: [gdscheck]
+    explanation: The log's own error fires it; without gdscheck and without the error it is inconclusive.
+    signals:
+      - {id: from-gdscheck, when: "gdscheck", certainty: 0.9, says: "g"}
+      - {id: from-log, when: "mounts.mounts[?fstype=='ext4']", certainty: 0.4, says: "log", stands_alone: true}
+      - {id: weak-log, when: "mounts.mounts[?fstype=='xfs']", certainty: 0.1, says: "weak", stands_alone: true}
+"""
+
+
+def _one(tmp_path: Path, rules: str, facts: dict) -> object:
+    (tmp_path / "r.yaml").write_text(rules)
+    causes, issues = lint_paths([tmp_path], KNOWN_SECTIONS | {"gdscheck"})
+    assert issues == []
+    return evaluate(causes, facts, {})[0]
+
+
+def test_a_signal_standing_alone_fires_a_cause_whose_required_section_is_missing(tmp_path: Path) -> None:
+    facts = _facts(["nvidia"], True)  # gdscheck not collected, an ext4 mount: the log signal holds
+    result = _one(tmp_path, STANDS_ALONE, facts)
+    assert result.outcome is Outcome.FIRED and result.certainty == pytest.approx(0.4)
+    assert [r.signal.id for r in result.signals] == ["from-log", "weak-log"]  # only these were judged
+
+
+def test_without_its_symptom_the_cause_stays_inconclusive_never_clear(tmp_path: Path) -> None:
+    facts = _facts(["nvidia"], True)
+    facts["mounts"]["mounts"][0]["fstype"] = "xfs"  # only the weak signal holds: below min_certainty
+    result = _one(tmp_path, STANDS_ALONE, facts)
+    assert result.outcome is Outcome.INCONCLUSIVE and result.missing[0]["section"] == "gdscheck"
+    facts["mounts"]["mounts"][0]["fstype"] = "nfs"
+    assert _one(tmp_path, STANDS_ALONE, facts).outcome is Outcome.INCONCLUSIVE
+
+
+def test_only_a_confirming_signal_can_stand_alone(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text(STANDS_ALONE.replace("certainty: 0.1", "certainty: -0.3"))
+    _, issues = lint_paths([tmp_path], KNOWN_SECTIONS | {"gdscheck"})
+    assert [i.message.split(": ", 1)[1] for i in issues] == [
+        "only a confirming, non-boost signal can stand alone"
+    ]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gdsdoctor import cli, pipeline
+from tests.conftest import THIS_KERNEL, write_tree
 
 
 def _json_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
@@ -56,8 +57,7 @@ def test_host_without_gpu_in_lspci_makes_gpu_causes_not_applicable(
         "echo '00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237] (rev 02)'\n"
         "echo '00:03.0 Ethernet controller [0200]: Red Hat, Inc. Virtio network device [1af4:1000]'",
     )
-    empty = tmp_path / "root"
-    empty.mkdir()
+    empty = write_tree(tmp_path / "root", THIS_KERNEL)  # this kernel's root: the fake lspci runs
     _, report = _json_check(capsys, "--host-root", str(empty))
     outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
     assert outcomes["nvidia-fs-not-loaded"] == "not_applicable"
@@ -77,7 +77,6 @@ def test_report_that_read_nothing_says_so_at_the_top(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str]
 ) -> None:
     """`analyze` of an empty directory or of /etc: nothing recognised is the first thing said."""
-    from tests.conftest import write_tree
 
     folder = write_tree(tmp_path / "etc", files)
     folder.mkdir(exist_ok=True)
@@ -101,7 +100,7 @@ def test_host_without_nvidia_gpu_says_so_not_plain_no_problem(
     fake_binary(
         isolated_path, "lspci", "echo '00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237]'"
     )
-    (tmp_path / "root").mkdir()
+    write_tree(tmp_path / "root", THIS_KERNEL)  # this kernel's root: the fake lspci runs
     code = cli.run(["check", "--host-root", str(tmp_path / "root"), "--format", "json"])
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert code == 0 and summary["reason"].endswith(f"; {summary['notice']}")
@@ -151,7 +150,7 @@ def test_colored_report_has_no_trailing_spaces() -> None:
 
 
 def _probe_statuses(capsys: pytest.CaptureFixture[str], root: Path) -> dict[str, dict]:
-    root.mkdir(exist_ok=True)
+    write_tree(root, THIS_KERNEL)  # this kernel's root: the fake commands run
     cli.run(["check", "--host-root", str(root), "--format", "json"])
     return {p["name"]: p for p in json.loads(capsys.readouterr().out)["probes"]}
 
@@ -200,7 +199,7 @@ def test_inconclusive_hints_are_commands_to_run_in_plain_english(
     hints = {m["section"]: m["collect"] for i in report["inconclusive"] for m in i["missing"]}
     assert hints["infiniband"] == "run `ls /sys/class/infiniband` or `ibstat`"
     assert hints["pci"] == "run `lspci -vvv`"
-    assert hints["app_log"].startswith("paste the application's output around the cuFile error")
+    assert hints["app_log"].startswith("paste the application's output around the error")
     assert hints["modules"] == "run `cat /proc/modules` or `lsmod`"
     details = {p["name"]: p["detail"] for p in report["probes"]}
     assert details["app_log"].startswith("not in this capture; paste the application's output")

@@ -44,6 +44,9 @@ def test_fixture(case: Path) -> None:
         assert cause in roots[:3], f"{cause} not in the top three root causes {roots[:3]}"
     for cause in expect.get("not_fires", []):
         assert cause not in found, f"{cause} fired but must not"
+    inconclusive = [i["id"] for i in analysis.report["inconclusive"]]
+    for cause in expect.get("inconclusive", []):  # its data missing: neither fired nor clear
+        assert cause in inconclusive, f"{cause} is not inconclusive; inconclusive: {inconclusive}"
     if "status" in expect:
         assert analysis.report["summary"]["status"] == expect["status"]
     tolerated = tuple(expect.get("unrecognised", []))

@@ -20,7 +20,7 @@ import pytest
 from gdsdoctor.capture import runner
 from gdsdoctor.capture.runner import run_command
 from gdsdoctor.model import ArtifactStatus
-from tests.conftest import REPO, fake_binary, validate_report, write_tree
+from tests.conftest import REPO, THIS_KERNEL, fake_binary, validate_report, write_tree
 
 PROC_MOUNTS = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=journal 0 0\n"
 PROC_MODULES = "nvidia 56737792 1 nvidia_uvm, Live 0xffffffffc0600000 (POE)\n"
@@ -184,7 +184,7 @@ def check_report(host: Path, isolated_path: Path) -> dict:
 def test_check_with_hanging_probe_returns_at_the_deadline(tmp_path: Path, isolated_path: Path) -> None:
     """No /proc/modules under the host root, so `lsmod` runs, and hangs ignoring SIGTERM with a
     grandchild holding its output: check returns at its deadline, says so, and leaves nothing."""
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     record = tmp_path / "pids"
     fake_binary(isolated_path, "lsmod", f"trap '' TERM; /bin/sleep 60 & echo $! $$ >> {record}; wait")
     started = time.monotonic()
@@ -209,7 +209,7 @@ def test_check_with_hanging_probe_returns_at_the_deadline(tmp_path: Path, isolat
 
 
 def test_no_proc_modules_and_no_commands_say_what_is_missing(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     report = check_report(host, isolated_path)
     statuses = {p["name"]: (p["status"], p["detail"]) for p in report["probes"]}
     assert statuses["modules"] == ("missing", "/proc/modules does not exist")
@@ -234,7 +234,9 @@ def test_container_host_root_is_read_not_the_real_host(tmp_path: Path, isolated_
 
 
 def test_without_pyudev(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+    host = write_tree(
+        tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES}
+    )
     code = (
         "import sys; sys.modules['pyudev'] = None; sys.argv = ['gdsdoctor', 'check', '--host-root', "
         f"{str(host)!r}, '--format', 'json', '--deadline', '20']; from gdsdoctor.cli import main; main()"
@@ -335,7 +337,9 @@ def test_check_and_collect_never_change_the_host(tmp_path: Path, isolated_path: 
 
 def test_dmesg_restricted_is_denied(tmp_path: Path, isolated_path: Path) -> None:
     """kernel.dmesg_restrict=1 for a non-root user: dmesg and journalctl refuse; the report says so."""
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES})
+    host = write_tree(
+        tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS, "proc/modules": PROC_MODULES}
+    )
     refusal = "echo '{0}: read kernel buffer failed: Operation not permitted' >&2; exit 1"
     fake_binary(isolated_path, "dmesg", refusal.format("dmesg"))
     fake_binary(isolated_path, "journalctl", refusal.format("journalctl"))
@@ -344,7 +348,7 @@ def test_dmesg_restricted_is_denied(tmp_path: Path, isolated_path: Path) -> None
 
 
 def test_collect_to_a_read_only_place_is_one_line(tmp_path: Path, isolated_path: Path) -> None:
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     result = cli(
         "collect",
         "-o",

@@ -38,7 +38,7 @@ from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES
 from gdsdoctor.probes.base import Probe
 from gdsdoctor.report.files import write_atomic
-from tests.conftest import REPO, fake_binary, write_tree
+from tests.conftest import REPO, THIS_KERNEL, fake_binary, this_kernels_root, write_tree
 from tests.test_hostile_hosts import PROC_MOUNTS, pids, wait_dead
 
 HANGING_COMMANDS = ("nvme", "lspci", "dmesg", "df", "nvidia-smi")
@@ -126,7 +126,7 @@ def test_a_signal_kills_every_probe_and_says_interrupted(
     tmp_path: Path, isolated_path: Path, command: str, signum: int
 ) -> None:
     """`timeout 2 gdsdoctor check` used to exit 124 leaving every hung probe under PID 1."""
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     record = tmp_path / "pids"
     hanging_probes(isolated_path, record)
     args = {
@@ -145,7 +145,7 @@ def test_a_signal_kills_every_probe_and_says_interrupted(
 def test_a_probe_that_daemonises_dies_with_the_run(tmp_path: Path, isolated_path: Path) -> None:
     """`setsid -f` takes a process out of the probe's session and group: killing the group
     missed it, and it outlived even a normal run."""
-    host = write_tree(tmp_path / "host", {"proc/mounts": PROC_MOUNTS})
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
     record = tmp_path / "pids"
     escape = f"/usr/bin/setsid -f /bin/sh -c 'echo $$ >> {record}; exec /bin/sleep 100'"
     fake_binary(isolated_path, "lspci", f"{escape}; {escape}; echo done")
@@ -178,11 +178,13 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
     starts, survivor = tmp_path / "starts", tmp_path / "survivor"
     nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=30)
     nvme_list = (quick("nvme_list", timeout=1.0),)
-    capture_live(tmp_path, probes=nvme_list, deadline_s=20)
+    capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20)
     wait_for_lines(survivor, 1)
     [stuck] = pids(survivor)
     try:
-        artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        artifact = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
+            "cmd/nvme-list.json"
+        ]
         assert artifact.status is ArtifactStatus.TIMEOUT
         state = Path(f"/proc/{stuck}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert artifact.detail == (
@@ -192,7 +194,9 @@ def test_a_probe_still_alive_from_an_earlier_run_is_reported_not_started_again(
         assert starts.read_text().splitlines() == ["list -o json"]  # the second run started none
         os.kill(stuck, signal.SIGKILL)
         assert wait_dead([stuck])
-        again = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        again = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
+            "cmd/nvme-list.json"
+        ]
         assert again.status is ArtifactStatus.OK  # the lock went with its last holder
         wait_for_lines(survivor, 2)  # its own survivor, killed below
     finally:
@@ -210,11 +214,13 @@ def test_a_copy_stuck_in_the_kernel_is_reported_at_once(
     nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=30)
     nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")  # a 10 s timeout
     try:
-        capture_live(tmp_path, probes=nvme_list, deadline_s=20)
+        capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20)
         wait_for_lines(survivor, 1)
         monkeypatch.setattr(command_lock, "_state", lambda pid: "D")
         started = time.monotonic()
-        artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+        artifact = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
+            "cmd/nvme-list.json"
+        ]
         assert time.monotonic() - started < 2
         assert artifact.detail == (
             f"an earlier run's `nvme list -o json` is still running (pid {pids(survivor)[0]}, D state); "
@@ -232,9 +238,11 @@ def test_an_overlapping_runs_copy_that_finishes_is_waited_for(tmp_path: Path, is
     starts, survivor = tmp_path / "starts", tmp_path / "survivor"
     nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=1)
     nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")
-    capture_live(tmp_path, probes=nvme_list, deadline_s=20)
+    capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20)
     started = time.monotonic()
-    artifact = capture_live(tmp_path, probes=nvme_list, deadline_s=20).artifacts["cmd/nvme-list.json"]
+    artifact = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
+        "cmd/nvme-list.json"
+    ]
     assert artifact.status is ArtifactStatus.OK
     assert 0.3 < time.monotonic() - started < 5
     assert starts.read_text().splitlines() == ["list -o json", "list -o json"]
@@ -478,7 +486,7 @@ def test_an_ipv4_mapped_address_in_dotted_form_maps_like_the_ipv4_inside(written
 
 def section_after_capture(probe: Probe, host: Path) -> tuple[dict, dict]:
     """The facts section as `check` makes it, and the manifest entries `collect` writes."""
-    capture = capture_live(host, probes=(probe,), deadline_s=20)
+    capture = capture_live(this_kernels_root(host), probes=(probe,), deadline_s=20)
     section = section_from(probe, [capture.artifacts[n] for n in capture.assignments[probe.section]])
     entries = {entry["name"]: entry for entry in manifest_for(capture)["artifacts"]}
     return section, entries

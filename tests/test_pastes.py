@@ -98,6 +98,31 @@ def test_several_commands_in_one_paste_are_split_and_each_read() -> None:
     assert os_release.split("\n")[1].startswith('NAME="Red Hat Enterprise Linux CoreOS"')  # line 2 as pasted
 
 
+def test_a_reader_of_prompts_gets_back_the_prompt_that_names_its_subject() -> None:
+    """`ibstat mlx5_3 1` pasted without its "CA:" line: only the prompt names the device; `ulimit -l`
+    prints a bare number that only its prompt makes a memlock limit. Other readers never see prompts."""
+    from gdsdoctor.facts.section import section_from
+
+    paste = (
+        "```\nroot@gpu-node-7:~# ibstat mlx5_3 1\nState: Down\nPhysical state: Disabled\nRate: 40\n"
+        "root@gpu-node-7:~# ulimit -l\n64\nroot@gpu-node-7:~# mount\n" + MOUNTS + "```\n"
+    )
+    capture = read(("ticket.txt", paste))
+    assert sorted(capture.assignments) == ["infiniband", "memlock", "mounts"]
+
+    def artifacts(section: str) -> list:
+        return [capture.artifacts[name] for name in capture.assignments[section]]
+
+    ib = section_from(BY_SECTION["infiniband"], artifacts("infiniband"))
+    assert [(p["device"], p["port"], p["state"], p["src"]["line"]) for p in ib["ports"]] == [
+        ("mlx5_3", 1, "DOWN", 3)
+    ]
+    memlock = section_from(BY_SECTION["memlock"], artifacts("memlock"))
+    assert memlock["soft_bytes"] == 64 * 1024 and memlock["src"]["line"] == 7
+    mounts = capture.artifacts[capture.assignments["mounts"][0]].text
+    assert "ulimit" not in mounts and "ibstat" not in mounts
+
+
 def test_hash_comments_are_not_prompts() -> None:
     grub = (DATA / "system" / "etc-default-grub.amd_iommu_off-iommu_pt.stelline-puget.txt").read_text()
     assert len(unwrap(grub)) == 1

@@ -32,8 +32,15 @@ SAMPLES = {
     "infiniband": "rdma/ibstat.h100-ib-ndr-cx7.all-active.txt",
     "gdscheck": "gdscheck/gdsnvfs-070--gdscheck-p.txt",
     "nvidia_topo": "gpu/nvidia-smi-topo-m.asus-esc8000a-e12.4gpu-4nic.txt",
+    "app_log": "app_log/nccl-1698--net-ib-status-12-vendor-129-roce.log",
 }
-TEXTS = {section: (DATA / path).read_text() for section, path in SAMPLES.items()}
+# More than one sample of a section: "section:what" (the reading is the part before the colon).
+SAMPLES |= {
+    "infiniband:ibstat-port": "rdma/ibstat-port.mlx4-qdr-down-polling.redhat-cip-hardware.txt",
+    "app_log:ucx": "app_log/ucx-6000--transport-retry-exceeded-roce.log",
+    "app_log:gdsio": "app_log/gdsnvfs-057--gdsio-io-failed.txt",
+}
+TEXTS = {case: (DATA / path).read_text() for case, path in SAMPLES.items()}
 ALL_SAMPLES = sorted(
     p
     for p in DATA.rglob("*")
@@ -67,13 +74,13 @@ WRAPPERS = {
 }
 
 
-@pytest.mark.parametrize("section", sorted(SAMPLES))
+@pytest.mark.parametrize("case", sorted(SAMPLES))
 @given(wrappers=st.lists(st.sampled_from(sorted(WRAPPERS)), min_size=1, max_size=3, unique=True))
 @SETTINGS
-def test_a_wrapped_paste_is_read_as_what_it_wraps(section: str, wrappers: list[str]) -> None:
+def test_a_wrapped_paste_is_read_as_what_it_wraps(case: str, wrappers: list[str]) -> None:
     if {"fence", "prose-and-fence"} <= set(wrappers):
         wrappers.remove("fence")  # a fence inside a fence is not markdown anyone writes
-    text = TEXTS[section]
+    text, section = TEXTS[case], case.partition(":")[0]
     for wrapper in wrappers:
         text = WRAPPERS[wrapper](text)
     capture = read("ticket.txt", text)
@@ -82,13 +89,13 @@ def test_a_wrapped_paste_is_read_as_what_it_wraps(section: str, wrappers: list[s
     assert parsed["status"] == "ok", parsed
 
 
-@pytest.mark.parametrize("section", sorted(SAMPLES))
+@pytest.mark.parametrize("case", sorted(SAMPLES))
 @given(
     where=st.floats(min_value=0, max_value=1), bad=st.sampled_from(["???", "x" * 300, "\x00\x01", "a b c"])
 )
 @SETTINGS
-def test_one_bad_line_leaves_the_reading_and_its_facts(section: str, where: float, bad: str) -> None:
-    lines = TEXTS[section].split("\n")
+def test_one_bad_line_leaves_the_reading_and_its_facts(case: str, where: float, bad: str) -> None:
+    lines, section = TEXTS[case].split("\n"), case.partition(":")[0]
     at = int(where * len(lines))
     capture = read("one-bad-line.txt", "\n".join([*lines[:at], bad, *lines[at:]]))
     assert list(capture.assignments) == [section], capture.notes

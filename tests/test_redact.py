@@ -20,7 +20,7 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.redact import Redactor, redact_capture, v4_kept_bits
 from gdsdoctor.pipeline import analyze_capture, load_inputs
-from tests.conftest import REPO, fake_binary, write_tree
+from tests.conftest import REPO, THIS_KERNEL, fake_binary, write_tree
 from tests.test_fixtures import CASES, _expect, _inputs
 
 DATA = REPO / "tests" / "data"
@@ -273,7 +273,7 @@ HOST_FILES = {
 def test_collect_redact_writes_a_clean_bundle_and_a_private_map(tmp_path: Path, isolated_path: Path) -> None:
     from tests.test_hostile_hosts import cli
 
-    host = write_tree(tmp_path / "host", HOST_FILES)
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, **HOST_FILES})  # this kernel's root: nvme runs
     fake_binary(isolated_path, "nvme", "cat <<'EOF'\n" + SAMPLES["nvme-list.txt"] + "EOF")
     env = {"PATH": str(isolated_path)}
     plain = cli(

@@ -28,7 +28,7 @@ def test_sysfs_tree_sockets_switch_devices_and_mounts() -> None:
                                      "  ! IOMMU translates DMA: GPUDirect P2P through a root complex fails or slows"]  # fmt: skip
     assert "├── NUMA node 0" in text and "└── NUMA node 1" in text
     assert "│               │   └── NVMe nvme0 0000:18:00.0  16 GT/s x4" in text
-    assert "nvme0n1 → /mnt/ckpt" in text
+    assert "nvme0n1 15.0 TiB → /mnt/ckpt" in text  # the size from the NVMe sysfs tree
     assert "NIC mlx5_0 0000:1a:00.0 [ens1np0]  32 GT/s x16" in text
     assert (
         "GPU 0000:9a:00.0 (NUMA 1): nvme0 — across CPU sockets (SYS); mlx5_0 — across CPU sockets (SYS)"

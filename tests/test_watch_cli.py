@@ -75,13 +75,17 @@ def test_a_signal_ends_the_watch_with_the_report_so_far(sig: signal.Signals, tmp
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
-    assert process.stdout is not None
-    assert json.loads(process.stdout.readline())["type"] == "header"
-    first = process.stdout.readline()  # the first sample: the watch is running
-    assert json.loads(first)["type"] == "sample" and time.monotonic() < deadline
-    process.send_signal(sig)
-    rest, err = process.communicate(timeout=20)
+    try:
+        deadline = time.monotonic() + 20
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline())["type"] == "header"
+        first = process.stdout.readline()  # the first sample: the watch is running
+        assert json.loads(first)["type"] == "sample" and time.monotonic() < deadline
+        process.send_signal(sig)
+        rest, err = process.communicate(timeout=20)
+    finally:
+        process.kill()  # a watch that failed the test must not outlive it
+        process.wait()
     records = lines_of(rest)
     assert records[-2]["type"] == "end" and records[-2]["reason"] == "interrupted"
     assert records[-1]["type"] == "report"

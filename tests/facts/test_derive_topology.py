@@ -54,7 +54,10 @@ def test_switch_local_and_lone_gpu_on_the_other_socket(tmp_path: Path) -> None:
     assert derived["counts"] == {"gpus": 2, "nvme": 1, "nics": 1}
     assert derived["iommu"]["mode"] == "translated"
     nvme = next(d for d in derived["devices"] if d["kind"] == "nvme")
-    assert nvme["namespaces"] == [{"name": "nvme0n1", "size_bytes": None, "mountpoints": ["/mnt/ckpt"]}]
+    # the size from the NVMe sysfs tree (no lsblk in this bundle)
+    assert nvme["namespaces"] == [
+        {"name": "nvme0n1", "size_bytes": 16492674416640, "mountpoints": ["/mnt/ckpt"]}
+    ]
 
 
 def test_path_bridges_are_the_switch_ports_below_the_common_switch(tmp_path: Path) -> None:

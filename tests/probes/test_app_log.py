@@ -131,3 +131,136 @@ def test_truncated_and_line_dropped_samples(path: Path, cut: int, drop: int) -> 
     except ParseError:
         return
     assert all(e["src"]["artifact"] == path.name for e in section["errors"])
+
+
+# --- gdsio IO failures, NCCL and UCX RDMA errors ----------------------------------------------------
+
+
+def test_gdsio_io_failures_with_ret_and_errno() -> None:
+    section = parse("gdsnvfs-057--gdsio-io-failed.txt")
+    assert section["kinds"] == ["io_failed"]
+    found = [(e["src"]["line"], e["source"], e["ret"], e["errno"]) for e in section["errors"]]
+    assert found == [
+        (1, "gdsio", 0, None),
+        (2, "gdsio", -5, None),
+        (3, "gdsio", -5, 22),
+        (4, "gdsio", -5, 22),
+    ]
+
+
+def test_the_kernels_nvidia_fs_io_failure_is_not_gdsios() -> None:
+    assert not app_log.recognise_app_log("[Sat Sep  9 20:24:26 2023] nvidia-fs:write IO failed :-512\n")
+
+
+def test_nccl_local_protection_error_over_infiniband() -> None:
+    section = parse("nccl-928--net-ib-error-4-vendor-81.log")
+    assert section["kinds"] == ["rdma_local_protection_error"]
+    first = section["errors"][0]
+    assert (first["source"], first["src"]["line"]) == ("nccl", 1) and len(section["errors"]) == 2
+    rdma = first["rdma"]
+    assert (rdma["status"], rdma["opcode"], rdma["vendor_err"], rdma["direction"]) == (4, 32564, 81, "Send")
+    assert rdma["link_layer"] == "IB" and rdma["peer"] == "fe80::966d:ae03:8b:df78%ib0<53249>"
+
+
+def test_nccl_retry_exceeded_on_roce_names_its_hca() -> None:
+    section = parse("nccl-1698--net-ib-status-12-vendor-129-roce.log")
+    assert section["kinds"] == ["rdma_retry_exceeded"]
+    assert [e["src"]["line"] for e in section["errors"]] == [1, 6]  # INFO lines are no errors
+    rdma = section["errors"][0]["rdma"]
+    assert (rdma["status"], rdma["vendor_err"], rdma["device"], rdma["link_layer"], rdma["direction"]) == (
+        12,
+        129,
+        "mlx5_10",
+        "RoCE",
+        "Recv",
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "status"),
+    [
+        # the pre-2.12 wording (NVIDIA/nccl #214, #523): no peer, "error N"
+        ("[0] transport/net_ib.cc:818 NCCL WARN NET/IB : Got completion with error 4, opcode 0, len 32694, vendor err 81",
+         "rdma_local_protection_error", 4),
+        ("gh-3714u15:7038:7053 [0] ib_plugin.c:1007 NCCL WARN NET/IB : Got completion from peer 10.1.32.3<42519> "
+         "with error 5, opcode 0, len 0, vendor err 249", "rdma_completion_error", 5),
+        ("x:1:2 [0] NCCL WARN NET/IBP:Got completion from peer 7.6.13.83<36315> with status=12 opcode=32698 len=32696 "
+         "vendor err 129 (Send)", "rdma_retry_exceeded", 12),
+        ("[ast1815:6807 :0:6807] ib_mlx5_log.c:115  FATAL: Error on mlx5_3:1 QP 0xe6d7 wqe[7821]: Transport retry "
+         "count exceeded (synd 0x15 vend 0x81) opcode SEND", "rdma_retry_exceeded", 12),
+    ],
+)  # fmt: skip
+def test_completion_errors_in_every_wording(line: str, kind: str, status: int) -> None:
+    (error,) = app_log.parse_app_log(line + "\n", "app.txt")["errors"]
+    assert (error["kind"], error["rdma"]["status"]) == (kind, status)
+
+
+def test_old_ucx_wording_names_device_and_port() -> None:
+    line = "[ast1815:6807 :0:6807] ib_mlx5_log.c:115  FATAL: Error on mlx5_3:1 QP 0xe6d7 wqe[7821]: Transport retry"
+    rdma = app_log.parse_app_log(line + " count exceeded (synd 0x15 vend 0x81) opcode SEND\n", "u")["errors"][
+        0
+    ]["rdma"]
+    assert (rdma["device"], rdma["port"], rdma["vendor_err"], rdma["link_layer"]) == ("mlx5_3", 1, 0x81, None)
+
+
+def test_ucx_retry_exceeded_roce_and_ib() -> None:
+    roce = parse("ucx-6000--transport-retry-exceeded-roce.log")
+    assert [e["src"]["line"] for e in roce["errors"]] == [1, 3, 5, 7]  # not the "DCI QP" detail lines
+    rdma = roce["errors"][0]["rdma"]
+    assert (rdma["device"], rdma["port"], rdma["link_layer"], rdma["vendor_err"]) == (
+        "mlx5_0",
+        1,
+        "RoCE",
+        0x81,
+    )
+    ib = parse("ucx-9590--transport-retry-exceeded-ib.log")  # its first line lost its "[" as posted
+    assert [e["rdma"]["link_layer"] for e in ib["errors"]] == ["IB", "IB"] and ib["errors"][0]["src"][
+        "line"
+    ] == 1
+
+
+def test_enomem_from_nccl_and_ucx_and_the_limit_the_log_states() -> None:
+    nccl = parse("deepep-143--nccl-ibv-create-cq-enomem.log")
+    assert [(e["kind"], e["api"], e["src"]["line"]) for e in nccl["errors"]] == [
+        ("rdma_enomem", "ibv_create_cq", 1),
+        ("rdma_enomem", "ibv_create_cq", 6),
+    ]
+    assert nccl["memlock"] is None  # NCCL does not print the limit
+    ucx = parse("ucx-8746--ibv-create-cq-enomem-memlock-64k.log")
+    assert ucx["kinds"] == ["rdma_enomem"] and ucx["errors"][0]["rdma"]["device"] == "mlx5_0"
+    assert ucx["memlock"] == {
+        "soft_bytes": 64 * 1024,
+        "soft_unlimited": False,
+        "src": ucx["errors"][0]["src"],
+    }
+
+
+def test_a_verbs_failure_that_is_not_enomem() -> None:
+    section = parse("nccl-1842--ibv-reg-mr-iova2-einval.log")
+    assert [(e["kind"], e["api"]) for e in section["errors"]] == [("rdma_verbs_failed", "ibv_reg_mr_iova2")]
+    ucx = app_log.parse_app_log(
+        "ib_iface.c:618  UCX  ERROR ibv_create_cq(cqe=4096) failed: Invalid argument\n", "u"
+    )
+    assert ucx["kinds"] == ["rdma_verbs_failed"]
+
+
+def test_memlock_from_a_pasted_ulimit_a() -> None:
+    text = (
+        "[1650000000.1] [n1:1:0]  ib_device.c:1124 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory\n"
+        "max locked memory       (kbytes, -l) 64\n"
+    )
+    hint = app_log.parse_app_log(text, "u")["memlock"]
+    assert (hint["soft_bytes"], hint["soft_unlimited"], hint["src"]["line"]) == (65536, False, 2)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "node2:14159:14172 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/A10B0A0AFFFF0000)\n",
+        "[1643394930.913056] [cirrus3:1292923:0]  ib_md.c:816  UCX  DEBUG registered memory 0x7f56f0f20ba0 on mlx5_0\n",
+        (DATA / "dmesg" / "dmesg-nvmeof-rdma-mlx5-pi-mr-pool-einval.txt").read_text(),
+    ],
+    ids=["nccl-info", "ucx-debug", "kernel-log-with-mlx5"],
+)
+def test_healthy_nccl_ucx_lines_and_kernel_rdma_lines_are_not_application_errors(text: str) -> None:
+    assert not app_log.recognise_app_log(text)

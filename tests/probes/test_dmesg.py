@@ -606,3 +606,27 @@ def test_quiet_lines_read_by_their_clock_alone_give_the_same_section(text: str) 
     finally:
         dmesg._quiet_clock = original  # type: ignore[assignment]
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # cufile.log: its "pci_p2pdma not supported" is a kernel event's wording too (gdsnvfs-078)
+        " 26-02-2026 03:08:04:646 [pid=21281 tid=21281] INFO   cufio-drv:828 pci_p2pdma not supported errornum: 801",
+        # UCX starts like dmesg -T's seconds (openucx/ucx #8746)
+        "[1668693503.473099] [ampere:1188443:0]          ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: "
+        "Cannot allocate memory. Please set max locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)",
+        "H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer x with error 4",
+    ],
+    ids=["cufile-log", "ucx", "nccl"],
+)
+def test_application_log_lines_are_not_a_kernel_log(line: str) -> None:
+    assert not dmesg.recognise(line + "\n")
+
+
+def test_a_kernel_log_with_rdma_lines_stays_a_kernel_log() -> None:
+    from gdsdoctor.capture.detect import recognise
+
+    text = (DATA / "dmesg-nvmeof-rdma-mlx5-pi-mr-pool-einval.txt").read_text()
+    probe = recognise(text)
+    assert probe is not None and probe.section == "dmesg"

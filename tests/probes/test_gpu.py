@@ -201,6 +201,7 @@ EXPECTED_SECTION = {
     "numactl-hardware": "numa",
     "nvidia-smi-q": "nvidia_smi",
     "nvidia-smi-topo": "nvidia_topo",
+    "ibstat-p.": None,  # `ibstat -p`: port GUIDs only
     "ibstat": "infiniband",
     "ibv_devinfo": "infiniband",
     "sysfs-class-infiniband": "infiniband",

@@ -538,10 +538,12 @@ def test_nvme_cli_readers_never_run_for_another_root(gpu_node: FakeHost) -> None
 def test_an_empty_host_root_gives_no_section_ok_with_invented_data(fs: FakeFilesystem) -> None:
     fs.create_dir(ROOT)
     found = sections(ROOT, *HOST_SECTIONS)
-    # process-level sections (this process's environment and memlock limit) do not depend on the root;
-    # kallsyms and cufile.json say themselves that nothing was read
-    own = {"cufile_env", "memlock", "kallsyms", "cufile_json"}
+    # kallsyms and cufile.json say themselves that nothing was read; this process's environment
+    # and memlock limit are not that root's host (it gives no boot id: another host), so not read
+    own = {"kallsyms", "cufile_json"}
     assert {name for name, value in found.items() if value["status"] == "ok"} == own
+    assert found["memlock"]["status"] == found["cufile_env"]["status"] == "missing"
+    assert "another host" in found["memlock"]["detail"]
     assert found["kallsyms"]["readable"] is False and found["cufile_json"]["file"]["exists"] is False
     assert (
         found["nvme_sysfs"]["status"]

@@ -24,7 +24,10 @@ DEVINFO = "ibv_devinfo.cx7-eth-port-down.stelline-puget.txt"
 GREP = "sysfs-class-infiniband.h100.grep-H.txt"
 QOS = "mlnx_qos.cx-roce-dscp-pfc3.att-netarbiter.txt"
 SPIDER = "rdma-qos-q.mlnx_qos-ecn-sysfs-cnp.spiderpool.txt"
-IB_FILES = (MIXED, NDR, DOWN, IBSTATUS, DEVINFO, GREP)
+PORT_ACTIVE = "ibstat-port.mlx4-cx3-fdr56-active.heioy-books.txt"
+PORT_DOWN = "ibstat-port.mlx4-qdr-down-polling.redhat-cip-hardware.txt"
+PORT_GUIDS = "ibstat-p.port-guids.heioy-books.txt"
+IB_FILES = (MIXED, NDR, DOWN, IBSTATUS, DEVINFO, GREP, PORT_ACTIVE, PORT_DOWN)
 
 
 def read(name: str, kind: str = "rdma") -> str:
@@ -94,6 +97,75 @@ def test_sysfs_grep_dump() -> None:
     assert ports["mlx5_0/1"]["counters"]["excessive_buffer_overrun_errors"] == 15
     assert "np_cnp_sent" not in bond["hw_counters"] and "duplicate_request" in bond["hw_counters"]
     assert ports["mlx5_4/1"]["counters"] == {}  # not in the dump: absent, not zero
+
+
+def test_ibstat_one_port_active() -> None:
+    """`ibstat mlx4_0 2` (infiniband-diags): "CA: 'mlx4_0'", then the stanza at column 0."""
+    section = rdma.parse_infiniband(read(PORT_ACTIVE), PORT_ACTIVE)
+    assert section["format"] == "ibstat-port" and [d["name"] for d in section["devices"]] == ["mlx4_0"]
+    (port,) = section["ports"]
+    assert (port["device"], port["port"], port["state"], port["active"]) == ("mlx4_0", 2, "ACTIVE", True)
+    assert (port["phys_state"], port["rate_gbps"], port["link_layer"]) == ("LinkUp", 56.0, "InfiniBand")
+    assert port["src"] == {"artifact": PORT_ACTIVE, "line": 3, "text": "Port 2:"}
+
+
+def test_ibstat_one_port_down_old_diags_without_link_layer() -> None:
+    (port,) = rdma.parse_infiniband(read(PORT_DOWN), PORT_DOWN)["ports"]
+    assert (port["device"], port["port"], port["state"], port["state_num"]) == ("mlx4_0", 2, "DOWN", 1)
+    assert (port["phys_state"], port["rate_gbps"], port["link_layer"]) == ("Polling", 10.0, None)
+    assert port["active"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "device", "port"),
+    [
+        ("State: Down\nPhysical state: Disabled\nRate: 40\n", None, None),  # named by nothing: never guessed
+        ("$ ibstat mlx5_3 1\nState: Down\nPhysical state: Disabled\nRate: 40\n", "mlx5_3", 1),
+        (
+            "root@n1:~# sudo ibstat mlx5_3 1\n\tState: Down\n\tPhysical state: Polling\n\tRate: 40\n",
+            "mlx5_3",
+            1,
+        ),
+        ("Port 1:\nState: Down\nPhysical state: Polling\nLink layer: Ethernet\n", None, 1),
+    ],
+)
+def test_ibstat_one_port_stanza_names_only_what_the_paste_names(
+    text: str, device: str | None, port: int | None
+) -> None:
+    (found,) = rdma.parse_infiniband(text, "x")["ports"]
+    assert (found["device"], found["port"], found["state"]) == (device, port, "DOWN")
+
+
+def test_ibstat_one_port_two_stanzas_without_port_lines() -> None:
+    text = (
+        "State: Down\nPhysical state: Disabled\nRate: 40\nState: Active\nPhysical state: LinkUp\nRate: 400\n"
+    )
+    ports = rdma.parse_infiniband(text, "x")["ports"]
+    assert [(p["state"], p["rate_gbps"], p["src"]["line"]) for p in ports] == [
+        ("DOWN", 40.0, 1),
+        ("ACTIVE", 400.0, 4),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#ibstat -p\n0xec0d9a03000c8981\n0xec0d9a03000c8982\n",  # ibstat -p: port GUIDs only
+        "mlx4_0\nmlx4_1\n",  # ibstat -l
+        "State                           : Active\nPhysical state                  : LinkUp\nSpeed : 100G\n",  # mlxlink
+        "State: Active\nRate: 100\n",  # two keys are not a stanza
+    ],
+)
+def test_not_an_ibstat_port_stanza(text: str) -> None:
+    assert not rdma.recognise_infiniband(text)
+    with pytest.raises(ParseError):
+        rdma.parse_infiniband(text, "x")
+
+
+def test_ibstat_port_guid_list_sample_is_no_reading() -> None:
+    from gdsdoctor.capture.detect import recognise
+
+    assert recognise(read(PORT_GUIDS)) is None
 
 
 def test_state_normalisation() -> None:
@@ -234,6 +306,10 @@ def test_memlock_pasted_forms() -> None:
     )
     assert limits["soft_bytes"] == 65536 and limits["hard_unlimited"] is True and limits["src"]["line"] == 1
     assert rdma.recognise_memlock("$ ulimit -l\n8192\n") and not rdma.recognise_memlock("8192\n")
+    # under the job's launcher, as NCCL's maintainers ask (nccl-tests #206)
+    launched = "$ srun -N1 bash -c 'ulimit -l'\n8192\n"
+    assert rdma.recognise_memlock(launched) and rdma.parse_memlock(launched, "m")["soft_bytes"] == 8192 * 1024
+    assert not rdma.recognise_memlock("$ ulimit -l unlimited\n0\n")
 
 
 # --- recognisers and robustness ----------------------------------------------------------------

@@ -92,6 +92,8 @@ class PasteReader:
                 self.identities[where] = part.identity
             # Blank lines where the wrappers were: the facts cite the lines of the file as pasted.
             padded = _padded(part)
+            if probe.reads_prompts:
+                padded = _with_prompts(padded, part.prompts)
             label = f"{name}#{index}" if several else name
             self._assign(probe, label, where, data if padded == text else padded.encode())
 
@@ -124,13 +126,17 @@ class PasteReader:
 
     def _recognised(self, part: Part) -> tuple[Probe | None, str]:
         """The reader of one part (tried without its common indentation when not recognised as
-        pasted; the part then becomes that) and words naming an ambiguity."""
+        pasted; the part then becomes that; then, by the readers that read prompts, with its
+        prompt lines: `ulimit -l` prints one bare number) and words naming an ambiguity."""
         recognition = recognise_text(part.text, self.probes)
         if recognition.best is None and (flat := dedented(part)) is not None:
             flat_recognition = recognise_text(flat.text, self.probes)
             if flat_recognition.best is not None:
                 part.text, part.removed = flat.text, flat.removed
                 recognition = flat_recognition
+        if recognition.best is None and part.prompts:
+            prompted = "\n".join([*(line for _, line in part.prompts), part.text])
+            recognition = recognise_text(prompted, [p for p in self.probes if p.reads_prompts])
         best = recognition.best
         return (best.probe if best else None), recognition.ambiguity
 
@@ -177,6 +183,17 @@ def _padded(part: Part) -> str:
     return "\n" * (part.first_line - 1) + part.text
 
 
+def _with_prompts(padded: str, prompts: list[tuple[int, str]]) -> str:
+    """The prompt lines put back where they were (each on the blank line its removal left)."""
+    if not prompts:
+        return padded
+    lines = padded.split("\n")
+    for number, line in prompts:
+        if 1 <= number <= len(lines) and not lines[number - 1].strip():
+            lines[number - 1] = line
+    return "\n".join(lines)
+
+
 def _one_per_kind(readings: Readings) -> Readings:
     """Parts of one file read by one reader, put back together in their places (two outputs of
     one command, each behind its prompt, are one input of that kind)."""
@@ -195,6 +212,7 @@ def _one_per_kind(readings: Readings) -> Readings:
         first.text = "\n".join(lines[first.first_line - 1 :])
         first.command = f"{first.command}; {part.command}".strip("; ")
         first.removed = list(dict.fromkeys([*first.removed, *part.removed]))
+        first.prompts = [*first.prompts, *part.prompts]
         for kind, values in part.identity.items():
             first.identity.setdefault(kind, set()).update(values)
     return kept

@@ -3,6 +3,14 @@
 Each probe tries its sources in order until one is captured ``ok``. Commands are killed at
 their own timeout (see runner); the global deadline bounds the whole run even if something
 blocks in a way we cannot kill (a read stuck on a dead mount): we stop waiting and report it.
+
+``--host-root`` names whose host is read. Files and readers are read under it. Commands report
+the running kernel (dmesg, nvme, lspci, lsmod) or this mount namespace (df, findmnt): they run
+only when the root is this kernel's (``/``, or a root whose ``proc/sys/kernel/random/boot_id``
+is this kernel's boot id: a container given the host's root). For another machine's root or a
+dump, a command runs only pointed at that root (``Source.root_argv``: ``lsblk --sysroot``);
+the others are recorded missing with "not run: the root is another host", so nothing of this
+host is mixed into that one's facts.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ class LiveCapture:
             self.selected.append(target.probe_for(target_path))
         self.capture = Capture(origin="live", host=host_summary(host_root), label=os.uname().nodename)
         self.capture.options = {"host_root": str(host_root), "target_path": target_path}
+        self.same_kernel = same_kernel(host_root)
         self.parsed: dict[str, tuple[tuple[Artifact, ...], Any]] = {}
         self.deadline_s = deadline_s
         self._parse = parse
@@ -93,7 +102,7 @@ class LiveCapture:
     def _run_probe(self, probe: Probe, host_root: Path) -> None:
         attempted: list[Artifact] = []
         for source in probe.sources:
-            artifact = capture_source(source, host_root)
+            artifact = capture_source(source, host_root, self.same_kernel)
             attempted.append(artifact)
             if artifact.status is ArtifactStatus.OK:
                 break
@@ -105,8 +114,36 @@ class LiveCapture:
                 self.parsed[probe.section] = (tuple(attempted), self._parse(probe, attempted))
 
 
-def capture_source(source: Source, host_root: Path) -> Artifact:
-    """Capture one source; never raises."""
+ANOTHER_HOST = "not run: the root is another host"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def same_kernel(host_root: Path) -> bool:
+    """Whether ``host_root`` is this running kernel's root: ``/``, or a root whose boot id is
+    this kernel's. A root that does not say (a dump without ``proc``) is another host."""
+    if os.path.realpath(host_root) == "/":
+        return True
+    theirs = read_host_file("boot_id", host_root, BOOT_ID)
+    try:
+        with open(BOOT_ID, "rb") as mine:
+            return theirs.status is ArtifactStatus.OK and theirs.data.strip() == mine.read().strip()
+    except OSError:
+        return False
+
+
+def capture_source(source: Source, host_root: Path, same_host: bool = True) -> Artifact:
+    """Capture one source; never raises. ``same_host`` false: ``host_root`` is another
+    machine's, so a command runs only as its ``root_argv``."""
+    if not same_host and source.this_process:
+        return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=ANOTHER_HOST)
+    if source.argv and not same_host:
+        if not source.root_argv:
+            return Artifact(
+                source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=ANOTHER_HOST
+            )
+        root = os.path.realpath(host_root)
+        argv = tuple(arg.replace("{root}", root) for arg in source.root_argv)
+        return run_command(source.artifact, argv, source.timeout, dict(source.env), source.ok_exit_codes)
     if source.argv:
         return run_command(
             source.artifact, source.argv, source.timeout, dict(source.env), source.ok_exit_codes

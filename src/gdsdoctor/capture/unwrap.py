@@ -71,6 +71,9 @@ class Part:
     first_line: int = 1  # where it starts in the pasted text
     removed: list[str] = field(default_factory=list)  # wrappers removed, in words
     identity: dict[str, set[str]] = field(default_factory=dict)  # hostname/boot_id/machine_id -> values
+    # (line number, line) of the prompt lines removed before it: a reader whose output never names
+    # its subject (`ibstat mlx5_0 1` without its "CA:" line) may ask for them back (Probe.reads_prompts)
+    prompts: list[tuple[int, str]] = field(default_factory=list)
 
 
 def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
@@ -141,7 +144,13 @@ def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
         current.text = "\n".join(body)
         parts.append(current)
         command, host = prompt
-        current = Part("", command=command, first_line=start + offset + 1, removed=["shell prompt"])
+        current = Part(
+            "",
+            command=command,
+            first_line=start + offset + 1,
+            removed=["shell prompt"],
+            prompts=[(start + offset, line)],
+        )
         if host and host.lower() not in _NOT_A_HOST:
             current.identity.setdefault("hostname", set()).add(host)
         body = []
@@ -177,7 +186,9 @@ def dedented(part: Part) -> Part | None:
     if cut < 2:
         return None
     text = "\n".join(line[cut:] for line in lines)
-    return Part(text, part.command, part.first_line, [*part.removed, "indentation"], part.identity)
+    return Part(
+        text, part.command, part.first_line, [*part.removed, "indentation"], part.identity, part.prompts
+    )
 
 
 def _strip_inline_code(lines: list[str], removed: list[str]) -> list[str]:

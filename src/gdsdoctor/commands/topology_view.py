@@ -77,7 +77,7 @@ def build(facts: dict[str, Any]) -> Topology:
     root.details.append(f"IOMMU: {iommu or 'unknown'}")
     if iommu == "translated":
         root.flags.append("IOMMU translates DMA: GPUDirect P2P through a root complex fails or slows")
-    if source in ("pci", "lspci_tree", "lspci"):
+    if source in ("pci", "lspci_tree", "lspci", "nvme_sysfs"):
         root.children = socket_nodes(devices, links, on_path)
         for node in walk(root):
             bdf = next((word for word in node.label.split() if word in slow_nics), None)
@@ -98,6 +98,7 @@ def source_words(source: str | None) -> str:
         "pci": "from sysfs",
         "lspci_tree": "from lspci -tv",
         "lspci": "from lspci -vvv bus numbers",
+        "nvme_sysfs": "from the NVMe sysfs tree: drives only",
         "nvidia_topo": "from nvidia-smi topo -m: relations only",
     }.get(str(source), "placement unknown: give sysfs, lspci -tv, lspci -vvv or nvidia-smi topo -m")
 
@@ -171,10 +172,13 @@ def endpoint_node(device: dict[str, Any], link: dict[str, Any] | None) -> Node:
         node.flags.append(f"degraded link: {link['says']}")
     elif link and link.get("idle_downclock"):
         node.details.append("link slowed at idle (power saving, not a fault)")
+    if device.get("subsystem"):
+        node.details.append(f"subsystem {device['subsystem']}")
     for namespace in device.get("namespaces") or []:
         mounts = ", ".join(namespace["mountpoints"]) or "not mounted"
         size = f" {human_bytes(namespace['size_bytes'])}" if namespace.get("size_bytes") else ""
-        node.children.append(Node(f"{namespace['name']}{size} → {mounts}"))
+        via = f" (multipath, via {namespace['via']})" if namespace.get("via") else ""
+        node.children.append(Node(f"{namespace['name']}{size}{via} → {mounts}"))
     return node
 
 

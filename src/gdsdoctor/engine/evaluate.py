@@ -5,18 +5,26 @@ Per cause, in order:
 1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
    null (the facts cannot tell) does not skip the cause, unless the derived fact it reads is
    ``derived.undecided`` (its sources were looked for and not read): then *inconclusive*;
-2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it;
+2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it,
+   unless signals marked ``stands_alone`` (a symptom read from a pasted log, which needs no
+   other source to be seen) hold with enough certainty: only they are evaluated then, and the
+   cause fires as they say;
 3. otherwise each signal's ``when`` is evaluated; the certainties of the signals that hold
    combine with the MYCIN rule (``a + b·(1−a)`` for two confirming signals, the symmetric
    forms for disconfirming and mixed ones), and the cause *fires* when the combined
-   certainty reaches ``min_certainty`` (default 0.2).
+   certainty reaches ``min_certainty`` (default 0.2);
+4. a fired cause with ``severity_at_most`` takes the severity that expression gives when it is
+   lower than the cause's own (``"warning"`` or ``"info"``; null or anything else keeps it):
+   what a finding is worth depends on the device it names (a loop device, a boot disk), which
+   the derived facts tell (``derived.devices.ceiling``). The result then carries the cause with
+   that severity, so ranking and the report see one severity.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -112,13 +120,15 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
         if undecided:
             return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
     missing = _missing(cause, facts, how_to_collect)
-    if missing:
-        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
-    results = [_signal(signal, facts) for signal in cause.signals]
+    signals = [s for s in cause.signals if s.stands_alone] if missing else cause.signals
+    results = [_signal(signal, facts) for signal in signals]
     certainty = combined_certainty(results)
     fired = certainty >= cause.min_certainty
+    if missing and not fired:
+        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
+        outcome.cause = cause = _capped(cause, facts)
         values = _vars(cause, facts)
         outcome.evidence = _distinct(
             e
@@ -130,6 +140,22 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
             line for template in cause.remediation for line in render_command(template, values)
         ]
     return outcome
+
+
+SEVERITY_ORDER = ("info", "warning", "critical")
+
+
+def _capped(cause: Cause, facts: dict[str, Any]) -> Cause:
+    """The cause at the severity its ``severity_at_most`` allows (never raised above its own)."""
+    if not cause.severity_at_most:
+        return cause
+    try:
+        ceiling = search(cause.severity_at_most, facts)
+    except JMESPathError:
+        return cause
+    if ceiling in SEVERITY_ORDER and SEVERITY_ORDER.index(ceiling) < SEVERITY_ORDER.index(cause.severity):
+        return replace(cause, severity=ceiling)
+    return cause
 
 
 def _distinct(evidence: Iterable[Evidence]) -> list[Evidence]:

@@ -42,6 +42,9 @@ class Signal:
     says: str
     evidence: str | None = None
     boost: bool = False  # context: adds certainty only when a non-boost signal holds
+    # holds on its own data: may fire the cause while a required section is missing (a symptom
+    # seen in a pasted log), where the other signals would leave it inconclusive
+    stands_alone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,9 @@ class Cause:
     signals: tuple[Signal, ...]
     vars: dict[str, str]  # placeholder -> expression, for the remediation commands
     applies_when: str | None = None
+    # An expression giving the highest severity the evidence allows ("warning", "info") or null
+    # for no cap: e.g. I/O errors only on a loop device or a boot disk (engine/evaluate.py).
+    severity_at_most: str | None = None
     min_certainty: float = 0.2
     fix: str = ""
     remediation: tuple[str, ...] = ()
@@ -378,6 +384,7 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
             s["says"],
             s.get("evidence", s["when"]) or None,  # the lines the condition finds; false: none
             bool(s.get("boost")),
+            bool(s.get("stands_alone")),
         )
         for s in raw["signals"]
     )
@@ -390,6 +397,7 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
         requires=requires,
         signals=signals,
         applies_when=raw.get("applies_when"),
+        severity_at_most=raw.get("severity_at_most"),
         min_certainty=float(raw.get("min_certainty", 0.2)),
         vars=dict(raw.get("vars", {})),
         fix=raw.get("fix", "").strip(),
@@ -407,6 +415,8 @@ def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
     expressions: list[tuple[Location, str]] = []
     if cause.applies_when:
         expressions.append((("applies_when",), cause.applies_when))
+    if cause.severity_at_most:
+        expressions.append((("severity_at_most",), cause.severity_at_most))
     for i, signal in enumerate(cause.signals):
         expressions.append((("signals", i, "when"), signal.when))
         if signal.evidence and signal.evidence != signal.when:  # by default it is the when
@@ -440,6 +450,8 @@ def _cause_checks(
         if signal.id in seen:
             issue(("signals", i, "id"), f"duplicate signal id {signal.id!r}")
         seen.add(signal.id)
+        if signal.stands_alone and (signal.certainty <= 0 or signal.boost):
+            issue(("signals", i, "stands_alone"), "only a confirming, non-boost signal can stand alone")
     templates: list[tuple[Location, str]] = [(("remediation", i), t) for i, t in enumerate(cause.remediation)]
     templates += [(("signals", i, "says"), s.says) for i, s in enumerate(cause.signals)]
     reported: set[str] = set()

@@ -1,4 +1,4 @@
-"""Application output pasted into a ticket that carries cuFile errors (paste only).
+"""Application output pasted into a ticket that carries cuFile, gdsio or RDMA errors (paste only).
 
 DALI, kvikio, vLLM/fastsafetensors, PyTorch, cudf, gdsio/gdsio_verify and the cufile samples
 print cuFile failures in their own words: ``cuFile error (5033): NVFS driver initialization
@@ -7,10 +7,18 @@ error``, ``cuFileBufRegister returned an error = 5016``, ``CU_FILE_INTERNAL_ERRO
 are the CUfileOpError enum (CUFILEOP_BASE_ERR 5000 + n, gds-matrix §8); names and numbers map
 both ways, so a log with only one of them still yields both.
 
+gdsio prints its own IO failures (``write io failed of type 1 size: 16777216 , ret: 0``, ``Error: IO
+failed stopping traffic, fd :274 ret:-5 errno :22``); NCCL and UCX print the RDMA failures under a
+GPUDirect job (``NCCL WARN NET/IB : Got completion … with error 4 … vendor err 81``, ``UCX  ERROR
+ibv_create_cq() failed: Cannot allocate memory``): ``app_log_rdma`` reads those.
+
 Section ``app_log``:
 
-- ``errors[]``: ``{code (int|None), name (CU_FILE_*|None), kind, api (cuFile call|None),
-  text, src}`` — one per line with a cuFile error or failure;
+- ``errors[]``: ``{code (int|None), name (CU_FILE_*|None), kind, api (cuFile or verbs call|None),
+  text, src, source ("app"|"gdsio"|"nccl"|"ucx"), ret (int|None: gdsio's ret), errno (int|None:
+  gdsio's errno; 5 for "Input/output error"), rdma (None, or the NCCL/UCX record of
+  ``app_log_rdma``)}`` — one per line with a cuFile error or failure, a gdsio IO failure, an
+  NCCL/UCX RDMA error;
 - ``codes`` (sorted ints), ``names`` (CU_FILE_* names), ``kinds`` (sorted kinds);
 - ``compat_mode``: True when the application says it runs in compat mode (kvikio banner,
   ``GDS driver | N/A (Compatibility Mode)``), else None (silence proves nothing);
@@ -18,15 +26,19 @@ Section ``app_log``:
 - ``kvikio``: kvikio benchmark header ``{gpu_name, bar1_total_bytes, gds_driver (version
   string or None), config_path, directory, src}`` or None;
 - ``gpus[]``: GPU names the output shows (``{name, bar1_total_bytes, src}``);
-- ``operator``: GPU Operator nvidia-fs container failures ``[{text, src}]``.
+- ``operator``: GPU Operator nvidia-fs container failures ``[{text, src}]``;
+- ``memlock``: the locked-memory limit the log states (UCX "(current: 64 kbytes)", ``ulimit -a``)
+  ``{soft_bytes, soft_unlimited, src}``, else None.
 
 Kinds: ``driver_not_initialized`` (5001), ``platform_not_supported`` (5007),
 ``io_not_supported`` (5008), ``device_not_supported`` (5009), ``nvfs_driver_error`` (5010),
 ``mapping_size`` (5016), ``memory_not_registered`` (5024), ``internal_error`` (5030),
 ``nvfs_setup_error`` (5033), ``io_disabled`` (5034), ``pinning_failed`` (5036), ``cufile_error``
 (any other code), ``buf_register_failed``, ``handle_register_failed``, ``io_failed`` (a read/write
-on the GDS path failed: EIO, ``cuFileRead returned error``), ``operator_nvidia_fs_ctr_failed``,
-``compat_mode`` (the application says it runs in compat mode).
+on the GDS path failed: EIO, ``cuFileRead returned error``, gdsio's ``io failed … ret: -5``),
+``operator_nvidia_fs_ctr_failed``, ``compat_mode`` (the application says it runs in compat mode),
+and the RDMA kinds of ``app_log_rdma``: ``rdma_local_protection_error``, ``rdma_retry_exceeded``,
+``rdma_completion_error``, ``rdma_enomem``, ``rdma_verbs_failed``.
 
 Sample lines: ``cuFile error (5033): NVFS driver initialization error``,
 ``gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016``.
@@ -39,6 +51,8 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.app_log_rdma import memlock_hint, rdma_error
+from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.base import Probe, numbered_lines, src
 
 # CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
@@ -133,6 +147,15 @@ _SIZE = lazy_compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
 _OPERATOR_CTR = lazy_compile(r"nvidia-fs-ctr")
 _OPERATOR_FAIL = lazy_compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
 _CUFILE_LOG_LINE = lazy_compile(r"\[pid=\d+ tid=\d+\]")
+# gdsio's own failure lines (lower-case "io failed", unlike nvidia-fs's kernel "write IO failed :-512"):
+# "write io failed of type 1 size: 16777216 , ret: 0", "failed to submit io of type 1 ret: -5",
+# "Error: IO failed stopping traffic, fd :274 ret:-5 errno :22", "io failed :ret :-5 errno :22, …"
+_GDSIO_IO_FAILED = lazy_compile(
+    r"\b(?:read|write) io failed\b|\bfailed to submit io\b|\bIO failed stopping traffic\b"
+    r"|^\s*io failed :ret\b"
+)
+_RET = lazy_compile(r"\bret\s*:\s*(-?\d+)")
+_ERRNO = lazy_compile(r"\berrno\s*:\s*(\d+)")
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 RECOGNISE_LINES = 200
 
@@ -145,6 +168,8 @@ def _signature(line: str) -> bool:
         or _IO_ERROR.search(line)
         or _KVIKIO_COMPAT.search(line)
         or (_OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line))
+        or _GDSIO_IO_FAILED.search(line)
+        or rdma_signature(line)
     )
 
 
@@ -191,7 +216,29 @@ def _error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
         "api": api[1] if api else None,
         "text": line.strip(),
         "src": src(artifact, line_no, line),
+        "source": "app",
+        "ret": None,
+        "errno": 5 if "Input/output error" in line else None,
+        "rdma": None,
     }
+
+
+def _gdsio_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
+    if not _GDSIO_IO_FAILED.search(line):
+        return None
+    ret, errno = _RET.search(line), _ERRNO.search(line)
+    return {"code": None, "name": None, "kind": "io_failed", "api": None, "text": line.strip()[:500],
+            "src": src(artifact, line_no, line), "source": "gdsio", "ret": int(ret[1]) if ret else None,
+            "errno": int(errno[1]) if errno else None, "rdma": None}  # fmt: skip
+
+
+def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
+    """The error one line reports: a cuFile failure, a gdsio IO failure, an NCCL/UCX RDMA error."""
+    return (
+        _error(line_no, line, artifact)
+        or _gdsio_error(line_no, line, artifact)
+        or rdma_error(line_no, line, artifact)
+    )
 
 
 def _kind_without_code(line: str, io_error: bool) -> str:
@@ -234,8 +281,10 @@ def _line(artifact: str, line_no: int, line: str) -> dict[str, Any]:
 def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     lines = numbered_lines(text)
     if not any(_signature(line) for _, line in lines):
-        raise ParseError("no cuFile error, cuFile error code or compat-mode message in this output")
-    errors = [e for line_no, line in lines if (e := _error(line_no, line, artifact))]
+        raise ParseError(
+            "no cuFile error, cuFile error code, compat-mode message, gdsio IO failure or NCCL/UCX RDMA error"
+        )
+    errors = [e for line_no, line in lines if (e := _line_error(line_no, line, artifact))]
     compat = [
         {"text": line.strip(), "src": src(artifact, n, line)}
         for n, line in lines
@@ -265,17 +314,18 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
         "kvikio": kvikio,
         "gpus": gpus,
         "operator": operator,
+        "memlock": memlock_hint(lines, artifact),
     }
 
 
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="app_log",
-        title="application output with cuFile errors (DALI, kvikio, vLLM, PyTorch, gdsio)",
+        title="application output with cuFile, gdsio or NCCL/UCX RDMA errors (DALI, kvikio, vLLM, PyTorch)",
         sources=(),  # the application's own output: paste only
         parse=parse_app_log,
         recognise=recognise_app_log,
-        paste_hint="the application's output around the cuFile error (e.g. `cuFile error (5033)`)",
+        paste_hint="the application's output around the error (`cuFile error (5033)`, `NCCL WARN …`)",
         tags=("gds",),
     ),
 )

@@ -40,6 +40,13 @@ class Source:
     # The command a user runs to get it: when gdsdoctor does not capture it itself ("gdsdoctor
     # bench PATH"), or for a reader, the command showing what it reads ("ls /sys/class/infiniband").
     how: str = ""
+    # The command pointed at another machine's root ("{root}" is replaced by --host-root), e.g.
+    # ``lsblk --sysroot {root}``. Under a --host-root that is not this kernel's root, a command
+    # without one is not run: it would report this host, not that one (capture/live.py).
+    root_argv: tuple[str, ...] = ()
+    # A reader of this process's own state (its environment, its ulimits), whatever the root:
+    # not read for another machine's root either.
+    this_process: bool = False
 
     @property
     def describe(self) -> str:
@@ -70,6 +77,9 @@ class Probe:
     recognise: Recogniser | None = None  # True if a pasted text is this source's output
     paste_hint: str = ""  # what a user should paste, e.g. "output of `gdscheck -p`"
     targeted: bool = False  # captured only with --path
+    # A pasted output gets back the shell prompt lines unwrapping removed (`$ ibstat mlx5_0 1`): they
+    # name what an output that does not name it was run on. Its parser must ignore other prompts.
+    reads_prompts: bool = False
     tags: tuple[str, ...] = ()
 
     def how_to_collect(self) -> str:

@@ -620,7 +620,10 @@ PROBES: tuple[Probe, ...] = (
         title="CUFILE_* environment overrides",
         sources=(
             Source(
-                "env/cufile.json", reader=read_cufile_env, how="env | grep -E 'CUFILE|KVIKIO_COMPAT_MODE'"
+                "env/cufile.json",
+                reader=read_cufile_env,
+                how="env | grep -E 'CUFILE|KVIKIO_COMPAT_MODE'",
+                this_process=True,
             ),
         ),
         parse=parse_cufile_env,

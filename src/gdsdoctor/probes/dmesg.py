@@ -594,11 +594,21 @@ def hinted_candidates(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -
 # ---------------------------------------------------------------------------------------------
 
 _COMMAND_LINE = lazy_compile(r"^\s*[$#] ")
+# Lines of programs' own logs that a kernel-log prefix does not make kernel lines: cufile.log
+# (`[pid=N tid=N]`, its words "pci_p2pdma not supported" are a kernel event's too), UCX
+# (`[1668693503.473099] [host:pid:0] ib_log.c:246  UCX  ERROR …` starts like dmesg), NCCL.
+_APPLICATION_LINE = lazy_compile(
+    r"\[pid=\d+ tid=\d+\]|\bUCX\s+[A-Z]{4,5}\b|\bNCCL (?:WARN|INFO|ABORT|TRACE)\b"
+)
 
 
 def recognise(text: str) -> bool:
     head = text[:200_000].split("\n")[:100]
-    lines = [line for line in head if line.strip() and not _COMMAND_LINE.match(line)]
+    lines = [
+        line
+        for line in head
+        if line.strip() and not _COMMAND_LINE.match(line) and not _APPLICATION_LINE.search(line)
+    ]
     if not lines:
         return False
     if _is_json(text):

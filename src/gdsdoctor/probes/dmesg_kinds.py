@@ -149,12 +149,14 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
         r"BTRFS (?:error|critical)",
     )),
-    ("blk_io_error", ("error, dev", "i/o error", "medium error"), (
+    ("blk_io_error", ("error, dev", "i/o error", "medium error", "sense key"), (
         r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
         r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"
         r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
         r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
         r"(?i)critical medium error",
+        # the SCSI sense data of a failed command: "sd 2:0:0:0: [sdb] tag#5 Sense Key : Medium Error"
+        r"\[(?P<device>sd[a-z]+)\].*Sense Key ?: (?P<error>Medium Error|Hardware Error)",
     )),
     ("pcie_aer", ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer", "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp", "poisontlp", "rxof"), (
         r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
@@ -199,6 +201,25 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"^Oops: ",
         r"general protection fault",
         r"^WARNING: CPU: \d+ PID",
+    )),
+    # md / dm-raid / multipath / bcache giving up on a member (the array runs degraded or stops)
+    ("md_failure", ("md/raid", "md: ", "device-mapper: raid", "device-mapper: multipath", "bcache: "), (
+        r"md/raid\d*:(?P<device>md\w+): (?P<failure>Disk failure on (?P<member>\S+?)),? disabling device",
+        r"md/raid\d*:(?P<device>md\w+): (?P<failure>not enough operational devices|cannot start dirty "
+        r"degraded array|Operation continuing on (?P<remaining>\d+) devices|read error not correctable"
+        r"|unable to read|failed to (?:run|create) raid set|raid set \S+ not accessible)",
+        r"md: (?P<device>md\w+): (?P<failure>(?:recovery|resync) interrupted)",
+        r"device-mapper: raid: (?P<failure>Failed to read superblock|Failing raid device|.*failed)",
+        r"device-mapper: multipath: (?P<failure>Failing path (?P<member>\S+?))\.?$",
+        r"bcache: (?P<failure>.*(?:error on|disabling caching|IO error|failed))",
+    )),
+    # one frame of a call trace (or the RIP line) inside a storage module or function; the
+    # derived facts tie frames to the hung-task report or oops they follow
+    ("storage_trace_frame", ("+0x",), (
+        r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>_*(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|dm|bcache|"
+        r"blk_mq)_\w*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
+        r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<module>nvme\w*|"
+        r"xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache)\]",
     )),
 )
 # fmt: on

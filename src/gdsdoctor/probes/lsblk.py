@@ -238,8 +238,17 @@ PROBES: tuple[Probe, ...] = (
         section="lsblk",
         title="block devices (disks, partitions, md/dm stacks) with sizes, mounts and transport",
         sources=(
-            Source("cmd/lsblk.json", argv=("lsblk", "-J", "-b", "-o", COLUMNS_FULL)),
-            Source("cmd/lsblk-compat.json", argv=("lsblk", "-J", "-b", "-o", COLUMNS_COMPAT)),
+            # --sysroot (util-linux >= 2.34) reads another root's /sys and /proc (check --host-root)
+            Source(
+                "cmd/lsblk.json",
+                argv=("lsblk", "-J", "-b", "-o", COLUMNS_FULL),
+                root_argv=("lsblk", "--sysroot", "{root}", "-J", "-b", "-o", COLUMNS_FULL),
+            ),
+            Source(
+                "cmd/lsblk-compat.json",
+                argv=("lsblk", "-J", "-b", "-o", COLUMNS_COMPAT),
+                root_argv=("lsblk", "--sysroot", "{root}", "-J", "-b", "-o", COLUMNS_COMPAT),
+            ),
             Source("cmd/lsblk-pairs.txt", argv=("lsblk", "-P", "-b", "-o", COLUMNS_COMPAT)),
         ),
         parse=parse,

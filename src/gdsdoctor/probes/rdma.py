@@ -4,18 +4,30 @@ Longer than 600 lines: five sections whose pastes come in many forms (ibstat, ib
 ibv_devinfo, sysfs dumps, mlnx_qos), sharing the port model.
 
 Section ``infiniband``: a reader over ``/sys/class/infiniband/<dev>/ports/<n>/`` (plain reads), or a pasted
-``ibstat``, ``ibstatus``, ``ibv_devinfo`` or ``grep -H . /sys/class/infiniband/...`` dump. Samples::
+``ibstat``, ``ibstat CA PORT``, ``ibstatus``, ``ibv_devinfo`` or ``grep -H . /sys/class/infiniband/...`` dump.
+Samples::
 
     /sys/class/infiniband/mlx5_0/ports/1/rate:400 Gb/sec (4X NDR)     (sysfs, grep -H)
             State: Active / Rate: 400 / Link layer: InfiniBand         (ibstat)
+    CA: 'mlx4_0' / Port 2: / State: Down / Physical state: Polling    (ibstat mlx4_0 2, unindented)
                             state:                  PORT_DOWN (1)      (ibv_devinfo)
 
-``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstatus"|"ibv_devinfo", "devices": [{name, hca_type, fw_ver,
-board_id, bdf, netdevs, src}], "ports": [port]}``, a port being ``{device, port (int), state ("ACTIVE",
-"DOWN", "INIT", "ARMED"…), state_num, active (bool), phys_state ("LinkUp", "Polling", "Disabled"…),
-phys_state_num, rate_gbps (float; a DOWN port reports 40), rate_text, link_layer ("InfiniBand"|"Ethernet"),
-active_mtu, max_mtu (bytes, ibv_devinfo only), netdevs, counters, hw_counters ({name: int}, sysfs only),
-src}``. Values a format does not carry are None.
+``ibstat CA PORT`` prints one port's stanza at column 0 under ``CA: 'name'``; a stanza pasted without
+that line names its device only through an ``ibstat NAME PORT`` command line in the paste, else the
+port's ``device`` is None (never guessed). ``ibstat -p`` (port GUIDs only) is not this section.
+
+>>> stanza = ["CA: 'mlx5_0'", "Port 1:", "State: Down", "Physical state: Polling", "Rate: 40"]
+>>> section = parse_infiniband(chr(10).join(stanza), "p")
+>>> port = section["ports"][0]
+>>> (section["format"], port["device"], port["port"], port["state"], port["active"], port["rate_gbps"])
+('ibstat-port', 'mlx5_0', 1, 'DOWN', False, 40.0)
+
+``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstat-port"|"ibstatus"|"ibv_devinfo", "devices": [{name,
+hca_type, fw_ver, board_id, bdf, netdevs, src}], "ports": [port]}``, a port being ``{device, port (int),
+state ("ACTIVE", "DOWN", "INIT", "ARMED"…), state_num, active (bool), phys_state ("LinkUp", "Polling",
+"Disabled"…), phys_state_num, rate_gbps (float; a DOWN port reports 40), rate_text, link_layer
+("InfiniBand"|"Ethernet"), active_mtu, max_mtu (bytes, ibv_devinfo only), netdevs, counters, hw_counters
+({name: int}, sysfs only), src}``. Values a format does not carry are None.
 
 Section ``netdev`` (reader over ``/sys/class/net/*``): ``{"interfaces": [{name, mtu,
 operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual, src}]}``.
@@ -346,6 +358,62 @@ def parse_ibstat(text: str, artifact: str) -> Section:
     }
 
 
+# `ibstat CA PORT`: a "CA: 'mlx5_0'" line (the node type, a colon), then the port's stanza unindented.
+_IBSTAT_PORT_CA = lazy_compile(r"^(?:CA|Switch|Router|RNIC|iWARP RNIC|\?\?\?): '([^']+)'\s*$")
+# The stanza's own lines, as ibstat prints them: "Key: value", no space before the colon.
+_IBSTAT_PORT_LINE = lazy_compile(
+    r"^(State|Physical state|Rate|Base lid|LMC|SM lid|Capability mask|Port GUID|Link layer): "
+)
+# The command that printed it, when the paste kept it: `$ ibstat mlx5_0 1`, `#ibstat mlx4_0 2`.
+_IBSTAT_COMMAND = lazy_compile(
+    r"^\s*(?:\S*[$#]\s*)?(?:sudo\s+)?(?:\S*/)?ibstat(?:\s+-\S+)*\s+([A-Za-z][\w.-]*)(?:\s+(\d+))?\s*$"
+)
+
+
+def ibstat_port_stanza(lines: list[str]) -> bool:
+    """``ibstat CA PORT`` output (its ``CA: 'x'`` line, or a bare stanza: State and Physical state
+    lines and another of its keys, at column 0)."""
+    if any(_IBSTAT_PORT_CA.match(line.strip()) for line in lines):
+        return True
+    keys = {m[1] for line in lines if (m := _IBSTAT_PORT_LINE.match(line.lstrip(" \t")))}
+    return {"State", "Physical state"} <= keys and len(keys) >= 3
+
+
+def parse_ibstat_port(text: str, artifact: str) -> Section:
+    """``ibstat CA PORT``: one stanza per port, each under ``CA: 'name'`` or named by the command."""
+    named: str | None = None  # the device the "CA: 'x'" line or the command names
+    command_port: str | None = None
+    devices: dict[str, dict[str, Any]] = {}
+    ports: list[dict[str, Any]] = []
+    port: dict[str, Any] | None = None
+    for number, line in numbered_lines(text):
+        stripped = line.strip()
+        if (ca := _IBSTAT_PORT_CA.match(stripped)) or (command := _IBSTAT_COMMAND.match(stripped)):
+            named = ca[1] if ca else command[1]
+            command_port = None if ca else command[2]
+            devices.setdefault(named, {"name": named, "src": src(artifact, number, line)})
+            port = None
+        elif header := _IBSTAT_PORT.match(line):
+            port = {"device": named, "port": header[1], "src": src(artifact, number, line)}
+            ports.append(port)
+        elif key := _IBSTAT_PORT_LINE.match(stripped):
+            field = _IBSTAT_KEYS.get(key[1])
+            if field is None:
+                continue
+            if port is None or field in port:  # a stanza pasted without its "Port N:" line
+                port = {"device": named, "port": command_port, "src": src(artifact, number, line)}
+                ports.append(port)
+            port[field] = stripped.partition(":")[2].strip()
+    ports = [p for p in ports if "state" in p or "phys_state" in p]
+    if not ports:
+        raise ParseError("no port stanza (`State:` / `Physical state:` lines) of `ibstat CA PORT`")
+    return {
+        "format": "ibstat-port",
+        "devices": [make_device(d["name"], d, d["src"]) for d in devices.values()],
+        "ports": [make_port(p["device"], p["port"], p, p["src"]) for p in ports],
+    }
+
+
 _IBSTATUS_HEADER = lazy_compile(r"^Infiniband device '([^']+)' port (\d+) status:")
 _IBSTATUS_KEYS = {"state": "state", "phys state": "phys_state", "rate": "rate", "link_layer": "link_layer"}
 
@@ -401,7 +469,8 @@ def parse_ibv_devinfo(text: str, artifact: str) -> Section:
 
 def ib_format(text: str) -> str | None:
     """Which infiniband format a text is (first ~100 lines), or None."""
-    for line in text.split("\n")[:100]:
+    head = text.split("\n")[:100]
+    for line in head:
         stripped = line.strip()
         if _IBSTAT_CA.match(stripped) and "CA '" in line[:4]:
             return "ibstat"
@@ -413,11 +482,12 @@ def ib_format(text: str) -> str | None:
             return "sysfs-grep"
         if stripped.startswith('"reader": "infiniband"'):
             return "sysfs"
-    return None
+    return "ibstat-port" if ibstat_port_stanza(head) else None
 
 
 _IB_PARSERS = {
     "ibstat": parse_ibstat,
+    "ibstat-port": parse_ibstat_port,
     "ibstatus": parse_ibstatus,
     "ibv_devinfo": parse_ibv_devinfo,
     "sysfs-grep": parse_ib_grep,
@@ -430,7 +500,7 @@ def parse_infiniband(text: str, artifact: str) -> Section:
         return parse_ib_reader(data, text, artifact)
     kind = ib_format(text)
     if kind is None or kind == "sysfs":
-        raise ParseError("not ibstat, ibstatus, ibv_devinfo or a /sys/class/infiniband dump")
+        raise ParseError("not ibstat, ibstat CA PORT, ibstatus, ibv_devinfo or a /sys/class/infiniband dump")
     return _IB_PARSERS[kind](text, artifact)
 
 
@@ -551,6 +621,8 @@ def recognise_mlnx_qos(text: str) -> bool:
 # --- memlock ------------------------------------------------------------------------------------
 
 _LIMITS_LINE = lazy_compile(r"^Max locked memory\s+(\S+)\s+(\S+)\s+bytes")
+# the command's line: `$ ulimit -l`, `root@n:~# ulimit -l`, `$ srun -N1 bash -c 'ulimit -l'`
+_ULIMIT_COMMAND = lazy_compile(r"\bulimit -l['\"]?\s*$")
 
 
 def limit(value: Any, unit: int) -> tuple[int | None, bool | None]:
@@ -578,8 +650,10 @@ def parse_memlock(text: str, artifact: str) -> Section:
     for number, line in numbered_lines(text):
         if match := _LIMITS_LINE.match(line.strip()):
             return memlock_section(match[1], match[2], 1, src(artifact, number, line))
-    values = [
-        (n, line) for n, line in numbered_lines(text) if line.strip() and not line.lstrip().startswith("$")
+    values = [  # the command's own line (`$ ulimit -l`, `root@node:~# ulimit -l`) is not a value
+        (n, line)
+        for n, line in numbered_lines(text)
+        if line.strip() and not line.lstrip().startswith("$") and not _ULIMIT_COMMAND.search(line)
     ]
     if len(values) == 1 and re.fullmatch(r"\d+|unlimited", values[0][1].strip()):
         number, line = values[0]
@@ -592,7 +666,9 @@ def recognise_memlock(text: str) -> bool:
     if any(_LIMITS_LINE.match(line) for line in lines):
         return True
     return (
-        len(lines) == 2 and lines[0].endswith("ulimit -l") and bool(re.fullmatch(r"\d+|unlimited", lines[1]))
+        len(lines) == 2
+        and bool(_ULIMIT_COMMAND.search(lines[0]))
+        and bool(re.fullmatch(r"\d+|unlimited", lines[1]))
     )
 
 
@@ -608,6 +684,7 @@ PROBES: tuple[Probe, ...] = (
         recognise=recognise_infiniband,
         paste_hint="`ibstat` (or `ibv_devinfo`, `ibstatus`)",
         tags=("rdma", "network"),
+        reads_prompts=True,  # `$ ibstat mlx5_0 1` names the device of a stanza pasted without "CA:"
     ),
     Probe(
         section="netdev",
@@ -629,10 +706,11 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="memlock",
         title="locked-memory limit (ulimit -l) of the diagnosing process",
-        sources=(Source("proc/self/memlock.json", reader=read_memlock, how="ulimit -l"),),
+        sources=(Source("proc/self/memlock.json", reader=read_memlock, how="ulimit -l", this_process=True),),
         parse=parse_memlock,
         recognise=recognise_memlock,
         paste_hint="`ulimit -l` run inside the job's launcher (or `grep locked /proc/<pid>/limits`)",
         tags=("rdma",),
+        reads_prompts=True,  # `ulimit -l` prints a bare number: its prompt line says what it is
     ),
 )

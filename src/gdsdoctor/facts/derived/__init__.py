@@ -10,7 +10,9 @@ and one key per concern, each written by its own module, which documents its key
   space, the kernel log sorted for storage;
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
   throughput against line rate;
-- ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount.
+- ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
+- ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
+  what it holds (its role and the severity its failures deserve), degraded links by role.
 
 Names of the previous release (``derived.storage_free``) still work in rule expressions:
 ``aliases.py`` maps them to these.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor.facts.derived import core, gds, storage, topology, udev
+from gdsdoctor.facts.derived import core, devices, gds, storage, topology, udev
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
@@ -30,5 +32,6 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["storage"] = storage.derive(facts, core.checkpoint_selection(facts, derived["target_mount"]))
     derived["topology"] = topology.derive(facts, derived)
     derived["udev"] = udev.derive(facts, derived)
+    derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
     derived["path_focus"] = core.path_focus(facts, derived)
     return derived

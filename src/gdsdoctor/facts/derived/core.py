@@ -134,10 +134,10 @@ def longest_prefix_mount(mounts: list[dict[str, Any]], path: str) -> dict[str, A
 
 
 def _data_mounts(mounts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [mount for mount in mounts if _is_data_mount(mount)]
+    return [mount for mount in mounts if is_data_mount(mount)]
 
 
-def _is_data_mount(mount: dict[str, Any]) -> bool:
+def is_data_mount(mount: dict[str, Any]) -> bool:
     fstype = str(mount.get("fstype", ""))
     point = str(mount.get("mountpoint", ""))
     if point == "/" or any(point == p or point.startswith(p + "/") for p in SYSTEM_MOUNTPOINTS):

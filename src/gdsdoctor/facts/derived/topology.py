@@ -5,9 +5,12 @@ against the path's line rate.
 Placement comes from the first source that has it: sysfs (``pci``: resolved device paths), then
 ``lspci -tv`` (``lspci_tree``), then ``lspci -vvv`` bridge bus numbers (``lspci``), then
 ``nvidia-smi topo -m`` (``nvidia_topo``: relations only, no bridges). ``derive`` returns
-``derived.topology`` (the IOMMU, RDMA and throughput parts are computed in topology_io.py):
+``derived.topology`` (the IOMMU, RDMA and throughput parts are computed in topology_io.py, each GPU's
+nearest device and the NUMA nodes of pastes in topology_nearest.py):
 
-- ``source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvidia_topo`` placed the devices (None).
+- ``source``: which of ``pci``, ``lspci_tree``, ``lspci``, ``nvme_sysfs`` (a /sys dump with only the
+  NVMe classes: drives placed by their address), ``nvidia_topo`` placed the devices (None). NVMe controllers
+  of the NVMe sysfs tree are added to any placement that misses them, with their ``subsystem``.
 - ``devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
   root_complex, upstream, link: {speed_gts, max_speed_gts, width, max_width}, acs_redirect, namespaces,
   src}``.
@@ -16,7 +19,16 @@ Placement comes from the first source that has it: sysfs (``pci``: resolved devi
   ``root_complex`` (PHB), ``cross_root_complex`` (NODE: another host bridge of the same socket) or
   ``cross_socket`` (SYS), ``rank`` 0..4 in that order.
 - ``gpus``: per GPU ``{gpu, bdf, numa_node, nearest_nvme, nearest_nic, src}``, each nearest being the
-  best pair (or None when there is no such device).
+  best pair (or None when there is no such device): the closest relation, then the same NUMA node, then (NVMe)
+  a drive holding data rather than ``/`` or ``/boot``, then (NIC) an RDMA-capable one (RDMA device, or a
+  ConnectX/BlueField by name); ``undecided_between`` lists the other devices that tie with it on all of
+  those (the sources cannot tell them apart), empty when the choice is clear.
+- ``devices[].numa_node`` is completed for pastes without it (``numa_source``): ``sysfs``/``lspci``
+  as read; ``single_node`` (numactl/sysfs show one NUMA node); ``nvidia_topo`` (a GPU's NUMA affinity in
+  ``nvidia-smi topo -m``, GPU n ↔ bus id by the nvidia-smi GPU list in index order, else by the placed
+  GPUs in PCI bus order, the order nvidia-smi numbers them in; a NIC column NODE-or-closer to GPUs of one
+  node, NIC n ↔ the n-th RDMA-capable NIC in bus order when the counts match); ``root_complex``
+  (another device under the same host bridge has one: a host bridge belongs to one socket).
 - ``counts``: ``{gpus, nvme, nics}`` placed.
 - ``links``: endpoints whose link runs below what both ends support ``{bdf, kind, name, speed_gts,
   expected_speed_gts, width, expected_width, width_reduced, speed_reduced, degraded, idle_downclock,
@@ -55,6 +67,7 @@ from gdsdoctor.facts.derived.topology_io import (
     smaller,
     throughput,
 )
+from gdsdoctor.facts.derived.topology_nearest import infer_numa, nearest
 from gdsdoctor.patterns import lazy_compile
 
 RELATIONS = ("switch", "root_port", "root_complex", "cross_root_complex", "cross_socket")
@@ -72,7 +85,8 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     source, devices = placed_devices(facts)
     add_names(facts, devices)
     mark_rdma(facts, devices)
-    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci") else []
+    infer_numa(facts, devices)
+    pairs = placement_pairs(devices) if source in ("pci", "lspci_tree", "lspci", "nvme_sysfs") else []
     if not pairs and (from_topo := topo_pairs(facts)):  # nvidia-smi topo -m: the second source
         source, pairs = "nvidia_topo", from_topo
     gpus = gpu_summaries(facts, {} if source == "nvidia_topo" else devices, pairs)
@@ -116,12 +130,33 @@ def placed_devices(facts: dict[str, Any]) -> tuple[str | None, dict[str, dict[st
     elif lspci:
         source = None
         devices = {bdf: from_lspci(d, None, []) for bdf, d in lspci.items()}
+    elif nvme_controllers(facts):
+        source, devices = "nvme_sysfs", {}
     else:
         return ("nvidia_topo" if ok_section(facts, "nvidia_topo") else None), {}
+    add_nvme_controllers(facts, devices)
     for bdf, device in devices.items():
         enrich_from_lspci(device, lspci.get(bdf))
     kept = {bdf: d for bdf, d in devices.items() if d["kind"] in (*ENDPOINTS, "bridge")}
     return source, kept
+
+
+def nvme_controllers(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """PCIe NVMe controllers of the NVMe sysfs tree with their PCI address."""
+    controllers = items(ok_section(facts, "nvme_sysfs"), "controllers")
+    return [c for c in controllers if c.get("fabrics") is False and txt(c.get("pci_bdf"))]
+
+
+def add_nvme_controllers(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None:
+    """NVMe controllers the PCI sources did not place (a /sys dump holding only the NVMe classes):
+    placed by their address (the host bridge of their bus), with the NUMA node sysfs gives."""
+    for controller in nvme_controllers(facts):
+        bdf = str(controller["pci_bdf"])
+        if bdf not in devices:
+            numa = num(controller.get("numa_node"))
+            devices[bdf] = device(bdf, "nvme", numa if numa is None or numa >= 0 else None,
+                                  f"pci{bdf[:7]}", [], controller.get("src"))  # fmt: skip
+        devices[bdf]["subsystem"] = txt(controller.get("subsystem"))
 
 
 def link_of(speed: Any, max_speed: Any, width: Any, max_width: Any) -> dict[str, Any]:
@@ -264,11 +299,31 @@ def namespaces_by_controller(facts: dict[str, Any]) -> dict[str, list[dict[str, 
             for m in mounts
             if on_namespace(m.get("device"), name) and txt(m.get("mountpoint"))
         ]
-        size = num(by_name.get(name, {}).get("size_bytes"))
+        size = num(by_name.get(name, {}).get("size_bytes")) or sysfs_sizes(facts).get(name)
         found.setdefault(match[1], []).append(
             {"name": name, "size_bytes": size, "mountpoints": sorted(set(points))}
         )
+    add_multipath_heads(facts, found)
     return found
+
+
+def sysfs_sizes(facts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        str(b.get("name")): num(b.get("size_bytes")) for b in items(ok_section(facts, "nvme_sysfs"), "block")
+    }
+
+
+def add_multipath_heads(facts: dict[str, Any], found: dict[str, list[dict[str, Any]]]) -> None:
+    """A namespace reached through several controllers (multipath: ``nvme1c2n1`` → head
+    ``nvme1n1``) belongs to each of them; its entry names the path (``via``)."""
+    sizes = sysfs_sizes(facts)
+    for path in items(ok_section(facts, "nvme_sysfs"), "paths"):
+        controller, head = txt(path.get("controller")), txt(path.get("head"))
+        if controller and head and not any(ns["name"] == head for ns in found.get(controller, [])):
+            below = [ns for entries in found.values() for ns in entries if ns["name"] == head]
+            points = below[0]["mountpoints"] if below else []
+            entry = {"name": head, "size_bytes": sizes.get(head), "mountpoints": points}
+            found.setdefault(controller, []).append({**entry, "via": txt(path.get("name"))})
 
 
 def on_namespace(device: Any, namespace: str) -> bool:
@@ -404,14 +459,10 @@ def gpu_summaries(
         summaries.append(
             {"gpu": name, "bdf": gpu.get("bdf"),
              "numa_node": gpu.get("numa_node", num((topo.get(name) or {}).get("numa_affinity"))),
-             "nearest_nvme": nearest(mine, "nvme"), "nearest_nic": nearest(mine, "nic"),
+             "nearest_nvme": nearest(mine, "nvme", devices), "nearest_nic": nearest(mine, "nic", devices),
              "src": gpu.get("src") or (topo.get(name) or {}).get("src")}
         )  # fmt: skip
     return summaries
-
-
-def nearest(pairs: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
-    return min((p for p in pairs if p["other_kind"] == kind), key=lambda p: p["rank"], default=None)
 
 
 def counts(devices: dict[str, dict[str, Any]], facts: dict[str, Any]) -> dict[str, int]:
