@@ -115,7 +115,8 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     events = [e for e in as_list(ok_section(facts, "dmesg").get("events")) if isinstance(e, dict)]
     places = _Places(facts, derived)
     storage = [_judged(e, places) for e in events if e.get("kind") in STORAGE_EVENT_KINDS]
-    hung = _hung_storage_tasks(events)
+    trace = _trace_context(events)  # the storage frames and report lines, found once for both
+    hung = _hung_storage_tasks(events, trace)
     named = [e["device"] for e in [*storage, *hung] if isinstance(e.get("device"), str) and e["device"]]
     roles = {device: places.role_of(device) for device in named}
     ceilings = _ceilings(storage, derived)
@@ -128,7 +129,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "ceiling": ceilings,
         "failing": _failing(storage),
         "hung_storage_tasks": hung,
-        "storage_oopses": _storage_oopses(events),
+        "storage_oopses": _storage_oopses(events, trace),
         "links": _links(facts, derived),
         "error": None,
     }
@@ -325,8 +326,10 @@ def _frame_names(frames: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _hung_storage_tasks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    frames, headers = _trace_context(events)
+def _hung_storage_tasks(
+    events: list[dict[str, Any]], trace: tuple[list[dict[str, Any]], list[int]]
+) -> list[dict[str, Any]]:
+    frames, headers = trace
     found = []
     for event in events:
         if event.get("kind") != "hung_task":
@@ -341,8 +344,10 @@ def _hung_storage_tasks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def _storage_oopses(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    frames, headers = _trace_context(events)
+def _storage_oopses(
+    events: list[dict[str, Any]], trace: tuple[list[dict[str, Any]], list[int]]
+) -> list[dict[str, Any]]:
+    frames, headers = trace
     found = []
     for event in events:
         if event.get("kind") != "kernel_bug":
