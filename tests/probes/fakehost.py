@@ -64,6 +64,9 @@ class FakeHost:
 
     def __init__(self, fs: FakeFilesystem, root: str = "/") -> None:
         self.fs = fs
+        # pyfakefs takes the test runner's umask: under 077 (seen in CI) the tree's directories
+        # would be root's only, and a test that drops to an ordinary user could not enter them.
+        fs.umask = 0o022
         self.root = Path(root)
         self.sysfs = FakeSysfs(self.root, fs)
         self._mount_id = 20
