@@ -30,7 +30,8 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from gdsdoctor.engine.functions import search, truthy
+from gdsdoctor.engine.functions import truthy
+from gdsdoctor.engine.query import FactQuery
 from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal
 from gdsdoctor.patterns import lazy_compile
 
@@ -108,12 +109,17 @@ def combined_certainty(results: Sequence[SignalResult]) -> float:
 def evaluate(
     causes: Sequence[Cause], facts: dict[str, Any], how_to_collect: dict[str, str]
 ) -> list[CauseResult]:
-    return [evaluate_cause(cause, facts, how_to_collect) for cause in causes]
+    query = FactQuery(facts)  # one for all the causes: they share its indexes of the event lists
+    return [evaluate_cause(cause, facts, how_to_collect, query) for cause in causes]
 
 
-def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> CauseResult:
+def evaluate_cause(
+    cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str], query: FactQuery | None = None
+) -> CauseResult:
+    """One cause over ``facts`` (``query``: a query of those same facts, to share)."""
+    query = query or FactQuery(facts)
     if cause.applies_when:
-        applies = _applicability(cause.applies_when, facts)
+        applies = _applicability(cause.applies_when, query)
         if applies is False:
             return CauseResult(cause, Outcome.NOT_APPLICABLE)
         undecided = _undecided(cause, facts, how_to_collect) if applies is None else []
@@ -121,20 +127,20 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
             return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
     missing = _missing(cause, facts, how_to_collect)
     signals = [s for s in cause.signals if s.stands_alone] if missing else cause.signals
-    results = [_signal(signal, facts) for signal in signals]
+    results = [_signal(signal, query) for signal in signals]
     certainty = combined_certainty(results)
     fired = certainty >= cause.min_certainty
     if missing and not fired:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
-        outcome.cause = cause = _capped(cause, facts)
-        values = _vars(cause, facts)
+        outcome.cause = cause = _capped(cause, query)
+        values = _vars(cause, query)
         outcome.evidence = _distinct(
             e
             for r in results
             if r.held and r.signal.certainty > 0
-            for e in _evidence(r.signal, facts, values)
+            for e in _evidence(r.signal, query, values)
         )
         outcome.remediation = [
             line for template in cause.remediation for line in render_command(template, values)
@@ -145,12 +151,12 @@ def evaluate_cause(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str
 SEVERITY_ORDER = ("info", "warning", "critical")
 
 
-def _capped(cause: Cause, facts: dict[str, Any]) -> Cause:
+def _capped(cause: Cause, query: FactQuery) -> Cause:
     """The cause at the severity its ``severity_at_most`` allows (never raised above its own)."""
     if not cause.severity_at_most:
         return cause
     try:
-        ceiling = search(cause.severity_at_most, facts)
+        ceiling = query.search(cause.severity_at_most)
     except JMESPathError:
         return cause
     if ceiling in SEVERITY_ORDER and SEVERITY_ORDER.index(ceiling) < SEVERITY_ORDER.index(cause.severity):
@@ -169,11 +175,11 @@ def _distinct(evidence: Iterable[Evidence]) -> list[Evidence]:
     return kept
 
 
-def _applicability(expression: str, facts: dict[str, Any]) -> bool | None:
+def _applicability(expression: str, query: FactQuery) -> bool | None:
     """True/False when the facts say; None when they cannot (e.g. nothing showed whether a GPU
     is present): an unknown applicability is checked, never silently skipped."""
     try:
-        value = search(expression, facts)
+        value = query.search(expression)
     except JMESPathError:
         return None
     return None if value is None else truthy(value)
@@ -192,9 +198,9 @@ def _undecided(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, st
     return [_missing_entry(cause, facts, how_to_collect, section) for section in dict.fromkeys(sections)]
 
 
-def _signal(signal: Signal, facts: dict[str, Any]) -> SignalResult:
+def _signal(signal: Signal, query: FactQuery) -> SignalResult:
     try:
-        return SignalResult(signal, truthy(search(signal.when, facts)))
+        return SignalResult(signal, truthy(query.search(signal.when)))
     except JMESPathError as error:  # e.g. a function given null: the signal cannot hold
         return SignalResult(signal, False, str(error).splitlines()[0])
 
@@ -227,22 +233,22 @@ def _section_status(facts: dict[str, Any], section: str) -> str:
     return str(value.get("status", "unknown")) if isinstance(value, dict) else "not_collected"
 
 
-def _vars(cause: Cause, facts: dict[str, Any]) -> dict[str, Any]:
+def _vars(cause: Cause, query: FactQuery) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, expression in cause.vars.items():
         try:
-            values[name] = search(expression, facts)
+            values[name] = query.search(expression)
         except JMESPathError:
             values[name] = None
     return values
 
 
-def _evidence(signal: Signal, facts: dict[str, Any], values: dict[str, Any]) -> list[Evidence]:
+def _evidence(signal: Signal, query: FactQuery, values: dict[str, Any]) -> list[Evidence]:
     says = fill_text(signal.says, values)
     lines: list[Evidence] = []
     if signal.evidence:
         try:
-            found = search(signal.evidence, facts)
+            found = query.search(signal.evidence)
         except JMESPathError:
             found = None
         for record in _provenance(found):
