@@ -117,7 +117,8 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"(?i)resetting controller",
         r"restart after slot reset",
     )),
-    ("capacity_to_zero", ("capacity change",), (
+    # Every loop device attached logs "capacity change from 0 to N": only a change to 0 is a hint.
+    ("capacity_to_zero", ("to 0",), (
         r"^(?P<device>\S+): detected capacity change from \d+ to 0\b",
     )),
     ("fs_mount_option_rejected", ("barrier", "option", "parameter"), (
@@ -129,7 +130,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"(?P<subsystem>AMD-Vi|PCI|DMAR|iommu|pci): Unknown option",
         r"Unknown kernel command line parameters \"(?P<params>[^\"]*)\"",
     )),
-    ("fs_shutdown", ("shut", "corruption", "please umount", "journal", "read-only"), (
+    ("fs_shutdown", ("shut", "corruption", "please umount", "aborting journal", "read-only"), (
         r"Filesystem has been shut down",
         r"Corruption (?:of in-memory data )?detected",
         r"xfs_do_force_shutdown\((?P<flags>0x[0-9a-f]+)\)",
@@ -139,14 +140,24 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"Remounting filesystem read-only",
         r"(?i)ext4.*aborting journal",
     )),
-    ("fs_error", ("ext4", "jbd2", "xfs", "btrfs", "unwritten extents"), (
+    # Hints name the errors, not the filesystems: every mount and unmount logs "EXT4-fs" or "XFS".
+    ("fs_error", (
+        "ext4-fs error", "error while writing superblock", "ext4_end_bio", "unwritten extents", "jbd2",
+        "internal error", "metadata i/o error", "log i/o error", "metadata crc error",
+        "metadata corruption", "xfs_log_force", "returned error", "btrfs",
+    ), (
         r"EXT4-fs error",
         r"EXT4-fs \((?P<device>[^)]+)\): I/O error while writing superblock",
         r"ext4_end_bio:.*I/O error",
         r"failed to convert unwritten extents",
         r"JBD2: (?:recovery failed|error loading journal|.*error)",
-        r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"
-        r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
+        r"XFS \((?P<device>[^)]+)\): Internal error",
+        r"XFS \((?P<device>[^)]+)\): metadata I/O error",
+        r"XFS \((?P<device>[^)]+)\): log I/O error",
+        r"XFS \((?P<device>[^)]+)\): Metadata CRC error",
+        r"XFS \((?P<device>[^)]+)\): Metadata corruption detected",
+        r"XFS \((?P<device>[^)]+)\): xfs_log_force: error",
+        r"XFS \((?P<device>[^)]+)\): .* returned error (?P<errno>-\d+)",
         r"BTRFS (?:error|critical)",
     )),
     ("blk_io_error", ("error, dev", "i/o error", "medium error", "sense key"), (
