@@ -630,3 +630,34 @@ def test_a_kernel_log_with_rdma_lines_stays_a_kernel_log() -> None:
     text = (DATA / "dmesg-nvmeof-rdma-mlx5-pi-mr-pool-einval.txt").read_text()
     probe = recognise(text)
     assert probe is not None and probe.section == "dmesg"
+
+
+# Filesystem and loop-device lines every host logs (mounts, unmounts, loop devices attached),
+# and failures of the same filesystems and devices, quoted from public kernel threads (LKML,
+# xfs and ext4 lists) and from this VM's log.
+ROUTINE_STORAGE_LINES = [
+    "[ 74.346464] XFS (dm-0): Mounting V5 Filesystem",
+    "[ 74.519334] XFS (dm-0): Starting recovery (logdev: internal)",
+    "[ 75.001000] XFS (dm-0): Unmounting Filesystem",
+    "[ 76.123456] EXT4-fs (loop0): mounted filesystem 5f8036dd-614e-4eda-9826-dbac54c3935e r/w with ordered data mode. Quota mode: none.",
+    "[ 76.903435] EXT4-fs (loop0): unmounting filesystem 5f8036dd-614e-4eda-9826-dbac54c3935e.",
+    "[ 76.949209] loop0: detected capacity change from 0 to 4194304",
+]
+STORAGE_FAILURE_LINES = {
+    "[ 80.000001] XFS (dm-0): Internal error XFS_WANT_CORRUPTED_RETURN at line 337 of file fs/xfs/libxfs/xfs_alloc.c.": "fs_error",
+    "[ 80.000002] XFS (dm-1): log I/O error -5": "fs_error",
+    "[ 80.000003] XFS (dm-1): Filesystem has been shut down due to log error (0x2).": "fs_shutdown",
+    "[ 80.000004] XFS (dm-3): xfs_log_force: error -5 returned.": "fs_error",
+    "[ 80.000005] EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0": "fs_error",
+    "[ 80.000006] EXT4-fs (dm-0): I/O error while writing superblock": "fs_error",
+    "[ 80.000007] loop5: detected capacity change from 8 to 0": "capacity_to_zero",
+}
+
+
+def test_routine_mount_and_loop_lines_are_not_classified_but_failures_are() -> None:
+    """Hints name failures, not the filesystems every mount names: a log of mounts costs no
+    classification (most of a test machine's log), while each failure still gives its event."""
+    routine = "\n".join(ROUTINE_STORAGE_LINES * 50)
+    assert list(dmesg.hinted_line_numbers(routine, dmesg.hints_in(routine))) == []
+    section = dmesg.parse(routine + "\n" + "\n".join(STORAGE_FAILURE_LINES), "x")
+    assert [event["kind"] for event in section["events"]] == list(STORAGE_FAILURE_LINES.values())
