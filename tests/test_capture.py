@@ -222,3 +222,37 @@ def test_commands_abandoned_at_the_deadline_are_killed(
     time.sleep(2.5)
     assert not marker.exists(), "a probe command outlived the deadline"
     assert os.environ["PATH"] == str(isolated_path)
+
+
+def test_a_streamed_command_is_read_as_it_comes_and_killed_with_its_group(
+    tmp_path: Path, isolated_path: Path, sh_available: str
+) -> None:
+    from gdsdoctor.capture import runner
+
+    # prints a line, then would run on forever in a grandchild holding the pipe
+    sleeper = tmp_path / "sleeper.pid"
+    fake_binary(isolated_path, "chatty", f"/bin/sleep 30 & echo $! > {sleeper}; echo first; wait")
+    started = time.monotonic()
+    with runner.streamed_output(["chatty"]) as process:
+        assert process is not None and process.stdout is not None
+        assert process.stdout.readline() == b"first\n"
+        assert process.pid in runner._running
+    assert time.monotonic() - started < 5 and process.returncode is not None
+    assert process.pid not in runner._running
+    assert not _alive(int(sleeper.read_text()))  # the grandchild went with it
+    with runner.streamed_output(["definitely-not-a-command-xyz"]) as missing:
+        assert missing is None
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent to reap it."""
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.02)
+    return True

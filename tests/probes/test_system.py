@@ -362,3 +362,30 @@ def test_cmdline_stops_at_init_arguments() -> None:
     facts = system.parse_cmdline(line, "proc/cmdline")
     assert facts["params"]["intel_iommu"] == "on" and "--addr" not in facts["params"]
     assert facts["iommu"]["intel_iommu"] == "on"
+
+
+def test_this_kernels_kallsyms_read_through_cat_equals_the_table_read_here() -> None:
+    """The live table is read by cat (faster within a check); what it finds is what reading
+    /proc/kallsyms in this process finds."""
+    if not Path("/proc/kallsyms").is_file():
+        pytest.skip("no /proc/kallsyms here")
+    through_cat = system._scan_through_cat()
+    assert through_cat is not None and through_cat["lines_scanned"] > 1000
+    assert through_cat == system._scan_here("/proc/kallsyms")
+    assert json.loads(system.read_kallsyms(Path("/"))) == through_cat
+
+
+def test_kallsyms_without_cat_is_read_here(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    if not Path("/proc/kallsyms").is_file():
+        pytest.skip("no /proc/kallsyms here")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cat on it
+    assert system._scan_through_cat() is None
+    assert json.loads(system.read_kallsyms(Path("/"))) == system._scan_here("/proc/kallsyms")
+
+
+def test_kallsyms_of_another_root_is_never_read_through_cat(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(system, "_scan_through_cat", lambda: pytest.fail("cat used for a --host-root"))
+    scan = json.loads(system.read_kallsyms(host_with_kallsyms(tmp_path, KALLSYMS)))
+    assert scan["lines_scanned"] == len(KALLSYMS.splitlines())

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,6 +103,23 @@ def run_command(
     finally:
         _kill_group(process)
     return _artifact(name, source, process, outcome, timeout, ok_exit_codes, time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def streamed_output(argv: Sequence[str]) -> Iterator[subprocess.Popen[bytes] | None]:
+    """``argv`` started, for its stdout to be read as it comes (an output too large to hold,
+    taken in pieces); None when it cannot be started. Tracked like every command: its group
+    is killed when the block ends and on every way out of gdsdoctor. No timeout of its own:
+    the reader stops reading at the capture's deadline, and the command is killed then."""
+    try:
+        process: subprocess.Popen[bytes] | None = _start(argv, command_env(), None)
+    except (OSError, ValueError, _Exiting):
+        process = None
+    try:
+        yield process
+    finally:
+        if process is not None:
+            _kill_group(process)
 
 
 class _Exiting(Exception):

@@ -48,6 +48,7 @@ io_timeout, admin_timeout, default_ps_max_latency_us. Values are strings as writ
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -57,6 +58,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.capture.runner import streamed_output
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
@@ -379,11 +381,32 @@ def read_kallsyms(host_root: Path) -> bytes:
         real = resolve_in_root(os.path.realpath(host_root), "/proc/kallsyms")
         if real is None:
             raise PermissionError("proc/kallsyms: too many links")
-        with open(open_regular(real, follow=False), encoding="ascii", errors="replace") as stream:
-            result = scan_kallsyms(_line_chunks(stream), table_only=False)
+        result = (_scan_through_cat() if real == "/proc/kallsyms" else None) or _scan_here(real)
     except OSError as exc:
         result = {"format": _SCAN_MARK, "readable": False, "error": f"{type(exc).__name__}: {exc}"}
     return json.dumps(result, indent=1).encode()
+
+
+def _scan_through_cat() -> dict[str, Any] | None:
+    """The running kernel's table, read by ``cat`` and scanned as it comes; None when cat
+    could not read it all (not installed, or it failed: the table is then read here).
+
+    The kernel hands the table out a page per read, some 1,300 reads of 4 KiB. Made in this
+    process, each read waits for the interpreter lock while other probes parse, and this was
+    the last probe of a check to finish; cat makes those reads on another core and passes the
+    table on 64 KiB at a time (docs/performance.md). For this host's own /proc only: a
+    --host-root is read here, through the links resolved inside it."""
+    with streamed_output(("cat", "/proc/kallsyms")) as cat:
+        if cat is None or cat.stdout is None:
+            return None
+        text = io.TextIOWrapper(cat.stdout, encoding="ascii", errors="replace")
+        scan = scan_kallsyms(_line_chunks(text), table_only=False)
+        return scan if cat.wait() == 0 else None
+
+
+def _scan_here(real: str) -> dict[str, Any]:
+    with open(open_regular(real, follow=False), encoding="ascii", errors="replace") as stream:
+        return scan_kallsyms(_line_chunks(stream), table_only=False)
 
 
 def parse_kallsyms(text: str, artifact: str) -> Section:
