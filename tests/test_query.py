@@ -25,7 +25,10 @@ KINDS = ["a", "b", "c"]
 # numbers, booleans, null, containers.
 CORNERS = st.one_of(st.sampled_from(["", "A"]), st.integers(0, 2), st.booleans(), st.none(), st.just([]))
 VALUES = st.one_of(st.sampled_from(KINDS), st.sampled_from(KINDS), CORNERS)
-EVENTS = st.fixed_dictionaries({"kind": VALUES, "device": VALUES, "current_boot": st.booleans()})
+DETAILS = st.one_of(st.fixed_dictionaries({"sct": VALUES}), st.just({}), VALUES)  # or not an object
+EVENTS = st.fixed_dictionaries(
+    {"kind": VALUES, "device": VALUES, "current_boot": st.booleans(), "details": DETAILS}
+)
 ELEMENTS = st.one_of(
     EVENTS,
     EVENTS,
@@ -46,6 +49,9 @@ CONDITIONS = [
     "kind==`1`",  # a number: not looked up
     "kind=='a' && kind=='b'",
     "(kind=='a' && current_boot) || (kind=='c' && device=='a')",
+    "details.sct=='a'",  # a path of fields
+    "details.sct=='a' && kind=='b'",
+    "'b'==details.sct || details.sct=='c'",
 ]
 
 
@@ -102,11 +108,13 @@ def test_the_condition_is_tested_only_on_the_elements_with_the_required_value(
 
 
 def test_requirements_read_off_the_condition() -> None:
-    def of(condition: str) -> list[tuple[str, frozenset[str]]]:
+    def of(condition: str) -> list[tuple[tuple[str, ...], frozenset[str]]]:
         return requirements(jmespath.compile(f"x[?{condition}]").parsed["children"][2])
 
-    assert of("kind=='a'") == [("kind", frozenset({"a"}))]
-    assert of("kind=='a' || kind=='b'") == [("kind", frozenset({"a", "b"}))]
-    assert of("kind=='a' && device=='d'") == [("kind", frozenset({"a"})), ("device", frozenset({"d"}))]
+    assert of("kind=='a'") == [(("kind",), frozenset({"a"}))]
+    assert of("kind=='a' || kind=='b'") == [(("kind",), frozenset({"a", "b"}))]
+    assert of("kind=='a' && device=='d'") == [(("kind",), frozenset({"a"})), (("device",), frozenset({"d"}))]
+    assert of("'x'==a.b.c") == [(("a", "b", "c"), frozenset({"x"}))]
+    assert of("a[0]=='x'") == [] and of("a.b=='x' || a.c=='x'") == []
     assert of("kind=='a' || device=='d'") == []
     assert of("kind!='a'") == [] and of("!(kind=='a')") == [] and of("kind==`1`") == []

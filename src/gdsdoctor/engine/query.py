@@ -4,10 +4,10 @@ Most rule conditions filter a list of events by kind: ``dmesg.events[?kind=='nvm
 JMESPath visits every element for every such filter, so a kernel log of a few hundred events
 cost each of the ~50 filters a pass over all of them: 15 of the 17 ms of a check's evaluation
 with 161 events, and growing with the log (docs/performance.md). Here a filter whose condition
-can hold only where one field equals one of some string literals (``kind=='a'``,
-``kind=='a' || kind=='b'``, or either of those ``&&`` anything) visits only the elements with
-those values, found in an index of the list built at the first such filter. The whole condition
-is still tested on each of them, so the result is JMESPath's own.
+can hold only where one field (or a path of fields, ``details.sct``) equals one of some string
+literals (``kind=='a'``, ``kind=='a' || kind=='b'``, or either of those ``&&`` anything) visits
+only the elements with those values, found in an index of the list built at the first such
+filter. The whole condition is still tested on each of them, so the result is JMESPath's own.
 
 A query holds on to the lists it indexed: the facts must not change while it is in use (the
 engine builds one per evaluation, after the facts are complete).
@@ -26,6 +26,8 @@ _INDEXED_FROM = 16
 
 Node = dict[str, Any]
 Index = dict[str, list[int]]
+Path = tuple[str, ...]  # fields read one in another: ("details", "sct") for details.sct
+Requirement = tuple[Path, frozenset[str]]
 
 
 class FactQuery:
@@ -43,8 +45,8 @@ class FactQuery:
 class _IndexedInterpreter(TreeInterpreter):
     def __init__(self) -> None:
         super().__init__(OPTIONS)
-        # (id of the list, field) -> (the list, its index): the list is kept so its id stays its own
-        self._indexes: dict[tuple[int, str], tuple[list[Any], Index]] = {}
+        # (id of the list, path) -> (the list, its index): the list is kept so its id stays its own
+        self._indexes: dict[tuple[int, Path], tuple[list[Any], Index]] = {}
 
     def visit_filter_projection(self, node: Node, value: Any) -> Any:
         """TreeInterpreter's filter, over the candidates only (same result, same order)."""
@@ -66,31 +68,32 @@ class _IndexedInterpreter(TreeInterpreter):
         required = requirements(condition)
         if not required or len(base) < _INDEXED_FROM:
             return base
-        choices = (self._positions(base, name, values) for name, values in required)
+        choices = (self._positions(base, path, values) for path, values in required)
         return [base[p] for p in sorted(min(choices, key=len))]
 
-    def _positions(self, base: list[Any], name: str, values: frozenset[str]) -> list[int]:
-        index = self._index(base, name)
+    def _positions(self, base: list[Any], path: Path, values: frozenset[str]) -> list[int]:
+        index = self._index(base, path)
         return [position for value in values for position in index.get(value, ())]
 
-    def _index(self, base: list[Any], name: str) -> Index:
-        key = (id(base), name)
+    def _index(self, base: list[Any], path: Path) -> Index:
+        key = (id(base), path)
         if (known := self._indexes.get(key)) is not None:
             return known[1]
         index: Index = {}
         for position, element in enumerate(base):
-            # what JMESPath's field lookup gives: a dict's value, None for anything else
-            found = element.get(name) if isinstance(element, dict) else None
+            found = element
+            for name in path:  # what JMESPath's field lookup gives: a dict's value, else None
+                found = found.get(name) if isinstance(found, dict) else None
             if isinstance(found, str):  # only a string can equal a string literal
                 index.setdefault(found, []).append(position)
         self._indexes[key] = (base, index)
         return index
 
 
-def requirements(condition: Node) -> list[tuple[str, frozenset[str]]]:
-    """What ``condition`` requires of an element, as ``(field, values)`` pairs, each meaning
-    "the field's value is one of these strings": each pair must hold for the condition to hold.
-    Empty when it requires nothing so simple."""
+def requirements(condition: Node) -> list[Requirement]:
+    """What ``condition`` requires of an element, as ``(path, values)`` pairs, each meaning
+    "the value at this path of fields is one of these strings": each pair must hold for the
+    condition to hold. Empty when it requires nothing so simple."""
     kind = condition["type"]
     if kind == "comparator" and condition["value"] == "eq":
         return _field_equals_literal(*condition["children"])
@@ -99,13 +102,25 @@ def requirements(condition: Node) -> list[tuple[str, frozenset[str]]]:
         return left + right
     if kind == "or_expression":  # one side holds: a field required by both has one of their values
         left, right = (requirements(child) for child in condition["children"])
-        return [(name, values | other) for name, values in left for same, other in right if same == name]
+        return [(path, values | other) for path, values in left for same, other in right if same == path]
     return []
 
 
-def _field_equals_literal(left: Node, right: Node) -> list[tuple[str, frozenset[str]]]:
-    if right["type"] == "field":
+def _field_equals_literal(left: Node, right: Node) -> list[Requirement]:
+    if right["type"] != "literal":
         left, right = right, left
-    if left["type"] == "field" and right["type"] == "literal" and isinstance(right["value"], str):
-        return [(left["value"], frozenset([right["value"]]))]
+    path = _fields(left)
+    if path and right["type"] == "literal" and isinstance(right["value"], str):
+        return [(path, frozenset([right["value"]]))]
     return []
+
+
+def _fields(node: Node) -> Path:
+    """The path of a field (``kind``) or of fields read one in another (``details.sct``); empty
+    for any other expression."""
+    if node["type"] == "field":
+        return (node["value"],)
+    if node["type"] == "subexpression":
+        parts = [_fields(child) for child in node["children"]]
+        return tuple(name for part in parts for name in part) if all(parts) else ()
+    return ()
