@@ -204,6 +204,7 @@ EXPECTED_SECTION = {
     "ibstat-p.": None,  # `ibstat -p`: port GUIDs only
     "ibstat": "infiniband",
     "ibv_devinfo": "infiniband",
+    "ibdev2netdev": "infiniband",
     "sysfs-class-infiniband": "infiniband",
     "mlnx_qos": "mlnx_qos",
     "rdma-qos": "mlnx_qos",

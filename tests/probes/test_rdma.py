@@ -27,7 +27,10 @@ SPIDER = "rdma-qos-q.mlnx_qos-ecn-sysfs-cnp.spiderpool.txt"
 PORT_ACTIVE = "ibstat-port.mlx4-cx3-fdr56-active.heioy-books.txt"
 PORT_DOWN = "ibstat-port.mlx4-qdr-down-polling.redhat-cip-hardware.txt"
 PORT_GUIDS = "ibstat-p.port-guids.heioy-books.txt"
-IB_FILES = (MIXED, NDR, DOWN, IBSTATUS, DEVINFO, GREP, PORT_ACTIVE, PORT_DOWN)
+IBDEV_V = "ibdev2netdev-v.cx4-eth-sriov-vfs-down.sriov-cni.txt"
+IBDEV = "ibdev2netdev.cx4-ib-one-down.ib-sriov-cni.txt"
+IBDEV_LUSTRE = "ibdev2netdev-v.cx6-hdr100-lustre-o2ib.gds-troubleshooting.txt"
+IB_FILES = (MIXED, NDR, DOWN, IBSTATUS, DEVINFO, GREP, PORT_ACTIVE, PORT_DOWN, IBDEV_V, IBDEV, IBDEV_LUSTRE)
 
 
 def read(name: str, kind: str = "rdma") -> str:
@@ -85,6 +88,45 @@ def test_ibv_devinfo_port_down() -> None:
     assert (port["state"], port["state_num"], port["active"]) == ("DOWN", 1, False)
     assert port["active_mtu"] == 1024 and port["max_mtu"] == 4096 and port["link_layer"] == "Ethernet"
     assert port["rate_gbps"] is None and section["devices"][0]["fw_ver"] == "28.44.1036"
+
+
+def test_ibdev2netdev_verbose_gives_pci_address_firmware_and_port_state() -> None:
+    section = rdma.parse_infiniband(read(IBDEV_V), IBDEV_V)
+    assert section["format"] == "ibdev2netdev" and len(section["devices"]) == 6
+    first = section["devices"][0]
+    assert (first["name"], first["bdf"], first["fw_ver"], first["hca_type"], first["netdevs"]) == (
+        "mlx5_0",
+        "0000:02:00.0",
+        "12.23.1020",
+        "MT4115",
+        ["enp2s0f0"],
+    )
+    ports = ports_of(section)
+    assert ports["mlx5_0/1"]["active"] and ports["mlx5_0/1"]["netdevs"] == ["enp2s0f0"]
+    assert (ports["mlx5_2/1"]["state"], ports["mlx5_2/1"]["active"]) == ("DOWN", False)  # "(DOWN  )"
+    assert ports["mlx5_2/1"]["src"]["line"] == 4
+
+
+def test_ibdev2netdev_port_state_is_the_verbose_column_not_the_netdevs() -> None:
+    """``-v`` prints the port's own state: an ACTIVE port whose IPoIB netdev is down is active."""
+    section = rdma.parse_infiniband(
+        "0000:02:00.1 mlx5_1 (MT4115 - MT1523X04353) CX456A - ConnectX-4 QSFP fw 12.23.1020 port 1 "
+        "(ACTIVE) ==> ib1 (Down)\n",
+        "p",
+    )
+    assert section["ports"][0]["state"] == "ACTIVE"
+    short = rdma.parse_infiniband(read(IBDEV), IBDEV)  # without -v, the netdev's state stands for it
+    assert [(p["device"], p["active"]) for p in short["ports"]] == [("mlx5_0", True), ("mlx5_1", False)]
+    assert short["devices"][0]["bdf"] is None  # not printed without -v: never guessed
+
+
+def test_ibdev2netdev_with_lnet_names_and_interface_lines_between() -> None:
+    section = rdma.parse_infiniband(read(IBDEV_LUSTRE), IBDEV_LUSTRE)
+    assert [(p["device"], p["netdevs"], p["active"]) for p in section["ports"]] == [
+        ("mlx5_13", ["ib4"], True),
+        ("mlx5_15", ["ib5"], True),
+    ]
+    assert section["devices"][1]["bdf"] == "0000:bd:00.1" and section["devices"][1]["fw_ver"] == "20.26.4012"
 
 
 def test_sysfs_grep_dump() -> None:

@@ -1,16 +1,18 @@
 """RDMA ports, network interfaces, RoCE QoS and the memlock limit.
 
 Longer than 600 lines: five sections whose pastes come in many forms (ibstat, ibstatus,
-ibv_devinfo, sysfs dumps, mlnx_qos), sharing the port model.
+ibv_devinfo, ibdev2netdev, sysfs dumps, mlnx_qos), sharing the port model.
 
 Section ``infiniband``: a reader over ``/sys/class/infiniband/<dev>/ports/<n>/`` (plain reads), or a pasted
-``ibstat``, ``ibstat CA PORT``, ``ibstatus``, ``ibv_devinfo`` or ``grep -H . /sys/class/infiniband/...`` dump.
+``ibstat``, ``ibstat CA PORT``, ``ibstatus``, ``ibv_devinfo``, ``ibdev2netdev [-v]`` or
+``grep -H . /sys/class/infiniband/...`` dump.
 Samples::
 
     /sys/class/infiniband/mlx5_0/ports/1/rate:400 Gb/sec (4X NDR)     (sysfs, grep -H)
             State: Active / Rate: 400 / Link layer: InfiniBand         (ibstat)
     CA: 'mlx4_0' / Port 2: / State: Down / Physical state: Polling    (ibstat mlx4_0 2, unindented)
                             state:                  PORT_DOWN (1)      (ibv_devinfo)
+    mlx5_0 port 1 ==> ib0 (Up)                                         (ibdev2netdev)
 
 ``ibstat CA PORT`` prints one port's stanza at column 0 under ``CA: 'name'``; a stanza pasted without
 that line names its device only through an ``ibstat NAME PORT`` command line in the paste, else the
@@ -22,12 +24,13 @@ port's ``device`` is None (never guessed). ``ibstat -p`` (port GUIDs only) is no
 >>> (section["format"], port["device"], port["port"], port["state"], port["active"], port["rate_gbps"])
 ('ibstat-port', 'mlx5_0', 1, 'DOWN', False, 40.0)
 
-``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstat-port"|"ibstatus"|"ibv_devinfo", "devices": [{name,
-hca_type, fw_ver, board_id, bdf, netdevs, src}], "ports": [port]}``, a port being ``{device, port (int),
-state ("ACTIVE", "DOWN", "INIT", "ARMED"…), state_num, active (bool), phys_state ("LinkUp", "Polling",
-"Disabled"…), phys_state_num, rate_gbps (float; a DOWN port reports 40), rate_text, link_layer
-("InfiniBand"|"Ethernet"), active_mtu, max_mtu (bytes, ibv_devinfo only), netdevs, counters, hw_counters
-({name: int}, sysfs only), src}``. Values a format does not carry are None.
+``{"format": "sysfs"|"sysfs-grep"|"ibstat"|"ibstat-port"|"ibstatus"|"ibv_devinfo"|"ibdev2netdev",
+"devices": [{name, hca_type, fw_ver, board_id, bdf, netdevs, src}], "ports": [port]}``, a port
+being ``{device, port (int), state ("ACTIVE", "DOWN", "INIT", "ARMED"…), state_num, active (bool),
+phys_state ("LinkUp", "Polling", "Disabled"…), phys_state_num, rate_gbps (float; a DOWN port reports
+40), rate_text, link_layer ("InfiniBand"|"Ethernet"), active_mtu, max_mtu (bytes, ibv_devinfo only),
+netdevs, counters, hw_counters ({name: int}, sysfs only), src}``. Values a format does not carry are
+None.
 
 Section ``netdev`` (reader over ``/sys/class/net/*``): ``{"interfaces": [{name, mtu,
 operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual, src}]}``.
@@ -467,6 +470,44 @@ def parse_ibv_devinfo(text: str, artifact: str) -> Section:
     }
 
 
+# `ibdev2netdev`: "mlx5_0 port 1 ==> ib0 (Up)"; `ibdev2netdev -v` adds the PCI address, the part
+# numbers, the card and firmware, and the port state: "0000:02:00.0 mlx5_0 (MT4115 - MT1523X04353)
+# CX456A - ConnectX-4 QSFP fw 12.23.1020 port 1 (ACTIVE) ==> enp2s0f0 (Up)".
+_IBDEV2NETDEV = lazy_compile(
+    r"^(?:(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+)?(?P<device>[\w.-]+)"
+    r"(?:\s+\((?P<ids>[^)]*)\)(?P<card>.*?)(?:\s+fw\s+(?P<fw>\S+))?)?"
+    r"\s+port\s+(?P<port>\d+)(?:\s+\((?P<state>[A-Za-z_]+)\s*\))?"
+    r"\s+==>\s+(?P<netdev>\S+)\s+\((?P<link>Up|Down)\)"
+)
+
+
+def parse_ibdev2netdev(text: str, artifact: str) -> Section:
+    """``ibdev2netdev`` (``-v``): each RDMA port's netdev. The port state is the ``-v`` column;
+    without it, the netdev's own state, "(Up)" or "(Down)", stands for it: an IPoIB or RoCE
+    netdev has a carrier exactly when its port's link is up."""
+    devices: dict[str, dict[str, Any]] = {}
+    ports = []
+    for number, line in numbered_lines(text):
+        if not (match := _IBDEV2NETDEV.match(line.strip())):
+            continue
+        source = src(artifact, number, line)
+        name, netdev = match["device"], match["netdev"]
+        device = devices.setdefault(name, {"name": name, "netdevs": [], "src": source})
+        device["netdevs"].append(netdev)
+        device.update({k: v for k, v in (("bdf", match["bdf"]), ("fw_ver", match["fw"])) if v})
+        if match["ids"]:
+            device["hca_type"] = match["ids"].split(" - ")[0].strip() or None
+        state = match["state"] or ("ACTIVE" if match["link"] == "Up" else "DOWN")
+        ports.append(make_port(name, match["port"], {"state": state, "netdevs": [netdev]}, source))
+    if not ports:
+        raise ParseError("no `DEVICE port N ==> NETDEV (Up|Down)` lines (expected `ibdev2netdev` output)")
+    return {
+        "format": "ibdev2netdev",
+        "devices": [make_device(d["name"], d, d["src"]) for d in devices.values()],
+        "ports": ports,
+    }
+
+
 def ib_format(text: str) -> str | None:
     """Which infiniband format a text is (first ~100 lines), or None."""
     head = text.split("\n")[:100]
@@ -482,6 +523,8 @@ def ib_format(text: str) -> str | None:
             return "sysfs-grep"
         if stripped.startswith('"reader": "infiniband"'):
             return "sysfs"
+        if _IBDEV2NETDEV.match(stripped):
+            return "ibdev2netdev"
     return "ibstat-port" if ibstat_port_stanza(head) else None
 
 
@@ -491,6 +534,7 @@ _IB_PARSERS = {
     "ibstatus": parse_ibstatus,
     "ibv_devinfo": parse_ibv_devinfo,
     "sysfs-grep": parse_ib_grep,
+    "ibdev2netdev": parse_ibdev2netdev,
 }
 
 
@@ -500,7 +544,9 @@ def parse_infiniband(text: str, artifact: str) -> Section:
         return parse_ib_reader(data, text, artifact)
     kind = ib_format(text)
     if kind is None or kind == "sysfs":
-        raise ParseError("not ibstat, ibstat CA PORT, ibstatus, ibv_devinfo or a /sys/class/infiniband dump")
+        raise ParseError(
+            "not ibstat, ibstat CA PORT, ibstatus, ibv_devinfo, ibdev2netdev or a /sys/class/infiniband dump"
+        )
     return _IB_PARSERS[kind](text, artifact)
 
 
@@ -682,7 +728,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         parse=parse_infiniband,
         recognise=recognise_infiniband,
-        paste_hint="`ibstat` (or `ibv_devinfo`, `ibstatus`)",
+        paste_hint="`ibstat` (or `ibv_devinfo`, `ibstatus`, `ibdev2netdev -v`)",
         tags=("rdma", "network"),
         reads_prompts=True,  # `$ ibstat mlx5_0 1` names the device of a stanza pasted without "CA:"
     ),
