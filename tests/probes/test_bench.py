@@ -339,3 +339,75 @@ def test_fio_parser_survives_odd_json_values(value: object) -> None:
     document["jobs"][0]["write"] = value
     document["jobs"][1]["job options"] = value
     parse_any(json.dumps(document))
+
+
+# ---- fio's text output ---------------------------------------------------------------------------
+
+FIO_TEXT_ZFS = "fio-3.25-text.zfs-raidz2-fdatasync-4k.k8s-homelab.txt"
+FIO_TEXT_VPS = "fio-3.1-text.libaio-4k-write-qd4.vps-comparison.txt"
+
+
+def test_fio_text_gives_the_jobs_its_json_would() -> None:
+    text = (DATA / FIO_TEXT_VPS).read_text()
+    assert bench.recognise_fio(text)
+    section = bench.parse_fio(text, FIO_TEXT_VPS)
+    assert (section["format"], section["version"], section["gds"]) == ("text", "fio-3.1", False)
+    (job,) = section["jobs"]
+    assert (job["name"], job["rw"], job["ioengine"], job["block_size_bytes"], job["iodepth"]) == (
+        "myjob",
+        "write",
+        "libaio",
+        4096,
+        4,
+    )
+    assert job["direct"] is None  # not printed: never guessed
+    write = job["write"]
+    assert write["bytes_per_s"] == 112 * 2**20 and write["iops"] == 28_800 and write["io_bytes"] == 4 * 2**30
+    assert (
+        write["runtime_ms"] == 36447 and write["lat_mean_ns"] == 136_970 and write["clat_p99_ns"] == 408_000
+    )
+    assert job["read"]["bytes_per_s"] is None and section["aggregate"]["write_bytes_per_s"] == 112 * 2**20
+    assert job["src"]["line"] == 7 and "groupid=0" in job["src"]["text"]
+
+
+def test_fio_text_takes_the_completion_percentiles_not_the_sync_ones() -> None:
+    section = bench.parse_fio((DATA / FIO_TEXT_ZFS).read_text(), FIO_TEXT_ZFS)
+    write = section["jobs"][0]["write"]
+    assert write["bytes_per_s"] == 382 * 1024 and write["clat_p99_ns"] == 56_000  # not sync's 62 ms
+    assert write["lat_mean_ns"] == 28_550
+
+
+def test_fio_2_text_and_a_pasted_summary() -> None:
+    old = (
+        "create-files: (g=0): rw=write, bs=4K-4K/4K-4K/4K-4K, ioengine=sync, iodepth=1\n"
+        "fio-2.2.10\n"
+        "create-files: (groupid=0, jobs=1): err= 0: pid=2619: Mon Apr 23 15:41:29 2018\n"
+        "  write: io=3200.0KB, bw=1935.9KB/s, iops=483, runt=  1653msec\n"
+    )
+    job = bench.parse_fio(old, "p")["jobs"][0]
+    assert job["write"]["bytes_per_s"] == pytest.approx(1935.9 * 1024)  # fio 2's KB is 1024 bytes
+    assert (job["block_size_bytes"], job["write"]["runtime_ms"]) == (4096, 1653)
+    summary = (
+        "Run status group 0 (all jobs):\n"
+        "   READ: bw=54.5MiB/s (57.1MB/s), 54.5MiB/s-54.5MiB/s (57.1MB/s-57.1MB/s), io=6537MiB (6854MB), "
+        "run=120002-120002msec\n"
+        "  WRITE: bw=54.5MiB/s (57.2MB/s), 54.5MiB/s-54.5MiB/s (57.2MB/s-57.2MB/s), io=6544MiB (6862MB), "
+        "run=120002-120002msec\n"
+    )
+    section = bench.parse_fio(summary, "p")
+    assert [j["name"] for j in section["jobs"]] == ["group 0"]
+    assert section["aggregate"]["read_bytes_per_s"] == 54.5 * 2**20
+
+
+def test_fio_si_units_are_powers_of_1000_in_fio_3() -> None:
+    text = (
+        "j: (groupid=0, jobs=2): err= 0: pid=1: Mon Jan  1 00:00:00 2024\n"
+        "  write: IOPS=1000, BW=629MB/s (600MiB/s)(1258MB/2000msec)\n"
+    )
+    assert bench.parse_fio(text, "p")["jobs"][0]["write"]["bytes_per_s"] == 629e6
+
+
+def test_text_that_is_not_fio_is_not_read_as_fio() -> None:
+    assert not bench.recognise_fio("WRITE: something\nRun status: fine\n")
+    with pytest.raises(ParseError):
+        bench.parse_fio("Run status group 0 (all jobs):\n\n", "p")

@@ -4,7 +4,8 @@ Neither is captured live: ``gdsdoctor bench`` runs fio or gdsio and stores the r
 artifact ``bench/fio.json`` or ``bench/gdsio.txt``. The sources therefore name only the artifact
 (no command, no path, no reader); a bundle or a paste supplies the text.
 
-Section ``fio`` (``fio --output-format=json``, fio 2.x to 3.x)::
+Section ``fio`` (``fio --output-format=json``, fio 2.x to 3.x; fio's text output, read by
+``fio_text``, gives the same jobs with ``"format": "text"``)::
 
     version      "fio-3.20"
     jobs         [{name, groupid, error, ioengine, direct, rw, block_size_bytes, numjobs, iodepth,
@@ -45,6 +46,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.fio_text import looks_like_fio_text, read_text
 
 GIB = 2**30
 KIB = 1024
@@ -228,6 +230,8 @@ def _aggregate(jobs: list[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def parse_fio(text: str, artifact: str) -> Section:
+    if not _has_json_line(text) and looks_like_fio_text(text):
+        return _fio_text_section(text, artifact)
     document, first_line = _load_fio(text)
     version_text, version = _version(document)
     raw_jobs = document.get("jobs") if "jobs" in document else document.get("client_stats")
@@ -249,9 +253,26 @@ def parse_fio(text: str, artifact: str) -> Section:
     }
 
 
+def _fio_text_section(text: str, artifact: str) -> Section:
+    version, jobs = read_text(text, artifact)
+    if not jobs:
+        raise ParseError("no fio result (`NAME: (groupid=…)` blocks or `Run status group` lines with I/O)")
+    return {
+        "version": version,
+        "format": "text",
+        "jobs": jobs,
+        "aggregate": _aggregate(jobs),
+        "gds": any(job["gds"] for job in jobs),
+    }
+
+
+def _has_json_line(text: str) -> bool:
+    return any(line.lstrip().startswith("{") for line in text.split("\n", 2000)[:2000])
+
+
 def recognise_fio(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
-    return '"fio version"' in head and "{" in head
+    return ('"fio version"' in head and "{" in head) or looks_like_fio_text(text)
 
 
 # --- gdsio -------------------------------------------------------------------------------------
@@ -371,11 +392,11 @@ def recognise_gdsio(text: str) -> bool:
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="fio",
-        title="fio benchmark result (JSON), from `gdsdoctor bench` or pasted",
+        title="fio benchmark result (JSON or text), from `gdsdoctor bench` or pasted",
         sources=(Source("bench/fio.json", how="gdsdoctor bench PATH"),),
         parse=parse_fio,
         recognise=recognise_fio,
-        paste_hint="the output of `fio --output-format=json …` (the JSON document)",
+        paste_hint="the output of `fio --output-format=json …` (or fio's text output)",
         tags=("bench", "throughput"),
     ),
     Probe(
