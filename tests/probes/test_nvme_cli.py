@@ -316,3 +316,59 @@ def test_real_nvme_list() -> None:
         pytest.skip(f"nvme list printed no JSON here (rc {run.returncode}: {run.stderr.strip()[:80]})")
     section = nvme_cli.parse_list(run.stdout, "cmd/nvme-list.json")
     assert section["layout"] in ("simple", "verbose")
+
+
+# ---- nvme smart-log as printed ---------------------------------------------------------------------
+
+SMART_TEXT = "nvme-smart-log-text.v1.14-samsung-pm981.opensource-com.txt"
+
+
+def test_smart_log_text_reads_as_its_json_would() -> None:
+    text = (DATA / "nvme_cli" / SMART_TEXT).read_text()
+    assert nvme_cli.recognise_smart(text)
+    (log,) = nvme_cli.parse_smart(text, SMART_TEXT)["devices"]
+    assert log["device"] == "nvme0"  # read from the namespace nvme0n1: its controller's log
+    assert (
+        log["temperature_c"],
+        log["critical_warning"],
+        log["avail_spare_pct"],
+        log["spare_thresh_pct"],
+    ) == (
+        21,
+        0,
+        100,
+        10,
+    )
+    assert (log["percent_used"], log["media_errors"], log["num_err_log_entries"]) == (2, 0, 1243)
+    assert (log["power_on_hours"], log["unsafe_shutdowns"], log["data_written_bytes"]) == (
+        1311,
+        129,
+        10_602_948 * 512_000,
+    )
+    assert log["warnings"]["available_spare"] is False and log["src"]["line"] == 2
+
+
+def test_smart_log_text_of_a_failing_drive_and_other_layouts() -> None:
+    """nvme-cli 2.x layouts (°C with Kelvin, a size after counters, hex warnings), two logs."""
+    text = (
+        "Smart Log for NVME device:nvme1 namespace-id:ffffffff\n"
+        "critical_warning                        : 0x5\n"
+        "temperature                             : 31 °C (304 K)\n"
+        "available_spare                         : 4%\n"
+        "available_spare_threshold               : 10%\n"
+        "Data Units Written                      : 238585446 (122.16 TB)\n"
+        "media_errors                            : 17\n"
+        "Smart Log for NVME device:nvme2 namespace-id:ffffffff\n"
+        "temperature                             : 48 C (321 Kelvin)\n"
+        "critical_warning                        : 0\n"
+    )
+    failing, healthy = nvme_cli.parse_smart(text, "p")["devices"]
+    assert (failing["device"], failing["critical_warning"], failing["temperature_c"]) == ("nvme1", 5, 31)
+    assert failing["warnings"]["available_spare"] and failing["warnings"]["reliability_degraded"]
+    assert failing["media_errors"] == 17 and failing["data_written_bytes"] == 238_585_446 * 512_000
+    assert (healthy["device"], healthy["temperature_c"], healthy["critical_warning"]) == ("nvme2", 48, 0)
+
+
+def test_a_vendors_additional_smart_log_is_not_the_smart_log() -> None:
+    text = "Additional Smart Log for NVME device:nvme1 namespace-id:ffffffff\nkey : normalized raw\n"
+    assert not nvme_cli.recognise_smart(text)

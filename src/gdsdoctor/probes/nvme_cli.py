@@ -24,7 +24,8 @@ Sections (all lists of dicts with ``src`` provenance):
       "address": "traddr=…,trsvcid=4420", "traddr": …, "trsvcid": …, "host_traddr": …, "src_addr": …,
       "state": "live"|"connecting"|None, "ana_state": "optimized"|None, "nsid": int|None}]}
 
-``nvme_smart`` (``nvme smart-log <ctrl> -o json``, one per controller, or one pasted)::
+``nvme_smart`` (``nvme smart-log <ctrl> -o json``, one per controller, or one pasted; its text
+output too, read by ``nvme_smart_text``)::
 
     {"devices": [{"device": "nvme0"|None, "temperature_c": 28, "critical_warning": 0,
       "warnings": {"available_spare": false, "temperature": false, "reliability_degraded": false,
@@ -61,7 +62,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes import nvme_list_text
+from gdsdoctor.probes import nvme_list_text, nvme_smart_text
 from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.text import (
     json_key,
@@ -511,6 +512,13 @@ def _smart_entry(device: str | None, raw: Any, error: str | None, provenance: di
 
 
 def parse_smart(text: str, artifact: str) -> Section:
+    if not text.lstrip().startswith(("{", "[")) and nvme_smart_text.is_smart_text(text):
+        return {
+            "devices": [
+                _smart_entry(device, fields, None, src(artifact, number, line))
+                for device, fields, number, line in nvme_smart_text.smart_logs(text)
+            ]
+        }
     find = line_finder(text)
     devices = []
     for device, raw, error in _per_device_documents(text, "nvme smart-log -o json", "critical_warning"):
@@ -524,7 +532,7 @@ def recognise_smart(text: str) -> bool:
     return bool(
         re.search(r'"critical_warning"\s*:', head)
         and re.search(r'"(temperature|avail_spare)"\s*:', head, re.I)
-    )
+    ) or nvme_smart_text.is_smart_text(text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -682,7 +690,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         parse=parse_smart,
         recognise=recognise_smart,
-        paste_hint="`nvme smart-log /dev/nvme0 -o json` (one per controller)",
+        paste_hint="`nvme smart-log /dev/nvme0 -o json` (one per controller; the text output reads too)",
     ),
     Probe(
         section="nvme_id_ctrl",

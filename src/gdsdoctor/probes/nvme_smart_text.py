@@ -1,0 +1,85 @@
+"""``nvme smart-log`` as printed (no ``-o json``), read into the fields its JSON carries:
+
+    Smart Log for NVME device:nvme0n1 namespace-id:ffffffff
+    critical_warning                        : 0
+    temperature                             : 48 C (321 Kelvin)
+    available_spare                         : 100%
+    data_units_read                         : 83,159,341
+    Warning Temperature Time                : 0
+
+Each log becomes ``(device, fields, line number, header line)``, ``fields`` keyed and valued as
+``-o json`` would have them (``avail_spare``, ``temperature`` in Kelvin, plain integers), so one
+function judges both. nvme-cli writes the keys in several ways across versions (``Data Units
+Read``, ``data_units_read``), temperatures in C, °C or K, counters with thousands separators and
+with a size after them (``1189327430 (608.94 TB)``). A log read from a namespace
+(``device:nvme0n1``) is its controller's (``nvme0``). ``Additional Smart Log`` (vendor plugins) is
+another format, not this one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gdsdoctor.patterns import lazy_compile
+
+_HEADER = lazy_compile(r"^Smart Log for NVME device:\s*(?P<device>\S+)")
+_FIELD = lazy_compile(r"^(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>\S.*?)\s*$")
+_NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+(?:p\d+)?$")
+_NUMBER = lazy_compile(r"^(0x[0-9a-fA-F]+|\d[\d,]*)")
+_TEMPERATURE = lazy_compile(
+    r"^(?P<value>-?\d+)\s*(?:°\s*)?(?P<unit>[CK])\b(?:.*?\((?P<kelvin>\d+)\s*K)?", re.IGNORECASE
+)
+# the names nvme-cli's text gives, mapped to its JSON's
+_JSON_KEY = {
+    "available_spare": "avail_spare",
+    "available_spare_threshold": "spare_thresh",
+    "percentage_used": "percent_used",
+    "warning_temperature_time": "warning_temp_time",
+    "critical_composite_temperature_time": "critical_comp_time",
+}
+
+
+def is_smart_text(text: str) -> bool:
+    return any(_HEADER.match(line.strip()) for line in text.split("\n", 200)[:200])
+
+
+def smart_logs(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
+    """Every ``Smart Log for NVME device:`` block of ``text``."""
+    logs: list[tuple[str | None, dict[str, Any], int, str]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if header := _HEADER.match(stripped):
+            logs.append((_controller(header["device"]), {}, number, line))
+        elif logs and (field := _FIELD.match(stripped)):
+            key = re.sub(r"\s+", "_", field["key"].strip().lower())
+            key = _JSON_KEY.get(key, key)
+            value = _kelvin(field["value"]) if key == "temperature" else _integer(field["value"])
+            if value is not None:
+                logs[-1][1].setdefault(key, value)
+    return logs
+
+
+def _controller(device: str) -> str:
+    match = _NAMESPACE.match(device)
+    return match[1] if match else device
+
+
+def _integer(value: str) -> int | None:
+    """``1,311``, ``0x01``, ``100%``, ``1189327430 (608.94 TB)`` → the integer; None otherwise."""
+    match = _NUMBER.match(value)
+    if not match:
+        return None
+    digits = match[1]
+    return int(digits, 16) if digits.lower().startswith("0x") else int(digits.replace(",", ""))
+
+
+def _kelvin(value: str) -> int | None:
+    """``48 C (321 Kelvin)``, ``31 °C (304 K)``, ``315 K``, ``21 C`` → Kelvin, as the JSON gives."""
+    match = _TEMPERATURE.match(value.replace("Kelvin", "K"))
+    if not match:
+        return None
+    if match["kelvin"]:
+        return int(match["kelvin"])
+    number = int(match["value"])
+    return number if match["unit"].upper() == "K" else number + 273
