@@ -19,6 +19,7 @@ KINDS = {  # file name part -> (parser, recogniser)
     "nvme-list-subsys": (nvme_cli.parse_subsys, nvme_cli.recognise_subsys),
     "nvme-show-topology": (nvme_cli.parse_subsys, nvme_cli.recognise_subsys),
     "nvme-smart-log": (nvme_cli.parse_smart, nvme_cli.recognise_smart),
+    "smartctl-a-nvme": (nvme_cli.parse_smart, nvme_cli.recognise_smart),
     "nvme-id-ctrl": (nvme_cli.parse_id_ctrl, nvme_cli.recognise_id_ctrl),
     "nvme-discover": (nvme_cli.parse_discover, nvme_cli.recognise_discover),
 }
@@ -372,3 +373,27 @@ def test_smart_log_text_of_a_failing_drive_and_other_layouts() -> None:
 def test_a_vendors_additional_smart_log_is_not_the_smart_log() -> None:
     text = "Additional Smart Log for NVME device:nvme1 namespace-id:ffffffff\nkey : normalized raw\n"
     assert not nvme_cli.recognise_smart(text)
+
+
+def test_smartctl_nvme_health_section_reads_as_the_smart_log() -> None:
+    name = "smartctl-a-nvme.v7.4-apple-ssd.smartdisk.txt"
+    text = (DATA / "nvme_cli" / name).read_text()
+    assert nvme_cli.recognise_smart(text)
+    (log,) = nvme_cli.parse_smart(text, name)["devices"]
+    assert log["device"] is None  # smartctl's output does not name it; never guessed
+    assert (
+        log["temperature_c"],
+        log["critical_warning"],
+        log["media_errors"],
+        log["num_err_log_entries"],
+    ) == (
+        32,
+        0,
+        0,
+        0,
+    )
+    assert (log["avail_spare_pct"], log["spare_thresh_pct"], log["power_on_hours"]) == (100, 99, 870)
+    assert log["data_read_bytes"] == 107_103_479 * 512_000
+    assert log["src"]["text"] == "SMART/Health Information (NVMe Log 0x02)"
+    named = nvme_cli.parse_smart("# smartctl -a /dev/nvme3n1\n" + text, name)["devices"][0]
+    assert named["device"] == "nvme3"  # the pasted command line names it

@@ -13,7 +13,9 @@ function judges both. nvme-cli writes the keys in several ways across versions (
 Read``, ``data_units_read``), temperatures in C, °C or K, counters with thousands separators and
 with a size after them (``1189327430 (608.94 TB)``). A log read from a namespace
 (``device:nvme0n1``) is its controller's (``nvme0``). ``Additional Smart Log`` (vendor plugins) is
-another format, not this one.
+another format, not this one. ``smartctl -a /dev/nvme0`` prints the same log under ``SMART/Health
+Information (NVMe Log 0x02)`` with its own names (``Media and Data Integrity Errors``,
+``Temperature: 32 Celsius``): read alike.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from typing import Any
 from gdsdoctor.patterns import lazy_compile
 
 _HEADER = lazy_compile(r"^Smart Log for NVME device:\s*(?P<device>\S+)")
-_FIELD = lazy_compile(r"^(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>\S.*?)\s*$")
+# smartctl -a /dev/nvmeX: its NVMe section, and the command line naming the device (if pasted)
+_SMARTCTL_HEADER = lazy_compile(r"^SMART/Health Information \(NVMe Log 0x02")
+_SMARTCTL_COMMAND = lazy_compile(r"smartctl\s.*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
+_FIELD = lazy_compile(r"^(?P<key>[A-Za-z][\w .]*?)\s*:\s*(?P<value>\S.*?)\s*$")
 _NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+(?:p\d+)?$")
 _NUMBER = lazy_compile(r"^(0x[0-9a-fA-F]+|\d[\d,]*)")
 _TEMPERATURE = lazy_compile(
@@ -37,20 +42,32 @@ _JSON_KEY = {
     "percentage_used": "percent_used",
     "warning_temperature_time": "warning_temp_time",
     "critical_composite_temperature_time": "critical_comp_time",
+    # smartctl's names
+    "media_and_data_integrity_errors": "media_errors",
+    "error_information_log_entries": "num_err_log_entries",
+    "warning_comp._temperature_time": "warning_temp_time",
+    "critical_comp._temperature_time": "critical_comp_time",
 }
 
 
 def is_smart_text(text: str) -> bool:
-    return any(_HEADER.match(line.strip()) for line in text.split("\n", 200)[:200])
+    head = text.split("\n", 400)[:400]
+    return any(_HEADER.match(line.strip()) or _SMARTCTL_HEADER.match(line.strip()) for line in head)
 
 
 def smart_logs(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
-    """Every ``Smart Log for NVME device:`` block of ``text``."""
+    """Every ``Smart Log for NVME device:`` block of ``text``, and smartctl's NVMe health
+    section (its device named only by a pasted ``smartctl … /dev/nvme0`` line, else None)."""
     logs: list[tuple[str | None, dict[str, Any], int, str]] = []
+    smartctl_device = None
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
+        if command := _SMARTCTL_COMMAND.search(stripped):
+            smartctl_device = _controller(command["device"])
         if header := _HEADER.match(stripped):
             logs.append((_controller(header["device"]), {}, number, line))
+        elif _SMARTCTL_HEADER.match(stripped):
+            logs.append((smartctl_device, {}, number, line))
         elif logs and (field := _FIELD.match(stripped)):
             key = re.sub(r"\s+", "_", field["key"].strip().lower())
             key = _JSON_KEY.get(key, key)
@@ -76,7 +93,7 @@ def _integer(value: str) -> int | None:
 
 def _kelvin(value: str) -> int | None:
     """``48 C (321 Kelvin)``, ``31 °C (304 K)``, ``315 K``, ``21 C`` → Kelvin, as the JSON gives."""
-    match = _TEMPERATURE.match(value.replace("Kelvin", "K"))
+    match = _TEMPERATURE.match(value.replace("Kelvin", "K").replace("Celsius", "C"))
     if not match:
         return None
     if match["kelvin"]:
