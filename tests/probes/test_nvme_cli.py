@@ -397,3 +397,24 @@ def test_smartctl_nvme_health_section_reads_as_the_smart_log() -> None:
     assert log["src"]["text"] == "SMART/Health Information (NVMe Log 0x02)"
     named = nvme_cli.parse_smart("# smartctl -a /dev/nvme3n1\n" + text, name)["devices"][0]
     assert named["device"] == "nvme3"  # the pasted command line names it
+
+
+def test_id_ctrl_text_reads_as_its_json_would() -> None:
+    name = "nvme-id-ctrl-text.v1.14-samsung-pm981.opensource-com.txt"
+    text = (DATA / "nvme_cli" / name).read_text()
+    assert nvme_cli.recognise_id_ctrl(text)
+    (controller,) = nvme_cli.parse_id_ctrl(text, name)["controllers"]
+    assert (controller["device"], controller["model"], controller["serial"], controller["firmware"]) == (
+        "nvme0",  # from the pasted command line, a namespace's controller
+        "SAMSUNG MZVLB256HAHQ-000L7",
+        "S42GMY9M141281",
+        "0L2QEXD7",
+    )
+    assert (controller["vid"], controller["cntlid"], controller["version"], controller["mdts"]) == (
+        0x144D,
+        4,
+        "1.2.0",
+        9,
+    )
+    assert controller["multi_controller"] is False and controller["anacap"] is None  # cut from the paste
+    assert controller["src"]["line"] == 2

@@ -25,7 +25,7 @@ Sections (all lists of dicts with ``src`` provenance):
       "state": "live"|"connecting"|None, "ana_state": "optimized"|None, "nsid": int|None}]}
 
 ``nvme_smart`` (``nvme smart-log <ctrl> -o json``, one per controller, or one pasted; its text
-output too, read by ``nvme_smart_text``)::
+output too, read by ``nvme_kv_text``)::
 
     {"devices": [{"device": "nvme0"|None, "temperature_c": 28, "critical_warning": 0,
       "warnings": {"available_spare": false, "temperature": false, "reliability_degraded": false,
@@ -33,7 +33,7 @@ output too, read by ``nvme_smart_text``)::
       "avail_spare_pct": 100, "spare_thresh_pct": 5, "percent_used": 15, "media_errors": 0,
       "num_err_log_entries": 17, "power_on_hours": …, "unsafe_shutdowns": …, "error": None}]}
 
-``nvme_id_ctrl`` (``nvme id-ctrl <ctrl> -o json``)::
+``nvme_id_ctrl`` (``nvme id-ctrl <ctrl> -o json``, or its text, read by ``nvme_kv_text``)::
 
     {"controllers": [{"device": "nvme0"|None, "model": "…", "serial": "…", "firmware": "…",
       "subnqn": …, "vid": 5197, "cntlid": 4, "version": "1.2.0", "kas": …, "cmic": 0,
@@ -62,7 +62,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes import nvme_list_text, nvme_smart_text
+from gdsdoctor.probes import nvme_kv_text, nvme_list_text
 from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.text import (
     json_key,
@@ -512,11 +512,11 @@ def _smart_entry(device: str | None, raw: Any, error: str | None, provenance: di
 
 
 def parse_smart(text: str, artifact: str) -> Section:
-    if not text.lstrip().startswith(("{", "[")) and nvme_smart_text.is_smart_text(text):
+    if not text.lstrip().startswith(("{", "[")) and nvme_kv_text.is_smart_text(text):
         return {
             "devices": [
                 _smart_entry(device, fields, None, src(artifact, number, line))
-                for device, fields, number, line in nvme_smart_text.smart_logs(text)
+                for device, fields, number, line in nvme_kv_text.smart_logs(text)
             ]
         }
     find = line_finder(text)
@@ -532,7 +532,7 @@ def recognise_smart(text: str) -> bool:
     return bool(
         re.search(r'"critical_warning"\s*:', head)
         and re.search(r'"(temperature|avail_spare)"\s*:', head, re.I)
-    ) or nvme_smart_text.is_smart_text(text)
+    ) or nvme_kv_text.is_smart_text(text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -573,6 +573,13 @@ def _id_ctrl_entry(device: str | None, raw: Any, error: str | None, provenance: 
 
 
 def parse_id_ctrl(text: str, artifact: str) -> Section:
+    if not text.lstrip().startswith(("{", "[")) and nvme_kv_text.is_id_ctrl_text(text):
+        return {
+            "controllers": [
+                _id_ctrl_entry(device, fields, None, src(artifact, number, line))
+                for device, fields, number, line in nvme_kv_text.id_ctrl_blocks(text)
+            ]
+        }
     find = line_finder(text)
     controllers = []
     for device, raw, error in _per_device_documents(text, "nvme id-ctrl -o json", "mn"):
@@ -583,7 +590,9 @@ def parse_id_ctrl(text: str, artifact: str) -> Section:
 
 def recognise_id_ctrl(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
-    return all(re.search(json_key(key), head) for key in ("vid", "sn", "mn", "fr"))
+    return all(re.search(json_key(key), head) for key in ("vid", "sn", "mn", "fr")) or (
+        nvme_kv_text.is_id_ctrl_text(text)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""``nvme smart-log`` as printed (no ``-o json``), read into the fields its JSON carries:
+"""nvme-cli's ``key : value`` outputs as printed (no ``-o json``), read into the fields its JSON
+carries: ``nvme smart-log`` (also smartctl's NVMe health section) and ``nvme id-ctrl``.
+
+``nvme smart-log``::
 
     Smart Log for NVME device:nvme0n1 namespace-id:ffffffff
     critical_warning                        : 0
@@ -16,6 +19,16 @@ with a size after them (``1189327430 (608.94 TB)``). A log read from a namespace
 another format, not this one. ``smartctl -a /dev/nvme0`` prints the same log under ``SMART/Health
 Information (NVMe Log 0x02)`` with its own names (``Media and Data Integrity Errors``,
 ``Temperature: 32 Celsius``): read alike.
+
+``nvme id-ctrl``::
+
+    NVME Identify Controller:
+    vid       : 0x144d
+    mn        : SAMSUNG MZVLB256HAHQ-000L7
+    ver       : 0x10200
+
+Its fields keep their JSON names and come as the text (``0x144d``; the JSON parser reads hex), the
+device named by a pasted ``nvme id-ctrl /dev/nvme0`` line, else None.
 """
 
 from __future__ import annotations
@@ -75,6 +88,31 @@ def smart_logs(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
             if value is not None:
                 logs[-1][1].setdefault(key, value)
     return logs
+
+
+_ID_CTRL_HEADER = lazy_compile(r"^NVME Identify Controller:\s*$")
+_ID_CTRL_COMMAND = lazy_compile(r"\bnvme\s+id-ctrl\s+(?:\S+\s+)*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
+_ID_CTRL_FIELD = lazy_compile(r"^(?P<key>[a-z][a-z0-9_]*)\s*:\s*(?P<value>.*?)\s*$")
+
+
+def is_id_ctrl_text(text: str) -> bool:
+    return any(_ID_CTRL_HEADER.match(line.strip()) for line in text.split("\n", 200)[:200])
+
+
+def id_ctrl_blocks(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
+    """Every ``NVME Identify Controller:`` block: (device, {field: text}, line number, line)."""
+    blocks: list[tuple[str | None, dict[str, Any], int, str]] = []
+    device = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if command := _ID_CTRL_COMMAND.search(stripped):
+            device = _controller(command["device"])
+        if _ID_CTRL_HEADER.match(stripped):
+            blocks.append((device, {}, number, line))
+            device = None  # a command line names the block after it only
+        elif blocks and (field := _ID_CTRL_FIELD.match(stripped)):
+            blocks[-1][1].setdefault(field["key"], field["value"])
+    return blocks
 
 
 def _controller(device: str) -> str:
