@@ -35,26 +35,27 @@ _RESULT = lazy_compile(
     r"^(?P<name>\S[^:]*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)"
 )
 _DIRECTION = lazy_compile(
-    r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+[kMG]?), BW=(?P<bw>[\d.]+)(?P<bwu>[kKMGTP]?i?B)/s"
-    r"(?: \([^)]*\))?\((?P<io>[\d.]+)(?P<iou>[kKMGTP]?i?B)/(?P<runtime>\d+)msec\)"
+    r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>\d+(?:\.\d+)?[kMG]?), "
+    r"BW=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s(?: \([^)]*\))?\((?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B)/(?P<runtime>\d+)msec\)"
 )
 _OLD_DIRECTION = lazy_compile(
-    r"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>[\d.]+)(?P<iou>[KMGTP]?B), "
-    r"bw=(?P<bw>[\d.]+)(?P<bwu>[KMGTP]?B)/s, iops=(?P<iops>[\d.]+)\s*, runt=\s*(?P<runtime>\d+)msec"
+    r"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[KMGTP]?B), "
+    r"bw=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[KMGTP]?B)/s, iops=(?P<iops>\d+(?:\.\d+)?)\s*, "
+    r"runt=\s*(?P<runtime>\d+)msec"
 )
-_LAT = lazy_compile(r"^\s+lat \((?P<unit>[num]sec)\): min=.*?avg=\s*(?P<avg>[\d.]+)")
+_LAT = lazy_compile(r"^\s+lat \((?P<unit>[num]sec)\): min=.*?avg=\s*(?P<avg>\d+(?:\.\d+)?)")
 _PERCENTILES = lazy_compile(r"^\s+clat percentiles \((?P<unit>[num]sec)\):")
 _P99 = lazy_compile(r"99\.00th=\[\s*(?P<value>\d+)\]")
 _GROUP = lazy_compile(r"^Run status group (?P<group>\d+) \(all jobs\):")
 _GROUP_LINE = lazy_compile(
-    r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>[\d.]+)(?P<bwu>[kKMGTP]?i?B)/s.*?"
-    r"io=(?P<io>[\d.]+)(?P<iou>[kKMGTP]?i?B).*?run=\d+-(?P<runtime>\d+)msec"
+    r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s.*?"
+    r"io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B).*?run=\d+-(?P<runtime>\d+)msec"
 )
 _OLD_GROUP_LINE = lazy_compile(
-    r"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>[\d.]+)(?P<iou>[KMGTP]?B), "
-    r"aggrb=(?P<bw>[\d.]+)(?P<bwu>[KMGTP]?B)/s.*?maxt=\s*(?P<runtime>\d+)msec"
+    r"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[KMGTP]?B), "
+    r"aggrb=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[KMGTP]?B)/s.*?maxt=\s*(?P<runtime>\d+)msec"
 )
-_SIZE = lazy_compile(r"(?P<n>[\d.]+)(?P<unit>[kKMGTP]?)(?P<iec>i?)B?")
+_SIZE = lazy_compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>[kKMGTP]?)(?P<iec>i?)B?")
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 _NS_PER = {"nsec": 1, "usec": 1_000, "msec": 1_000_000}
