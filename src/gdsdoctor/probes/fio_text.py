@@ -36,7 +36,8 @@ _RESULT = lazy_compile(
 )
 _DIRECTION = lazy_compile(
     r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>\d+(?:\.\d+)?[kMG]?), "
-    r"BW=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s(?: \([^)]*\))?\((?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B)/(?P<runtime>\d+)msec\)"
+    r"BW=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s(?: \([^)]*\))?"
+    r"\((?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B)/(?P<runtime>\d+)msec\)"
 )
 _OLD_DIRECTION = lazy_compile(
     r"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[KMGTP]?B), "
