@@ -135,6 +135,32 @@ def test_mount_command_output(path: str, root: tuple[str, str] | None) -> None:
         assert by_point["/"]["opts"]["relatime"] is True
 
 
+def test_findmnt_tree_reads_as_mounts() -> None:
+    path = "mounts/findmnt-tree.nvme-home-efi.redashu-notes.txt"
+    assert recognise_mounts(text(path))
+    facts = parse_mounts(text(path), path)
+    assert [(m["mountpoint"], m["device"], m["fstype"]) for m in facts["mounts"]] == [
+        ("/", "/dev/nvme0n1p2", "ext4"),
+        ("/boot/efi", "/dev/nvme0n1p1", "vfat"),
+        ("/home", "/dev/nvme0n1p3", "ext4"),
+        ("/run/user/1000", "tmpfs", "tmpfs"),
+    ]
+    assert facts["mounts"][3]["opts"]["size"] == "163840k" and facts["mounts"][1]["src"]["line"] == 3
+    assert "skipped_lines" not in facts
+
+
+def test_findmnt_of_this_machine_and_its_escapes() -> None:
+    path = "mounts/findmnt-tree.this-machine-debian12-vm.txt"
+    facts = parse_mounts(text(path), path)
+    assert facts["skipped_lines"].startswith("1 lines ") and "'$ findmnt'" in facts["skipped_lines"]
+    by_point = {m["mountpoint"]: m for m in facts["mounts"]}
+    assert by_point["/"]["fstype"] == "ext4" and by_point["/proc"]["fstype"] == "proc"
+    listed = parse_mounts(
+        "TARGET SOURCE FSTYPE OPTIONS\n/mnt/my\\x20data /dev/sdd1[/ckpt] ext4 rw,noatime\n", "f"
+    )["mounts"][0]  # findmnt -l: no tree; a space written \x20, a bind mount's [subdir]
+    assert (listed["mountpoint"], listed["device"]) == ("/mnt/my data", "/dev/sdd1")
+
+
 def test_mount_l_label_and_a_mount_point_with_spaces() -> None:
     facts = parse_mounts("/dev/sda1 on /data/my disk type ext4 (rw,relatime) [HD]\n", "m")
     assert facts["mounts"][0]["mountpoint"] == "/data/my disk"

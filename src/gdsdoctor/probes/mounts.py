@@ -1,11 +1,17 @@
 """Mounted filesystems, from ``/proc/mounts`` (or ``/proc/self/mounts``, ``/etc/mtab``), or the
-output of ``mount`` / ``mount -l`` pasted instead.
+output of ``mount`` / ``mount -l`` or ``findmnt`` (tree or ``-l``, any columns that include
+TARGET, SOURCE, FSTYPE and OPTIONS) pasted instead.
 
 Fields are space-separated with octal escapes (``\\040`` for a space); each line becomes
 ``{device, mountpoint, fstype, options, opts: {option: value | True}, src}``:
 
     /dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0
     /dev/nvme0n1p1 on /mnt/ckpt type ext4 (rw,relatime,data=ordered) [CKPT]     mount -l
+    TARGET      SOURCE          FSTYPE OPTIONS                                      findmnt
+    └─/mnt/ckpt /dev/nvme0n1p1  ext4   rw,relatime,data=ordered
+
+findmnt draws its tree before TARGET, writes a space as ``\x20`` and a bind mount's source as
+``/dev/sda1[/subdir]`` (the device is the part before the bracket).
 
 Lines in neither form are skipped and named in ``skipped_lines`` (the report's notes): one odd line
 (a mount point with a literal space, a line cut short) never loses the others.
@@ -43,6 +49,25 @@ def split_options(options: str) -> dict[str, str | bool]:
     return parsed
 
 
+_FINDMNT_HEADER = ("TARGET", "SOURCE", "FSTYPE", "OPTIONS")
+_TREE = "│├└─ \t`|-"  # what findmnt draws before a target (UTF-8, or ASCII with --ascii)
+_HEX = lazy_compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def findmnt_columns(line: str) -> list[str] | None:
+    """The column names of a findmnt header line holding the four a mount needs, else None."""
+    names = line.split()
+    return names if names and names[0] == "TARGET" and set(_FINDMNT_HEADER) <= set(names) else None
+
+
+def findmnt_fields(line: str, columns: list[str]) -> tuple[str, str, str, str] | None:
+    cells = line.lstrip(_TREE).split()
+    if len(cells) != len(columns) or not cells[0].startswith("/"):
+        return None
+    row = dict(zip(columns, (_HEX.sub(lambda m: chr(int(m[1], 16)), cell) for cell in cells), strict=True))
+    return row["SOURCE"].split("[", 1)[0] or row["SOURCE"], row["TARGET"], row["FSTYPE"], row["OPTIONS"]
+
+
 def mount_fields(line: str) -> tuple[str, str, str, str] | None:
     """(device, mount point, type, options) of a /proc/mounts or `mount` line, else None."""
     if match := _LINE.match(line.strip()):
@@ -56,8 +81,13 @@ def mount_fields(line: str) -> tuple[str, str, str, str] | None:
 def parse(text: str, artifact: str) -> Section:
     mounts = []
     skipped: list[str] = []
+    columns: list[str] | None = None  # of the findmnt table being read
     for number, line in numbered_lines(text):
-        fields = mount_fields(line)
+        if header := findmnt_columns(line):
+            columns = header
+            continue
+        fields = findmnt_fields(line, columns) if columns else None
+        fields = fields or mount_fields(line)
         if fields is None:
             if line.strip():
                 skipped.append(f"line {number} ({line.strip()[:60]!r})")
@@ -89,8 +119,16 @@ def recognise(text: str) -> bool:
     """Mount lines make most of the text; the lines that are not are skipped (and named) by the
     parser, and the detection scores how many lines each reader explains."""
     lines = [line for line in text.split("\n")[:200] if line.strip()]
-    good = sum(1 for line in lines if mount_fields(line) is not None)
+    columns = next((found for line in lines if (found := findmnt_columns(line))), None)
+    good = sum(1 for line in lines if _explained(line, columns))
     return good >= 1 and good * 2 >= len(lines)
+
+
+def _explained(line: str, columns: list[str] | None) -> bool:
+    """A mount line in any of the forms (a findmnt header counts: it is the table's)."""
+    if columns and (findmnt_columns(line) or findmnt_fields(line, columns)):
+        return True
+    return mount_fields(line) is not None
 
 
 PROBE = Probe(
@@ -99,5 +137,5 @@ PROBE = Probe(
     sources=(Source("proc/mounts", path="/proc/mounts"),),
     parse=parse,
     recognise=recognise,
-    paste_hint="`cat /proc/mounts`",
+    paste_hint="`cat /proc/mounts` (or `mount`, `findmnt`)",
 )
