@@ -137,5 +137,5 @@ PROBE = Probe(
     sources=(Source("proc/mounts", path="/proc/mounts"),),
     parse=parse,
     recognise=recognise,
-    paste_hint="`cat /proc/mounts` (or `mount`, `findmnt`)",
+    paste_hint="`cat /proc/mounts`",
 )
