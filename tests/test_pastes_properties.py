@@ -39,6 +39,12 @@ SAMPLES |= {
     "infiniband:ibstat-port": "rdma/ibstat-port.mlx4-qdr-down-polling.redhat-cip-hardware.txt",
     "app_log:ucx": "app_log/ucx-6000--transport-retry-exceeded-roce.log",
     "app_log:gdsio": "app_log/gdsnvfs-057--gdsio-io-failed.txt",
+    "infiniband:ibdev2netdev": "rdma/ibdev2netdev-v.cx4-eth-sriov-vfs-down.sriov-cni.txt",
+    "fio:text": "bench/fio-3.1-text.libaio-4k-write-qd4.vps-comparison.txt",
+    "nvme_smart:text": "nvme_cli/nvme-smart-log-text.v1.14-samsung-pm981.opensource-com.txt",
+    "nvme_smart:smartctl": "nvme_cli/smartctl-a-nvme.v7.4-apple-ssd.smartdisk.txt",
+    "nvme_id_ctrl:text": "nvme_cli/nvme-id-ctrl-text.v1.14-samsung-pm981.opensource-com.txt",
+    "mounts:findmnt": "mounts/findmnt-tree.nvme-home-efi.redashu-notes.txt",
 }
 TEXTS = {case: (DATA / path).read_text() for case, path in SAMPLES.items()}
 ALL_SAMPLES = sorted(

@@ -15,8 +15,9 @@ being powers of 1024; fio 3.x prints its own unit first (``MiB``, or ``MB`` = 10
 ``kb_base=1000``). A paste of the summary alone (``Run status group 0 (all jobs):`` and its
 ``WRITE: bw=…`` lines) gives one job per group, named after it.
 
-Not in the text, so None: ``direct`` (never guessed: buffered I/O is then not inferred),
-``cuda_io``, ``gpu_dev_ids``, ``hostname``. ``numjobs`` is the block's ``jobs=N``.
+A paste indented as a whole (quoted in a ticket) reads alike. Not in the text, so None:
+``direct`` (never guessed: buffered I/O is then not inferred), ``cuda_io``, ``gpu_dev_ids``,
+``hostname``. ``numjobs`` is the block's ``jobs=N``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import numbered_lines, src
 
 _HEADER = lazy_compile(
-    r"^(?P<name>\S[^:]*?): \(g=(?P<group>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
+    r"^\s*(?P<name>\S[^:]*?): \(g=(?P<group>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
     r"ioengine=(?P<engine>[\w.-]+), iodepth=(?P<depth>\d+)"
 )
 _VERSION = lazy_compile(r"^fio-\d+\.\d+\S*$")
 _RESULT = lazy_compile(
-    r"^(?P<name>\S[^:]*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)"
+    r"^\s*(?P<name>\S[^:]*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)"
 )
 _DIRECTION = lazy_compile(
     r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>\d+(?:\.\d+)?[kMG]?), "
@@ -47,7 +48,7 @@ _OLD_DIRECTION = lazy_compile(
 _LAT = lazy_compile(r"^\s+lat \((?P<unit>[num]sec)\): min=.*?avg=\s*(?P<avg>\d+(?:\.\d+)?)")
 _PERCENTILES = lazy_compile(r"^\s+clat percentiles \((?P<unit>[num]sec)\):")
 _P99 = lazy_compile(r"99\.00th=\[\s*(?P<value>\d+)\]")
-_GROUP = lazy_compile(r"^Run status group (?P<group>\d+) \(all jobs\):")
+_GROUP = lazy_compile(r"^\s*Run status group (?P<group>\d+) \(all jobs\):")
 _GROUP_LINE = lazy_compile(
     r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s.*?"
     r"io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B).*?run=\d+-(?P<runtime>\d+)msec"
@@ -170,7 +171,7 @@ def _direction(match: Any, old: bool) -> dict[str, Any]:
 
 def _bytes(number: str, unit: str, old: bool) -> float:
     """fio 2.x's K/M/G are powers of 1024; fio 3.x's KiB/MiB are, its kB/MB are of 1000."""
-    letter = unit[:1].upper() if unit[:1] != "B" else ""
+    letter = unit[:1].upper() if unit[:1].upper() in "KMGTP" else ""  # "B", or a garbled "iB"
     base = 1024 if old or "i" in unit else 1000
     return float(number) * base ** _POWERS[letter]
 
