@@ -54,13 +54,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.capture.runner import run_command
 from gdsdoctor.errors import ParseError
+from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_kv_text, nvme_list_text
 from gdsdoctor.probes.base import Probe, Section, Source, src
@@ -86,22 +87,13 @@ _ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", 
 
 
 def run_nvme(argv: list[str], timeout: float = 10.0) -> str:
-    """Run one nvme-cli command; its stdout, or ``error: …`` (never raises)."""
-    try:
-        process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True
-        )
-    except OSError as error:
-        return f"error: {error}"
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        return f"error: timed out after {timeout:g}s"
-    if process.returncode != 0 and not stdout.strip():
-        return f"error: exit {process.returncode}: {stderr.strip()[:300]}"
-    return stdout
+    """Run one nvme-cli command through the runner (timeout, group kill, one copy at a time);
+    its stdout, or ``error: …`` (never raises)."""
+    result = run_command("nvme", argv, timeout)
+    text = result.data.decode("utf-8", errors="replace")
+    if result.status is ArtifactStatus.OK or text.strip():
+        return text
+    return f"error: {result.detail}"
 
 
 def controllers_under(host_root: Path) -> list[str]:
