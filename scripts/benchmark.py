@@ -238,7 +238,24 @@ def bench_check(rounds: int) -> list[Row]:
             f"{fixed * 1000:.0f} ms wall",
             f"1.5x holds from a floor of {floor_needed * 1000:.0f} ms",
         ),
+        ("this host's kernel log, which check parses and judges (the floor only reads it)", kernel_log(), ""),
     ]
+
+
+def kernel_log() -> str:
+    """The size of what check reads from the kernel log: its cost grows with it, the floor's
+    does not (docs/performance.md), so a ratio is read with it."""
+    from gdsdoctor.errors import ParseError
+    from gdsdoctor.probes import dmesg
+
+    done = subprocess.run(["dmesg"], capture_output=True, text=True, check=False)
+    try:
+        section = dmesg.parse(done.stdout, "dmesg") if done.returncode == 0 else None
+    except ParseError:
+        section = None
+    if section is None:
+        return "not readable here"
+    return f"{section['line_count']:,} lines, {len(section['events'])} events"
 
 
 def _both(timing: Timing) -> str:
