@@ -45,6 +45,7 @@ SAMPLES |= {
     "nvme_smart:smartctl": "nvme_cli/smartctl-a-nvme.v7.4-apple-ssd.smartdisk.txt",
     "nvme_id_ctrl:text": "nvme_cli/nvme-id-ctrl-text.v1.14-samsung-pm981.opensource-com.txt",
     "mounts:findmnt": "mounts/findmnt-tree.nvme-home-efi.redashu-notes.txt",
+    "netdev:ip-link": "rdma/ip-link.this-machine-debian12-vm.txt",
 }
 TEXTS = {case: (DATA / path).read_text() for case, path in SAMPLES.items()}
 ALL_SAMPLES = sorted(

@@ -205,6 +205,7 @@ EXPECTED_SECTION = {
     "ibstat": "infiniband",
     "ibv_devinfo": "infiniband",
     "ibdev2netdev": "infiniband",
+    "ip-link": "netdev",
     "sysfs-class-infiniband": "infiniband",
     "mlnx_qos": "mlnx_qos",
     "rdma-qos": "mlnx_qos",

@@ -31,6 +31,8 @@ IBDEV_V = "ibdev2netdev-v.cx4-eth-sriov-vfs-down.sriov-cni.txt"
 IBDEV = "ibdev2netdev.cx4-ib-one-down.ib-sriov-cni.txt"
 IBDEV_LUSTRE = "ibdev2netdev-v.cx6-hdr100-lustre-o2ib.gds-troubleshooting.txt"
 IB_FILES = (MIXED, NDR, DOWN, IBSTATUS, DEVINFO, GREP, PORT_ACTIVE, PORT_DOWN, IBDEV_V, IBDEV, IBDEV_LUSTRE)
+IP_LINK_IB = "ip-link.cx4-ib-vfs-down.ib-sriov-cni.txt"
+IP_LINK_VM = "ip-link.this-machine-debian12-vm.txt"
 
 
 def read(name: str, kind: str = "rdma") -> str:
@@ -454,3 +456,27 @@ def test_every_probe_reader_survives_a_missing_root(fs: FakeFilesystem) -> None:
                 assert data == b"" or probe.section == "memlock"  # memlock is the process's own limit
     section = rdma.parse_memlock(rdma.read_memlock(Path("/missing")).decode(), "m")
     assert "status" not in section and "artifact" not in section
+
+
+# ---- netdev from a pasted `ip link` -------------------------------------------------------------------
+
+
+def test_ip_link_gives_each_interfaces_mtu_and_state() -> None:
+    text = read(IP_LINK_IB)
+    assert rdma.looks_like_ip_link(text) and not rdma.recognise_infiniband(text)
+    section = rdma.parse_netdev(text, IP_LINK_IB)
+    assert section["format"] == "ip-link"
+    assert [(i["name"], i["mtu"], i["operstate"]) for i in section["interfaces"]] == [
+        (f"ib{n}", 1500, "down") for n in range(2, 6)
+    ]
+    assert section["interfaces"][0]["src"]["line"] == 3 and section["interfaces"][0]["bdf"] is None
+
+
+def test_ip_link_of_this_machine_and_a_vlan() -> None:
+    section = rdma.parse_netdev(read(IP_LINK_VM), IP_LINK_VM)
+    by_name = {i["name"]: i for i in section["interfaces"]}
+    assert by_name["lo"]["mtu"] == 65536 and by_name["lo"]["operstate"] == "unknown"
+    vlan = rdma.parse_netdev(
+        "7: ens1f0.100@ens1f0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP\n", "p"
+    )["interfaces"][0]
+    assert (vlan["name"], vlan["mtu"], vlan["operstate"]) == ("ens1f0.100", 9000, "up")

@@ -32,7 +32,8 @@ phys_state ("LinkUp", "Polling", "Disabled"…), phys_state_num, rate_gbps (floa
 netdevs, counters, hw_counters ({name: int}, sysfs only), src}``. Values a format does not carry are
 None.
 
-Section ``netdev`` (reader over ``/sys/class/net/*``): ``{"interfaces": [{name, mtu,
+Section ``netdev`` (reader over ``/sys/class/net/*``, or a pasted ``ip link``, read by
+``ip_link_text``): ``{"interfaces": [{name, mtu,
 operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual, src}]}``.
 
 Section ``mlnx_qos`` (pasted ``mlnx_qos -i <netdev>``, also the spiderpool ``rdma-qos.sh q`` wrapper)::
@@ -70,6 +71,8 @@ from gdsdoctor.probes.host_io import (
     list_inside,
     real_inside,
 )
+from gdsdoctor.probes.ip_link_text import interfaces as ip_link_interfaces
+from gdsdoctor.probes.ip_link_text import looks_like_ip_link
 from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
 IB_CLASS = "sys/class/infiniband"
@@ -558,6 +561,8 @@ def recognise_infiniband(text: str) -> bool:
 
 
 def parse_netdev(text: str, artifact: str) -> Section:
+    if not text.lstrip().startswith("{") and looks_like_ip_link(text):
+        return {"format": "ip-link", "interfaces": ip_link_interfaces(text, artifact)}
     data = load_reader_json(text, "netdev")
     find = provenance_finder(text, artifact, "name")
     interfaces = []
@@ -737,6 +742,8 @@ PROBES: tuple[Probe, ...] = (
         title="network interfaces: MTU, operstate, speed, PCI function",
         sources=(Source("sys/class/net.json", reader=read_netdev, how="ip -d link"),),
         parse=parse_netdev,
+        recognise=looks_like_ip_link,
+        paste_hint="`ip link`",
         tags=("network",),
     ),
     Probe(
