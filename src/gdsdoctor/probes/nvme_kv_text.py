@@ -38,10 +38,14 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 
-_HEADER = lazy_compile(r"^Smart Log for NVME device:\s*(?P<device>\S+)")
-# smartctl -a /dev/nvmeX: its NVMe section, and the command line naming the device (if pasted)
-_SMARTCTL_HEADER = lazy_compile(r"^SMART/Health Information \(NVMe Log 0x02")
-_SMARTCTL_COMMAND = lazy_compile(r"smartctl\s.*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
+# A block's header, naming its device (nvme smart-log) or not (smartctl's section, id-ctrl), and
+# the command line before a block that names the device when its header does not.
+_SMART_HEADER = lazy_compile(
+    r"^(?:Smart Log for NVME device:\s*(?P<device>\S+)|SMART/Health Information \(NVMe Log 0x02)"
+)
+_SMART_COMMAND = lazy_compile(r"smartctl\s.*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
+_ID_CTRL_HEADER = lazy_compile(r"^NVME Identify Controller:\s*$")
+_ID_CTRL_COMMAND = lazy_compile(r"\bnvme\s+id-ctrl\s+(?:\S+\s+)*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
 _FIELD = lazy_compile(r"^(?P<key>[A-Za-z][\w .]*?)\s*:\s*(?P<value>\S.*?)\s*$")
 _NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+(?:p\d+)?$")
 _NUMBER = lazy_compile(r"^(0x[0-9a-fA-F]+|\d[\d,]*)")
@@ -61,56 +65,56 @@ _JSON_KEY = {
     "warning_comp._temperature_time": "warning_temp_time",
     "critical_comp._temperature_time": "critical_comp_time",
 }
+Block = tuple[str | None, dict[str, Any], int, str]  # device, fields, line number, header line
 
 
 def is_smart_text(text: str) -> bool:
-    head = text.split("\n", 400)[:400]
-    return any(_HEADER.match(line.strip()) or _SMARTCTL_HEADER.match(line.strip()) for line in head)
-
-
-def smart_logs(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
-    """Every ``Smart Log for NVME device:`` block of ``text``, and smartctl's NVMe health
-    section (its device named only by a pasted ``smartctl … /dev/nvme0`` line, else None)."""
-    logs: list[tuple[str | None, dict[str, Any], int, str]] = []
-    smartctl_device = None
-    for number, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if command := _SMARTCTL_COMMAND.search(stripped):
-            smartctl_device = _controller(command["device"])
-        if header := _HEADER.match(stripped):
-            logs.append((_controller(header["device"]), {}, number, line))
-        elif _SMARTCTL_HEADER.match(stripped):
-            logs.append((smartctl_device, {}, number, line))
-        elif logs and (field := _FIELD.match(stripped)):
-            key = re.sub(r"\s+", "_", field["key"].strip().lower())
-            key = _JSON_KEY.get(key, key)
-            value = _kelvin(field["value"]) if key == "temperature" else _integer(field["value"])
-            if value is not None:
-                logs[-1][1].setdefault(key, value)
-    return logs
-
-
-_ID_CTRL_HEADER = lazy_compile(r"^NVME Identify Controller:\s*$")
-_ID_CTRL_COMMAND = lazy_compile(r"\bnvme\s+id-ctrl\s+(?:\S+\s+)*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
-_ID_CTRL_FIELD = lazy_compile(r"^(?P<key>[a-z][a-z0-9_]*)\s*:\s*(?P<value>.*?)\s*$")
+    return _has_header(text, _SMART_HEADER)
 
 
 def is_id_ctrl_text(text: str) -> bool:
-    return any(_ID_CTRL_HEADER.match(line.strip()) for line in text.split("\n", 200)[:200])
+    return _has_header(text, _ID_CTRL_HEADER)
 
 
-def id_ctrl_blocks(text: str) -> list[tuple[str | None, dict[str, Any], int, str]]:
-    """Every ``NVME Identify Controller:`` block: (device, {field: text}, line number, line)."""
-    blocks: list[tuple[str | None, dict[str, Any], int, str]] = []
-    device = None
+def smart_logs(text: str) -> list[Block]:
+    """Every ``Smart Log for NVME device:`` block of ``text``, and smartctl's NVMe health
+    section, their fields under the JSON's names with the JSON's values."""
+    logs = []
+    for device, fields, number, line in _blocks(text, _SMART_HEADER, _SMART_COMMAND):
+        values: dict[str, Any] = {}
+        for printed, text_value in fields.items():
+            key = re.sub(r"\s+", "_", printed.lower())
+            key = _JSON_KEY.get(key, key)
+            value = _kelvin(text_value) if key == "temperature" else _integer(text_value)
+            if value is not None:
+                values.setdefault(key, value)
+        logs.append((device, values, number, line))
+    return logs
+
+
+def id_ctrl_blocks(text: str) -> list[Block]:
+    """Every ``NVME Identify Controller:`` block, its fields as printed."""
+    return _blocks(text, _ID_CTRL_HEADER, _ID_CTRL_COMMAND)
+
+
+def _has_header(text: str, header: re.Pattern[str]) -> bool:
+    return any(header.match(line.strip()) for line in text.split("\n", 400)[:400])
+
+
+def _blocks(text: str, header: re.Pattern[str], command: re.Pattern[str]) -> list[Block]:
+    """The ``key : value`` lines under each header line. A block's device is the one its header
+    names (``device:nvme0n1``), else the one the command line just before it names, else None."""
+    blocks: list[Block] = []
+    named = None
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
-        if command := _ID_CTRL_COMMAND.search(stripped):
-            device = _controller(command["device"])
-        if _ID_CTRL_HEADER.match(stripped):
-            blocks.append((device, {}, number, line))
-            device = None  # a command line names the block after it only
-        elif blocks and (field := _ID_CTRL_FIELD.match(stripped)):
+        if called := command.search(stripped):
+            named = _controller(called["device"])
+        if opened := header.match(stripped):
+            own = opened.groupdict().get("device")
+            blocks.append((_controller(own) if own else named, {}, number, line))
+            named = None  # a command line names the block after it only
+        elif blocks and (field := _FIELD.match(stripped)):
             blocks[-1][1].setdefault(field["key"], field["value"])
     return blocks
 
