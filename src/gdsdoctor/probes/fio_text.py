@@ -57,7 +57,7 @@ _OLD_GROUP_LINE = lazy_compile(
     r"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[KMGTP]?B), "
     r"aggrb=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[KMGTP]?B)/s.*?maxt=\s*(?P<runtime>\d+)msec"
 )
-_SIZE = lazy_compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>[kKMGTP]?)(?P<iec>i?)B?")
+_SIZE = lazy_compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>[kKMGTP]?)i?B?")
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 _NS_PER = {"nsec": 1, "usec": 1_000, "msec": 1_000_000}
@@ -65,56 +65,71 @@ _NS_PER = {"nsec": 1, "usec": 1_000, "msec": 1_000_000}
 
 def looks_like_fio_text(text: str) -> bool:
     """A result block, or a run-status summary line, within the first lines."""
-    for _, line in numbered_lines("\n".join(text.split("\n", 400)[:400])):
-        if _RESULT.match(line) or _GROUP_LINE.match(line) or _OLD_GROUP_LINE.match(line):
-            return True
-    return False
+    return any(
+        _RESULT.match(line) or _GROUP_LINE.match(line) or _OLD_GROUP_LINE.match(line)
+        for line in text.split("\n", 400)[:400]
+    )
 
 
 def read_text(text: str, artifact: str) -> tuple[str | None, list[dict[str, Any]]]:
     """fio's version line (None if not pasted) and its jobs, in the JSON parser's shape."""
     headers: dict[str, dict[str, Any]] = {}
-    jobs: list[dict[str, Any]] = []
+    jobs: list[_JobBlock] = []
     groups: list[dict[str, Any]] = []
     version = None
-    percentiles_unit: str | None = None
     for number, line in numbered_lines(text):
         if version is None and _VERSION.match(line.strip()):
             version = line.strip()
         elif header := _HEADER.match(line):
             headers.setdefault(header["name"], header.groupdict())
         elif result := _RESULT.match(line):
-            jobs.append(_job(result, headers.get(result["name"]), src(artifact, number, line)))
+            jobs.append(_JobBlock(_job(result, headers.get(result["name"]), src(artifact, number, line))))
         elif group := _GROUP.match(line):
             groups.append(_job_of_group(int(group["group"]), src(artifact, number, line)))
-        elif groups and (summary := _GROUP_LINE.match(line) or _OLD_GROUP_LINE.match(line)):
-            iec = _GROUP_LINE.match(line) is not None
-            groups[-1][summary["dir"].lower()] = _direction(summary, old=not iec)
+        elif groups and (summary := _one_of(line, _GROUP_LINE, _OLD_GROUP_LINE)):
+            match, old = summary
+            groups[-1][match["dir"].lower()] = _direction(match, old)
         elif jobs:
-            percentiles_unit = _read_into(jobs[-1], line, percentiles_unit)
-    for job in jobs:
-        job.pop("_current", None)
-    return version, jobs or [g for g in groups if _has_io(g)]
+            jobs[-1].read(line)
+    return version, [block.job for block in jobs] or [g for g in groups if _has_io(g)]
 
 
-def _read_into(job: dict[str, Any], line: str, percentiles_unit: str | None) -> str | None:
-    """One line of a job's block read into it; the unit of a percentile table being read."""
-    if direction := _DIRECTION.match(line) or _OLD_DIRECTION.match(line):
-        job["_current"] = direction["dir"]
-        job[direction["dir"]] = _direction(direction, old=_OLD_DIRECTION.match(line) is not None)
-        job["runtime_ms"] = max(job["runtime_ms"] or 0, job[direction["dir"]]["runtime_ms"] or 0) or None
-        return None
-    current = job.get(job.get("_current", ""))
-    if not current:
-        return percentiles_unit
-    if lat := _LAT.match(line):
-        current["lat_mean_ns"] = float(lat["avg"]) * _NS_PER[lat["unit"]]
-    elif table := _PERCENTILES.match(line):
-        return table["unit"]
-    elif percentiles_unit and (p99 := _P99.search(line)):
-        current["clat_p99_ns"] = float(p99["value"]) * _NS_PER[percentiles_unit]
-        return None
-    return percentiles_unit if line.lstrip().startswith("|") else None
+def _one_of(line: str, new: Any, old: Any) -> tuple[Any, bool] | None:
+    """The match of fio 3's form of a line or of fio 2's, and whether it is fio 2's."""
+    if match := new.match(line):
+        return match, False
+    if match := old.match(line):
+        return match, True
+    return None
+
+
+class _JobBlock:
+    """The lines of one job's result block read into its job: the direction being read (its
+    ``lat`` and percentile lines follow it) and whether a ``clat`` percentile table is open."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.current: dict[str, Any] | None = None
+        self.percentiles_unit: str | None = None
+
+    def read(self, line: str) -> None:
+        if found := _one_of(line, _DIRECTION, _OLD_DIRECTION):
+            match, old = found
+            self.current = self.job[match["dir"]] = _direction(match, old)
+            self.job["runtime_ms"] = max(self.job["runtime_ms"] or 0, self.current["runtime_ms"]) or None
+            self.percentiles_unit = None
+        elif self.current is None:
+            return
+        elif lat := _LAT.match(line):
+            self.current["lat_mean_ns"] = float(lat["avg"]) * _NS_PER[lat["unit"]]
+            self.percentiles_unit = None
+        elif table := _PERCENTILES.match(line):
+            self.percentiles_unit = table["unit"]
+        elif self.percentiles_unit and (p99 := _P99.search(line)):
+            self.current["clat_p99_ns"] = float(p99["value"]) * _NS_PER[self.percentiles_unit]
+            self.percentiles_unit = None
+        elif not line.lstrip().startswith("|"):
+            self.percentiles_unit = None  # the table ended without a 99th percentile
 
 
 def _job(result: Any, header: dict[str, Any] | None, where: dict[str, Any]) -> dict[str, Any]:
