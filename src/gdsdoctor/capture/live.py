@@ -136,18 +136,16 @@ def capture_source(source: Source, host_root: Path, same_host: bool = True) -> A
     machine's, so a command runs only as its ``root_argv``."""
     if not same_host and source.this_process:
         return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=ANOTHER_HOST)
-    if source.argv and not same_host:
-        if not source.root_argv:
-            return Artifact(
-                source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=ANOTHER_HOST
-            )
-        root = os.path.realpath(host_root)
-        argv = tuple(arg.replace("{root}", root) for arg in source.root_argv)
-        return run_command(source.artifact, argv, source.timeout, dict(source.env), source.ok_exit_codes)
     if source.argv:
-        return run_command(
-            source.artifact, source.argv, source.timeout, dict(source.env), source.ok_exit_codes
-        )
+        argv = source.argv
+        if not same_host:
+            if not source.root_argv:
+                return Artifact(
+                    source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=ANOTHER_HOST
+                )
+            root = os.path.realpath(host_root)
+            argv = tuple(arg.replace("{root}", root) for arg in source.root_argv)
+        return run_command(source.artifact, argv, source.timeout, dict(source.env), source.ok_exit_codes)
     if source.reader is not None:
         return _run_reader(source, host_root)
     if source.path:
