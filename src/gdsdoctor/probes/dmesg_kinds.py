@@ -151,13 +151,8 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"ext4_end_bio:.*I/O error",
         r"failed to convert unwritten extents",
         r"JBD2: (?:recovery failed|error loading journal|.*error)",
-        r"XFS \((?P<device>[^)]+)\): Internal error",
-        r"XFS \((?P<device>[^)]+)\): metadata I/O error",
-        r"XFS \((?P<device>[^)]+)\): log I/O error",
-        r"XFS \((?P<device>[^)]+)\): Metadata CRC error",
-        r"XFS \((?P<device>[^)]+)\): Metadata corruption detected",
-        r"XFS \((?P<device>[^)]+)\): xfs_log_force: error",
-        r"XFS \((?P<device>[^)]+)\): .* returned error (?P<errno>-\d+)",
+        r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"
+        r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
         r"BTRFS (?:error|critical)",
     )),
     ("blk_io_error", ("error, dev", "i/o error", "medium error", "sense key"), (
