@@ -6,7 +6,6 @@ mount tables are written the way /proc/mounts prints them.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,35 +23,42 @@ ROOT_ON_SDA = "/dev/sda1 / ext4 rw,relatime 0 0\n/dev/nvme0n1 /data xfs rw,relat
 DATA_ON_SDA = "/dev/nvme0n1p1 / ext4 rw,relatime 0 0\n/dev/sda1 /mnt/ckpt xfs rw,relatime 0 0\n"
 
 
+def _sample(name: str) -> str:
+    return (DATA / name).read_text()
+
+
 def _findings(
     tmp_path: Path, log: str, mounts: str | None = None, path: str | None = None
 ) -> dict[str, dict]:
-    files = [shutil.copy(DATA / log, tmp_path / "dmesg.txt")]
+    """The findings (by id) of analyzing a kernel log, with a mount table if given."""
+    files = [tmp_path / "dmesg.txt"]
+    files[0].write_text(log)
     if mounts is not None:
         (tmp_path / "mounts").write_text(mounts)
         files.append(tmp_path / "mounts")
-    report = analyze_paths([Path(f) for f in files], path).report
-    return {f["id"]: f for f in report["findings"]}
+    return {f["id"]: f for f in analyze_paths(files, path).report["findings"]}
 
 
 def test_loop_image_errors_are_info(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "loop-snap-io-error.log")
+    found = _findings(tmp_path, _sample("loop-snap-io-error.log"))
     assert found["blk-io-errors"]["severity"] == "info"
 
 
 def test_snap_loop_errors_with_the_mount_table_are_info(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "loop-snap-io-error.log", SNAP_MOUNTS)
+    found = _findings(tmp_path, _sample("loop-snap-io-error.log"), SNAP_MOUNTS)
     assert found["blk-io-errors"]["severity"] == "info"
     assert any("loop2 (loop, snap)" in e["text"] for e in found["blk-io-errors"]["evidence"])
 
 
 def test_near_miss_loop_device_under_the_checkpoint_path_stays_critical(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "loop-snap-io-error.log", LOOP_CHECKPOINT_MOUNTS, path="/mnt/ckpt/step1")
+    found = _findings(
+        tmp_path, _sample("loop-snap-io-error.log"), LOOP_CHECKPOINT_MOUNTS, path="/mnt/ckpt/step1"
+    )
     assert found["blk-io-errors"]["severity"] == "critical"
 
 
 def test_scsi_medium_error_is_a_disk_cause_with_smartctl(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "sdb-medium-error.log")
+    found = _findings(tmp_path, _sample("sdb-medium-error.log"))
     assert "nvme-media-errors" not in found
     disk = found["disk-media-errors"]
     assert disk["severity"] == "critical"  # role unknown: not played down
@@ -62,29 +68,27 @@ def test_scsi_medium_error_is_a_disk_cause_with_smartctl(tmp_path: Path) -> None
 
 
 def test_near_miss_nvme_medium_error_stays_an_nvme_cause(tmp_path: Path) -> None:
-    log = tmp_path / "nvme.log"
-    log.write_text(
+    found = _findings(
+        tmp_path,
         "[ 812.331207] critical medium error, dev nvme1n1, sector 2048 op 0x1:(WRITE) flags 0x0 "
-        "phys_seg 1 prio class 0\n"
+        "phys_seg 1 prio class 0\n",
     )
-    report = analyze_paths([log], None).report
-    found = {f["id"]: f for f in report["findings"]}
     assert found["nvme-media-errors"]["severity"] == "critical"
     assert "disk-media-errors" not in found
 
 
 def test_errors_on_the_root_disk_are_at_most_a_warning(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "sdb-medium-error.log", ROOT_ON_SDA.replace("sda1", "sdb1"))
+    found = _findings(tmp_path, _sample("sdb-medium-error.log"), ROOT_ON_SDA.replace("sda1", "sdb1"))
     assert found["disk-media-errors"]["severity"] == "warning"
 
 
 def test_near_miss_errors_on_a_data_disk_are_critical(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "sdb-medium-error.log", DATA_ON_SDA.replace("sda1", "sdb1"))
+    found = _findings(tmp_path, _sample("sdb-medium-error.log"), DATA_ON_SDA.replace("sda1", "sdb1"))
     assert found["disk-media-errors"]["severity"] == "critical"
 
 
 def test_single_polled_timeout_is_a_warning_under_lost_interrupts(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "nvme-completion-polled.log")
+    found = _findings(tmp_path, _sample("nvme-completion-polled.log"))
     assert found["nvme-io-timeouts"]["severity"] == "warning"
     assert found["nvme-io-timeouts"]["explained_by"] == "nvme-lost-interrupts"
 
@@ -102,39 +106,36 @@ def test_single_polled_timeout_is_a_warning_under_lost_interrupts(tmp_path: Path
     ],
 )
 def test_near_miss_repeated_or_aborted_timeouts_are_critical(tmp_path: Path, lines: list[str]) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text("\n".join(lines) + "\n")
-    found = {f["id"]: f for f in analyze_paths([log], None).report["findings"]}
+    found = _findings(tmp_path, "\n".join(lines) + "\n")
     assert found["nvme-io-timeouts"]["severity"] == "critical"
 
 
 def test_hung_journal_of_the_root_disk_is_a_warning(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "jbd2-hung-sda1.log", ROOT_ON_SDA)
+    found = _findings(tmp_path, _sample("jbd2-hung-sda1.log"), ROOT_ON_SDA)
     hung = found["storage-task-hung"]
     assert hung["severity"] == "warning"
     assert any("jbd2_journal_commit_transaction" in e["text"] for e in hung["evidence"])
 
 
 def test_near_miss_hung_journal_of_the_checkpoint_disk_is_critical(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "jbd2-hung-sda1.log", DATA_ON_SDA)
+    found = _findings(tmp_path, _sample("jbd2-hung-sda1.log"), DATA_ON_SDA)
     assert found["storage-task-hung"]["severity"] == "critical"
 
 
 def test_hung_application_in_ext4_code_is_a_storage_stall(tmp_path: Path) -> None:
-    found = _findings(tmp_path, "promtail-hung.log")
+    found = _findings(tmp_path, _sample("promtail-hung.log"))
     assert found["storage-task-hung"]["severity"] == "warning"  # no device named
 
 
 def test_near_miss_hung_task_outside_the_storage_path_is_not_a_storage_stall(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(
+    found = _findings(
+        tmp_path,
         "[ 2418.120624] INFO: task khugepaged:61 blocked for more than 120 seconds.\n"
         "[ 2418.151697] Call Trace:\n"
         "[ 2418.154331]  __schedule+0x282/0x870\n"
         "[ 2418.163373]  schedule+0x46/0xb0\n"
-        "[ 2418.163399]  khugepaged+0x1c1/0x2230\n"
+        "[ 2418.163399]  khugepaged+0x1c1/0x2230\n",
     )
-    found = {f["id"] for f in analyze_paths([log], None).report["findings"]}
     assert "storage-task-hung" not in found
 
 
@@ -145,20 +146,17 @@ MD_FAILURE = (
 
 
 def test_md_member_failure(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(MD_FAILURE)
-    found = {f["id"]: f for f in analyze_paths([log], None).report["findings"]}
+    found = _findings(tmp_path, MD_FAILURE)
     assert found["md-array-member-failed"]["severity"] == "critical"
     assert "mdadm --detail /dev/md0" in found["md-array-member-failed"]["remediation"]
 
 
 def test_near_miss_md_assembly_messages_are_not_failures(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(
+    found = _findings(
+        tmp_path,
         "[    3.112873] md/raid1:md0: active with 2 out of 2 mirrors\n"
-        "[    3.112901] md0: detected capacity change from 0 to 1000068202496\n"
+        "[    3.112901] md0: detected capacity change from 0 to 1000068202496\n",
     )
-    found = {f["id"] for f in analyze_paths([log], None).report["findings"]}
     assert "md-array-member-failed" not in found
 
 
@@ -174,20 +172,17 @@ OOPS = """\
 
 
 def test_oops_in_the_nvme_driver(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(OOPS)
-    found = {f["id"]: f for f in analyze_paths([log], None).report["findings"]}
+    found = _findings(tmp_path, OOPS)
     assert any("nvme_irq [nvme]" in e["text"] for e in found["storage-module-oops"]["evidence"])
 
 
 def test_near_miss_oops_outside_storage_code(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(
+    found = _findings(
+        tmp_path,
         OOPS.replace("nvme_pci_complete_rq+0x1c/0x130 [nvme]", "e1000_clean+0x1c/0x130 [e1000e]").replace(
             "nvme_irq+0x15e/0x250 [nvme]", "e1000_intr_msi+0x15e/0x250 [e1000e]"
-        )
+        ),
     )
-    found = {f["id"] for f in analyze_paths([log], None).report["findings"]}
     assert "storage-module-oops" not in found
 
 
@@ -237,19 +232,12 @@ EXT4_ROOT_ERROR = (
 
 
 def test_filesystem_errors_on_the_root_disk_are_a_warning(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(EXT4_ROOT_ERROR)
-    (tmp_path / "mounts").write_text(ROOT_ON_SDA)
-    found = {f["id"]: f for f in analyze_paths([log, tmp_path / "mounts"], None).report["findings"]}
+    found = _findings(tmp_path, EXT4_ROOT_ERROR, ROOT_ON_SDA)
     assert found["fs-errors-or-shutdown"]["severity"] == "warning"
 
 
 def test_near_miss_root_filesystem_named_as_the_checkpoint_path_is_critical(tmp_path: Path) -> None:
-    log = tmp_path / "dmesg.txt"
-    log.write_text(EXT4_ROOT_ERROR)
-    (tmp_path / "mounts").write_text(ROOT_ON_SDA)
-    report = analyze_paths([log, tmp_path / "mounts"], "/home/ckpt").report
-    found = {f["id"]: f for f in report["findings"]}
+    found = _findings(tmp_path, EXT4_ROOT_ERROR, ROOT_ON_SDA, path="/home/ckpt")
     assert found["fs-errors-or-shutdown"]["severity"] == "critical"
 
 
