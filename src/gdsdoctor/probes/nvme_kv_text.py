@@ -37,6 +37,7 @@ import re
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.base import numbered_lines
 
 # A block's header, naming its device (nvme smart-log) or not (smartctl's section, id-ctrl), and
 # the command line before a block that names the device when its header does not.
@@ -106,7 +107,7 @@ def _blocks(text: str, header: re.Pattern[str], command: re.Pattern[str]) -> lis
     names (``device:nvme0n1``), else the one the command line just before it names, else None."""
     blocks: list[Block] = []
     named = None
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in numbered_lines(text):
         stripped = line.strip()
         if called := command.search(stripped):
             named = _controller(called["device"])
