@@ -66,6 +66,19 @@ def _every_report_validates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[di
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _only_the_tools_on_path() -> Iterator[None]:
+    """Captures look for tools in /usr/sbin and /sbin after PATH (capture/runner.py); tests put
+    fake tools on PATH and must find only those (subprocesses inherit the emptied list)."""
+    before = os.environ.get("GDSDOCTOR_SBIN_DIRS")
+    os.environ["GDSDOCTOR_SBIN_DIRS"] = ""
+    yield
+    if before is None:
+        os.environ.pop("GDSDOCTOR_SBIN_DIRS", None)
+    else:
+        os.environ["GDSDOCTOR_SBIN_DIRS"] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Command locks (capture/command_lock.py) go to a directory of the test session, never to
     the machine's /run (subprocesses inherit it through the environment)."""

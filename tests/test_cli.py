@@ -47,8 +47,13 @@ def test_missing_and_bad_inputs_exit_unknown(tmp_path: Path) -> None:
     result = gdsdoctor("analyze", str(tmp_path / "bad.tar.gz"))
     assert result.returncode == 3 and "not a readable tar.gz bundle" in result.stderr
     result = gdsdoctor("analyze", str(tmp_path / "nope.txt"), "--format", "json")
-    assert result.returncode == 3 and result.stdout == ""  # a typo is one line, not an empty report
     assert result.stderr == f"gdsdoctor: {tmp_path / 'nope.txt'}: no such file or directory\n"
+    # `| jq` still gets a document: UNKNOWN, the error as its reason, nothing judged (issue 25)
+    report = json.loads(result.stdout)
+    validate_report(report)
+    assert result.returncode == 3 and report["summary"]["exit_code"] == 3
+    assert report["summary"]["reason"] == f"{tmp_path / 'nope.txt'}: no such file or directory"
+    assert report["findings"] == [] and report["causes"] == []
 
 
 def test_analyze_json_and_exit_code_follow_severity(tmp_path: Path) -> None:

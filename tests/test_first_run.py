@@ -30,12 +30,13 @@ def test_check_host_root_that_does_not_exist_is_one_line_exit_3(
     ]
 
 
-def test_check_empty_host_root_does_not_judge_gpu_causes(
+def test_check_host_root_without_sys_does_not_judge_gpu_causes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_path: Path
 ) -> None:
-    """No PCI data at all (an empty root, no lspci): GPU causes are inconclusive, never fired."""
+    """No PCI data at all (a root with etc/ alone, no lspci): GPU causes are inconclusive, never
+    fired. (An empty root is refused: tests/test_blindness.py.)"""
     empty = tmp_path / "root"
-    empty.mkdir()
+    (empty / "etc").mkdir(parents=True)
     code, report = _json_check(capsys, "--host-root", str(empty))
     outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
     assert outcomes["nvidia-fs-not-loaded"] == "inconclusive"
@@ -101,6 +102,7 @@ def test_host_without_nvidia_gpu_says_so_not_plain_no_problem(
         isolated_path, "lspci", "echo '00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237]'"
     )
     write_tree(tmp_path / "root", THIS_KERNEL)  # this kernel's root: the fake lspci runs
+    (tmp_path / "root" / "sys").mkdir()  # a root without sys/ would be a partial run
     code = cli.run(["check", "--host-root", str(tmp_path / "root"), "--format", "json"])
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert code == 0 and summary["reason"].endswith(f"; {summary['notice']}")

@@ -21,6 +21,7 @@ from fakehost import FakeHost
 from pyfakefs.fake_filesystem import FakeFilesystem
 
 from gdsdoctor.capture.live import capture_live, capture_source
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.document import held_artifacts
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import ArtifactStatus
@@ -535,8 +536,15 @@ def test_nvme_cli_readers_never_run_for_another_root(gpu_node: FakeHost) -> None
     assert found["nvme_smart"]["status"] == found["nvme_id_ctrl"]["status"] == "missing"
 
 
-def test_an_empty_host_root_gives_no_section_ok_with_invented_data(fs: FakeFilesystem) -> None:
+def test_an_empty_host_root_is_refused(fs: FakeFilesystem) -> None:
+    """No proc/, sys/ or etc/: no host's / (a DaemonSet that forgot to mount it), never a healthy one."""
     fs.create_dir(ROOT)
+    with pytest.raises(UserError, match=r"/host has no proc/, sys/ or etc/: is the host's / mounted there\?"):
+        sections(ROOT, *HOST_SECTIONS)
+
+
+def test_a_bare_host_root_gives_no_section_ok_with_invented_data(fs: FakeFilesystem) -> None:
+    fs.create_dir(ROOT + "/etc")  # an etc/ alone: read for what is there
     found = sections(ROOT, *HOST_SECTIONS)
     # kallsyms and cufile.json say themselves that nothing was read; this process's environment
     # and memlock limit are not that root's host (it gives no boot id: another host), so not read

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
-from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.capture import HOST_TREES, Capture
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.outputs import write_new
@@ -317,6 +317,11 @@ def _options(manifest: dict[str, Any]) -> dict[str, Any]:
     for key in ("host_root", "target_path"):
         value = options.get(key)
         cleaned[key] = _text(value, 4096) if isinstance(value, str) and value else None
+    # the host's trees a live capture's --host-root lacked (capture/live.py): the run was partial
+    trees = options.get("absent_trees")
+    absent = [t for t in HOST_TREES if isinstance(trees, list) and t in trees]
+    if absent:
+        cleaned["absent_trees"] = absent
     return cleaned
 
 

@@ -7,6 +7,10 @@ from typing import Any
 
 from gdsdoctor.model import Artifact
 
+# The trees of a host's / that a --host-root must hold some of (capture/live.py); those it
+# lacks are recorded in ``options["absent_trees"]``, carried by bundles, and make a run partial.
+HOST_TREES = ("proc", "sys", "etc")
+
 
 @dataclass(slots=True)
 class Capture:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor import DEFAULT_DEADLINE_S
-from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.capture import HOST_TREES, Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.errors import Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
@@ -64,14 +64,15 @@ class LiveCapture:
         deadline_s: float = DEFAULT_DEADLINE_S,
         parse: Parse | None = None,
     ) -> None:
-        if not host_root.is_dir():  # every reader would find nothing: a typo, not a host
-            problem = "not a directory" if host_root.exists() else "no such directory"
-            raise UserError(f"--host-root {host_root}: {problem}")
+        absent = host_root_gaps(host_root)  # raises UserError for a root that is no host's
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))
         self.capture = Capture(origin="live", host=host_summary(host_root), label=os.uname().nodename)
         self.capture.options = {"host_root": str(host_root), "target_path": target_path}
+        if absent:
+            self.capture.options["absent_trees"] = absent  # the run is partial (report/partial.py)
+            self.capture.notes.append(root_gaps_note(host_root, absent))
         self.same_kernel = same_kernel(host_root)
         self.parsed: dict[str, tuple[tuple[Artifact, ...], Any]] = {}
         self.deadline_s = deadline_s
@@ -112,6 +113,25 @@ class LiveCapture:
             # again from the capture, where errors are reported as the section's status.
             with contextlib.suppress(Exception):
                 self.parsed[probe.section] = (tuple(attempted), self._parse(probe, attempted))
+
+
+def host_root_gaps(host_root: Path) -> list[str]:
+    """The trees of a host's / (proc/, sys/, etc/) that ``host_root`` lacks. A root with none of
+    them is no host's (an empty directory where a DaemonSet forgot to mount the host, a typo):
+    every reader would find nothing and the run would look healthy, so it is refused."""
+    if not host_root.is_dir():  # every reader would find nothing: a typo, not a host
+        problem = "not a directory" if host_root.exists() else "no such directory"
+        raise UserError(f"--host-root {host_root}: {problem}")
+    absent = [name for name in HOST_TREES if not (host_root / name).is_dir()]
+    if len(absent) == len(HOST_TREES):
+        raise UserError(f"--host-root {host_root} has no proc/, sys/ or etc/: is the host's / mounted there?")
+    return absent
+
+
+def root_gaps_note(host_root: Path, absent: Sequence[str]) -> str:
+    """What a root holding only some of a host's trees leaves unread, for the report."""
+    trees = " or ".join(f"{name}/" for name in absent)
+    return f"--host-root {host_root} has no {trees}: what lives there was not read (mount the host's whole /)"
 
 
 ANOTHER_HOST = "not run: the root is another host"

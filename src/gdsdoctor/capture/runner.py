@@ -55,9 +55,26 @@ _closing = False  # kill_running began: nothing starts any more
 _subreaper: bool | None = None  # None: not tried yet
 
 
+# Where the system tools live that an ordinary user's PATH often lacks (nvme, modinfo, lspci and
+# lsmod on many distributions): looked in after PATH, as sos does. $GDSDOCTOR_SBIN_DIRS
+# (colon-separated, empty for none) replaces them: the test suite empties it, so that the fake
+# tools it puts on PATH are the only ones a capture finds.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def search_path() -> str:
+    """PATH, then the sbin directories it does not name: "command not found" must mean that the
+    tool is not installed, not that this user's PATH leaves out /usr/sbin."""
+    path = os.environ.get("PATH", _BASE_ENV["PATH"])
+    named = os.environ.get("GDSDOCTOR_SBIN_DIRS")
+    extra = SBIN_DIRS if named is None else tuple(d for d in named.split(":") if d)
+    listed = path.split(":")
+    return ":".join([*listed, *(d for d in extra if d not in listed)])
+
+
 def command_env(extra: Mapping[str, str] = ()) -> dict[str, str]:
     env = dict(_BASE_ENV)
-    env["PATH"] = os.environ.get("PATH", env["PATH"])
+    env["PATH"] = search_path()
     env.update(dict(extra))
     return env
 

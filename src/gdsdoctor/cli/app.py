@@ -22,6 +22,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from gdsdoctor import __version__
 from gdsdoctor.cli import diagnose, tools, watch
 from gdsdoctor.cli.options import UNKNOWN_EXIT
+from gdsdoctor.cli.unknown import answer_unknown
 from gdsdoctor.errors import UserError
 
 PROGRAM = "gdsdoctor"
@@ -145,37 +146,47 @@ def _invoke(argv: list[str]) -> int:
 
 
 def run(argv: Sequence[str]) -> int:
-    """Parse ``argv`` and run the command; every expected failure is one line and exit 3."""
+    """Parse ``argv`` and run the command; every expected failure is one line and exit 3 (with
+    the UNKNOWN document of each machine format a diagnosing command was asked for, and NPD's
+    exit 2 with ``--npd``: cli/unknown.py)."""
     if not argv and COMPLETE_VAR not in os.environ:
         run(["--help"])
         print(f"{PROGRAM}: give a command (listed above)", file=sys.stderr)
         return UNKNOWN_EXIT
     stdout, sys.stdout = sys.stdout, PipeSafeStream(sys.stdout)
     try:
-        return _invoke(list(argv))
+        message = _failure(list(argv))
+        if isinstance(message, int):
+            return message
+        if message is None:
+            return UNKNOWN_EXIT
+        print(f"{PROGRAM}: {message}", file=sys.stderr)
+        return answer_unknown(argv, message, UNKNOWN_EXIT)
+    finally:
+        sys.stdout = stdout
+
+
+def _failure(argv: list[str]) -> int | str | None:
+    """The command's exit code, or the one-line message of what stopped it (None: nothing to say)."""
+    try:
+        return _invoke(argv)
     except (Exit, SystemExit) as done:  # --help, --version, --show-completion, a completion answer
         code = done.exit_code if isinstance(done, Exit) else done.code
         return code if isinstance(code, int) else 0
     except UsageError as error:
-        print(f"{PROGRAM}: {usage_line(error)}", file=sys.stderr)
+        return usage_line(error)
     except (TyperException, Abort) as error:
-        print(f"{PROGRAM}: {' '.join(str(error).split()) or 'aborted'}", file=sys.stderr)
+        return " ".join(str(error).split()) or "aborted"
     except UserError as error:  # the user-fixable branch of the tree (gdsdoctor.errors)
-        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        return str(error)
     except KeyboardInterrupt:
-        print(f"{PROGRAM}: interrupted", file=sys.stderr)
+        return "interrupted"
     except BrokenPipeError:  # a pipe other than stdout went away: as quiet as a SIGPIPE would be
-        pass
+        return None
     except Exception as error:  # a bug: still one line and UNKNOWN, traceback only on request
         if os.environ.get("GDSDOCTOR_DEBUG"):
             raise
-        print(
-            f"{PROGRAM}: internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)",
-            file=sys.stderr,
-        )
-    finally:
-        sys.stdout = stdout
-    return UNKNOWN_EXIT
+        return f"internal error: {type(error).__name__}: {error} (GDSDOCTOR_DEBUG=1 shows more)"
 
 
 def main() -> NoReturn:

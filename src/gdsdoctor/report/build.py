@@ -2,7 +2,10 @@
 
 Status: the worst severity among findings (critical → CRITICAL, warning → WARNING, info
 only → OK). With no finding: OK if at least one cause could be evaluated, UNKNOWN if none
-could (missing data is inconclusive, never healthy). Exit codes follow the monitoring-plugin
+could (missing data is inconclusive, never healthy), and UNKNOWN too when the run was
+*partial* (report/partial.py: blind to what its critical causes need, such as the kernel log
+denied to a non-root user): ``summary.partial`` names what was not read and how to read it,
+whatever the status. Exit codes follow the monitoring-plugin
 convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 """
 
@@ -15,6 +18,7 @@ from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.engine.rank import RankedFinding
+from gdsdoctor.report.partial import describe, partial
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 _STATUS_OF_SEVERITY = {"critical": "CRITICAL", "warning": "WARNING", "info": "OK"}
@@ -41,7 +45,12 @@ def build_report(
         "inconclusive": inconclusive,
         "causes": [_verdict(r) for r in results],
         "summary": summarise(
-            results, findings, probes, capture.notes, _gpu_causes_not_applicable(facts, results)
+            results,
+            findings,
+            probes,
+            capture.notes,
+            _gpu_causes_not_applicable(facts, results),
+            partial(capture, facts, results),
         ),
     }
 
@@ -133,9 +142,11 @@ def summarise(
     probes: Sequence[dict[str, Any]],
     notes: Sequence[str] = (),
     gpu_not_applicable: int | None = None,
+    blind: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Status, exit code, the reason, the counts, and a ``notice`` when the reader must know
-    something before anything else: nothing was read, or no NVIDIA GPU was found."""
+    """Status, exit code, the reason, the counts, ``partial`` when the run could not see what
+    its critical causes need (``blind``), and a ``notice`` when the reader must know something
+    before anything else: nothing was read, or no NVIDIA GPU was found."""
     counts = {outcome.value: 0 for outcome in Outcome}
     for result in results:
         counts[result.outcome.value] += 1
@@ -159,11 +170,16 @@ def summarise(
             "WARNING",
             f"{severities['warning']} warning(s), first: {_first(findings, 'warning')}",
         )
+    elif blind:  # nothing found in what could be read: that is not health
+        status = "UNKNOWN"
+        reason = f"{describe(blind)}; nothing critical or warning in the {evaluated} cause(s) evaluated"
     else:
         status = "OK"
         reason = f"{evaluated} cause(s) evaluated, none critical or warning"
         if counts["inconclusive"]:
             reason += f"; {counts['inconclusive']} inconclusive for lack of data"
+    if blind and status in ("CRITICAL", "WARNING"):
+        reason += f"; {describe(blind)}"
     if readable and gpu_not_applicable:
         notice = f"no NVIDIA GPU found: {gpu_not_applicable} GPU causes not applicable"
         if status == "OK":
@@ -176,7 +192,33 @@ def summarise(
     }
     if notice:
         summary["notice"] = notice
+    if blind and readable:
+        summary["partial"] = blind
     return summary
+
+
+def unknown_report(reason: str, kind: str = "live") -> dict[str, Any]:
+    """The report of a run that could not evaluate anything (bad input, a usage error): UNKNOWN,
+    with ``reason`` (the error) as its reason, so that every machine format still has a document
+    to give (cli/unknown.py)."""
+    import os
+
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tool": {"name": "gdsdoctor", "version": __version__},
+        "source": {"kind": kind, "label": os.uname().nodename, "target_path": None, "notes": []},
+        "host": {"hostname": os.uname().nodename},
+        "probes": [],
+        "findings": [],
+        "inconclusive": [],
+        "causes": [],
+        "summary": {
+            "status": "UNKNOWN",
+            "exit_code": EXIT_CODES["UNKNOWN"],
+            "reason": reason,
+            "counts": {"critical": 0, "warning": 0, "info": 0, **{o.value: 0 for o in Outcome}},
+        },
+    }
 
 
 FAIL_ON_LEVELS = ("critical", "warning")

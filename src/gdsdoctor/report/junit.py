@@ -5,7 +5,10 @@
 - fired info → passed, with the finding in ``<system-out>``;
 - clear → passed;
 - inconclusive → ``<skipped>`` naming the missing facts and how to collect them;
-- not applicable → ``<skipped message="not applicable">``.
+- not applicable → ``<skipped message="not applicable">``;
+- an UNKNOWN run (bad input, nothing evaluated, blind to what its severe causes need) → one
+  more testcase, ``gdsdoctor.run`` ``status``, with an ``<error>`` giving the reason: a CI job
+  must not pass a node because every case was skipped.
 
 Everything in the XML comes from the host or a stranger's bundle, so text is escaped by
 ElementTree and characters XML 1.0 cannot carry at all (C0 controls but tab/newline, lone
@@ -20,6 +23,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.report.escape import visible
+from gdsdoctor.report.partial import describe
 from gdsdoctor.report.verdicts import (
     CLEAR,
     FIRED,
@@ -66,13 +70,19 @@ def render_junit(report: dict[str, Any], timestamp: float | None = None) -> str:
         ("status", summary["status"]),
         ("exit_code", summary["exit_code"]),
         ("reason", summary["reason"]),
+        *([("partial", describe(summary["partial"]))] if summary.get("partial") else []),
     ):
         ET.SubElement(properties, "property", {"name": name, "value": xml_text(value)})
     for verdict in cases:
         suite.append(_testcase(verdict))
-    root = ET.Element("testsuites", {"name": "gdsdoctor", "tests": str(len(cases))})
+    if summary["status"] == "UNKNOWN":
+        run = ET.SubElement(suite, "testcase", {"name": "status", "classname": "gdsdoctor.run", "time": "0"})
+        ET.SubElement(run, "error", {"type": "UNKNOWN", "message": xml_text(summary["reason"])})
+        suite.set("tests", str(len(cases) + 1))
+        suite.set("errors", "1")
+    root = ET.Element("testsuites", {"name": "gdsdoctor", "tests": suite.get("tests", "0")})
     root.set("failures", suite.get("failures", "0"))
-    root.set("errors", "0")
+    root.set("errors", suite.get("errors", "0"))
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

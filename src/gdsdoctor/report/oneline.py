@@ -38,7 +38,10 @@ def oneline(report: dict[str, Any]) -> str:
     if not roots:
         return ascii_line(f"{summary['status']}: {summary['reason']}")
     top, others = roots[0], roots[1:]
-    line = f"{top['id']} {top['severity'].upper()} {top['certainty']:.2f}: {top['title']}"
+    line = f"{top['id']} {top['severity'].upper()} {top['certainty']:.2f}"
+    if summary.get("partial"):  # before the title: a cut line must still say the run was blind somewhere
+        line += " (partial: " + ",".join(i["source"] for i in summary["partial"]["not_read"]) + " not read)"
+    line += f": {top['title']}"
     if others:
         line += f" (+{len(others)}: {','.join(f['id'] for f in others)})"
     return ascii_line(line)

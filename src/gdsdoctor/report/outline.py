@@ -46,6 +46,7 @@ STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNO
 def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield from _header(report)
     yield from _notice(report)
+    yield from _partial(report)
     yield from _probes(report, verbose)
     yield from _findings(report)
     yield from _inconclusive(report, verbose)
@@ -71,6 +72,20 @@ def _notice(report: dict[str, Any]) -> Iterator[Block]:
     notice = report["summary"].get("notice")
     if notice:
         yield Line(((notice[0].upper() + notice[1:], STATUS_STYLE[report["summary"]["status"]]),))
+
+
+def _partial(report: dict[str, Any]) -> Iterator[Block]:
+    """A run blind to what its critical causes need says so before anything else (report/partial.py)."""
+    blind = report["summary"].get("partial")
+    if not blind:
+        return
+    yield Line((("Partial run: ", "unknown"), ("what the critical causes need was not all read", "")))
+    for item in blind["not_read"]:
+        yield Bullet(
+            ((item["source"], "bold"), (f" {item['status']}", "warning"), (f": {item['detail']}", "dim"))
+        )
+    for how in dict.fromkeys(item["how"] for item in blind["not_read"]):
+        yield Bullet((("To read it: ", "bold"), (how, "")))
 
 
 def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
@@ -103,6 +118,8 @@ def _findings(report: dict[str, Any]) -> Iterator[Block]:
 
 def _no_finding_heading(summary: dict[str, Any]) -> str:
     """Say "No problem found" only when causes were checked and the facts showed what they cover."""
+    if summary.get("partial"):
+        return "No problem found in what could be read (a partial run: see above)"
     if summary["status"] == "UNKNOWN":
         return "No cause could be checked"
     if summary.get("notice"):  # said at the top: no GPU, so only some causes apply

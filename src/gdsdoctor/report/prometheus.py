@@ -13,6 +13,10 @@ Metrics (all gauges; see integrations/prometheus/gdsdoctor-alerts.yaml for alert
   (negative: evidence against), absent for causes that could not be evaluated;
 - ``gdsdoctor_findings{severity}``, ``gdsdoctor_inconclusive_causes``;
 - ``gdsdoctor_probe_ok{probe,status}`` 1 when the source was read and parsed, else 0;
+- ``gdsdoctor_partial`` 1 when the run could not read what its critical causes need (the kernel
+  log denied to a non-root user, PCIe capabilities hidden: report/partial.py), else 0, and
+  ``gdsdoctor_source_not_read{source,status}`` 1 for each such source; a partial run that found
+  nothing is ``gdsdoctor_status`` 3, never 0;
 - ``gdsdoctor_last_run_timestamp_seconds`` and ``gdsdoctor_info{version,source}``.
 
 Label values are escaped as the exposition format requires (backslash, double quote, newline);
@@ -90,6 +94,19 @@ def render_prometheus(report: dict[str, Any], now: float | None = None) -> str:
             "gdsdoctor_probe_ok",
             "1 when the source was read and parsed; the status label says why not.",
             [({"probe": p["name"], "status": p["status"]}, p["status"] == "ok") for p in report["probes"]],
+        ),
+        *metric(
+            "gdsdoctor_partial",
+            "1 when the run could not read what its critical causes need (the status then is never OK).",
+            [({}, 1 if summary.get("partial") else 0)],
+        ),
+        *metric(
+            "gdsdoctor_source_not_read",
+            "Sources a partial run could not read (denied, hidden, missing); see the how in --format json.",
+            [
+                ({"source": item["source"], "status": item["status"]}, 1)
+                for item in (summary.get("partial") or {}).get("not_read", [])
+            ],
         ),
         *metric(
             "gdsdoctor_info",
