@@ -190,7 +190,7 @@ def test_near_miss_oops_outside_storage_code(tmp_path: Path) -> None:
     ("name", "expected"),
     [("nvme0n1p1", "nvme"), ("nvme2", "nvme"), ("sdb", "scsi"), ("sda1", "scsi"), ("loop3", "loop"),
      ("zram0", "ram"), ("sr0", "optical"), ("md127", "md"), ("dm-2", "dm"), ("vg0-lv_data", "dm"),
-     ("vda", "virtio"), ("enp65s0f0", "network"), ("mmcblk0", "other")],
+     ("vda", "virtio"), ("enp65s0f0", "network"), ("mmcblk0", "mmc"), ("mmcblk0p1", "mmc"), ("nbd0", "other")],
 )  # fmt: skip
 def test_device_class(name: str, expected: str) -> None:
     assert derive_devices.device_class(name) == expected

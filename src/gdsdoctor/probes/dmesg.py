@@ -61,7 +61,7 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.dmesg_kinds import RULES as _RULES
-from gdsdoctor.probes.kernel_shape import kernel_shaped
+from gdsdoctor.probes.kernel_shape import kernel_prefixed, kernel_shaped
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
 
@@ -199,7 +199,7 @@ _DEVICE_PATTERNS = tuple(
         r"^(?:nvme|block|nvme_tcp|nvme_rdma|nvme_fabrics) (?P<d>nvme\d+(?:c\d+)?(?:n\d+)?(?:p\d+)?):",
         r"^(?P<d>nvme\d+(?:c\d+)?n\d+(?:p\d+)?):",
         r"\bdev(?:ice)? (?P<d>[a-z]+[\w-]*?)(?:-\d+)?[,.]?(?:\s|$)",
-        r"^(?:XFS|EXT4-fs|EXT4-fs error|BTRFS \w+) \((?:device )?(?P<d>[^)\s]+)\)",
+        r"^(?:XFS|EXT[34]-fs(?: error| warning)?|BTRFS \w+) \((?:device )?(?P<d>[^)\s]+)\)",
         r"\b(?P<d>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b",
         r"\[(?P<d>sd[a-z]+)\]",
         r"Request device \[(?P<d>[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\]",
@@ -613,7 +613,7 @@ def recognise(text: str) -> bool:
         return False
     if _is_json(text):
         return True
-    prefixed = events = 0
+    prefixed = events = unprefixed_events = 0
     for number, raw in enumerate(lines, start=1):
         if _BOOT_SEPARATOR.match(raw.strip()) or _JOURNAL_NOTE.match(raw.strip()):
             prefixed += 1
@@ -625,13 +625,15 @@ def recognise(text: str) -> bool:
         if line.form == "journal" and _is_other_syslog(raw):
             continue  # syslog lines of other programs do not make a kernel log
         prefixed += line.form != "plain"
-        events += classify(line.message.strip()) is not None
+        event = classify(line.message.strip()) is not None
+        events += event
+        unprefixed_events += event and line.form == "plain" and not kernel_prefixed(raw)
     # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present,
     # or (`dmesg -t`, healthy) most lines start the way kernel messages do.
     return (
         prefixed * 2 >= len(lines)
         or (events >= 1 and (prefixed + events) * 2 >= len(lines))
-        or kernel_shaped(lines)
+        or kernel_shaped(lines, unprefixed_events)  # an old log without a clock: its events count
     )
 
 

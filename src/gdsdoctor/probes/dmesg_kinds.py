@@ -134,6 +134,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"Filesystem has been shut down",
         r"Corruption (?:of in-memory data )?detected",
         r"xfs_do_force_shutdown\((?P<flags>0x[0-9a-f]+)\)",
+        r"xfs_force_shutdown\((?P<device>[^,)\s]{1,64}),(?P<flags>0x[0-9a-f]+)\)",
         r"Shutting down filesystem",
         r"Please umount the filesystem",
         r"Aborting journal on device (?P<device>\S+?)(?:-\d+)?\.?$",
@@ -142,27 +143,55 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     )),
     # Hints name the errors, not the filesystems: every mount and unmount logs "EXT4-fs" or "XFS".
     ("fs_error", (
-        "ext4-fs error", "error while writing superblock", "ext4_end_bio", "unwritten extents", "jbd2",
+        "ext4-fs error", "ext3-fs error", "error while writing superblock", "ext4_end_bio", "unwritten extents", "jbd2",
         "internal error", "metadata i/o error", "log i/o error", "metadata crc error",
         "metadata corruption", "xfs_log_force", "returned error", "btrfs",
     ), (
         r"EXT4-fs error",
+        r"EXT3-fs error",
         r"EXT4-fs \((?P<device>[^)]+)\): I/O error while writing superblock",
         r"ext4_end_bio:.*I/O error",
         r"failed to convert unwritten extents",
         r"JBD2: (?:recovery failed|error loading journal|.*error)",
         r"XFS \((?P<device>[^)]+)\): (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error"
         r"|Metadata corruption detected|xfs_log_force: error|.* returned error (?P<errno>-\d+))",
+        # kernels before ~4.x print no device ("XFS: Internal error ...") or quote it first
+        r"^XFS: (?:Internal error|metadata I/O error|log I/O error|Metadata CRC error|Metadata corruption detected)",
+        r"^Filesystem \"(?P<device>[^\"]{1,64})\": XFS internal error",
         r"BTRFS (?:error|critical)",
     )),
-    ("blk_io_error", ("error, dev", "i/o error", "medium error", "sense key"), (
+    # BLK_STS_NOSPC: the device below (a thin pool, the file under a loop image, a thin-provisioned
+    # LUN or NVMe namespace) has no space left to allocate; a dm-thin pool says so itself
+    ("backing_store_full", ("space allocation", "out-of-data-space"), (
+        r"critical space allocation error, dev (?P<device>[^,\s]+)",
+        r"device-mapper: thin: (?P<pool>[\w:.-]{1,64}): switching pool to out-of-data-space",
+    )),
+    ("blk_io_error", ("error, dev", "i/o error", "medium error"), (
         r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
         r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"
         r"(?: op 0x[0-9a-f]+:\((?P<op>\w+)\))?",
         r"Buffer I/O error on dev(?:ice)? (?P<device>[^,\s]+)",
         r"(?i)critical medium error",
-        # the SCSI sense data of a failed command: "sd 2:0:0:0: [sdb] tag#5 Sense Key : Medium Error"
-        r"\[(?P<device>sd[a-z]+)\].*Sense Key ?: (?P<error>Medium Error|Hardware Error)",
+    )),
+    # The SCSI sense data of a failed command (sd, sr, st; libata prints its errors this way too):
+    # "sd 2:0:0:0: [sdb] tag#5 Sense Key : Medium Error [current]", "... Add. Sense: Unrecovered
+    # read error", older kernels "ASC=0x11 ASCQ=0x4"; the H:C:T:L ties the device to its host.
+    ("scsi_sense", ("sense key", "add. sense", "ascq="), (
+        r"^(?:sd|sr|st) (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4}|sr\d{1,4}|st\d{1,4})\] {1,2}"
+        r"(?:tag#\d+ )?(?:[\w<> ]{1,30}: ){0,2}Sense Key ?: (?P<sense_key>[A-Za-z][A-Za-z ]{0,30}[a-z]|0x[0-9a-f]{1,2})",
+        r"^(?:sd|sr|st) (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4}|sr\d{1,4}|st\d{1,4})\] {1,2}"
+        r"(?:tag#\d+ )?(?:[\w<> ]{1,30}: ){0,2}Add\. Sense: (?P<asc>[^\n]{1,100})",
+        r"^(?:sd|sr|st) (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4}|sr\d{1,4}|st\d{1,4})\] {1,2}"
+        r"(?:tag#\d+ )?ASC=(?P<asc_code>0x[0-9a-f]{1,2}) ASCQ=(?P<ascq>0x[0-9a-f]{1,2})",
+        # 2.6 kernels: "Current sda: sense key Medium Error", "sda: Current: sense key: Medium Error"
+        r"^Current (?P<device>sd[a-z]{1,4}): sense key:? (?P<sense_key>[A-Za-z][A-Za-z ]{0,30}[a-z])",
+        r"^(?P<device>sd[a-z]{1,4}): Current: sense key:? (?P<sense_key>[A-Za-z][A-Za-z ]{0,30}[a-z])",
+    )),
+    # What carries a SCSI disk: a USB bridge (usb-storage, uas) makes every sd on that host
+    # removable media, as does the sd driver's own "Attached SCSI removable disk"
+    ("scsi_attach", ("removable disk", "usb-storage", ": uas"), (
+        r"^sd (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4})\] Attached SCSI (?P<media>removable) disk",
+        r"^scsi host(?P<host>\d+): (?P<transport>usb-storage|uas)\b",
     )),
     ("pcie_aer", ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer", "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp", "poisontlp", "rxof"), (
         r"AER: (?P<severity>Corrected|Uncorrected|Multiple Corrected|Multiple Uncorrected)",
@@ -221,11 +250,19 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     )),
     # one frame of a call trace (or the RIP line) inside a storage module or function; the
     # derived facts tie frames to the hung-task report or oops they follow
+    # Network and parallel filesystems are storage too (NFS/pNFS/RPC, Lustre, BeeGFS, GPFS, WekaFS,
+    # Ceph/RBD, FUSE), and so is the page cache waiting on writeback; old kernels print the
+    # frame's address first ("[<ffffffffa03f2d5e>] nfs_wb_all+0x5e/0x80 [nfs]").
     ("storage_trace_frame", ("+0x",), (
-        r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>_*(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|dm|bcache|"
-        r"blk_mq)_\w*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
-        r"^\s*(?:RIP: [0-9a-f]{4}:|\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<module>nvme\w*|"
-        r"xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache)\]",
+        r"^\s*(?:RIP: [0-9a-f]{4}:|\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>_*(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|"
+        r"dm|bcache|blk_mq|nfs|nfs4|pnfs|rpc|xprt|ceph|rbd|fuse)_\w*|(?:wb_writeback|writeback_sb_inodes|"
+        r"wb_wait_for_completion|balance_dirty_pages\w*|filemap_write_and_wait\w*|_*filemap_fdatawait\w*|"
+        r"folio_wait_writeback|wait_on_page_writeback|sync_inodes_sb|submit_bio_wait|request_wait_answer))"
+        r"\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
+        r"^\s*(?:RIP: [0-9a-f]{4}:|\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ "
+        r"\[(?P<module>nvme\w*|xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache|nfs|nfsv[34]|nfs_layout_\w+|"
+        r"blocklayoutdriver|sunrpc|rpcrdma|lnet|ptlrpc|osc|mdc|lov|lmv|lustre|obdclass|ko2iblnd|ksocklnd|beegfs|"
+        r"mmfs26|mmfslinux|wekafsio|wekafsgw|ceph|libceph|rbd|fuse)\]",
     )),
 )
 # fmt: on

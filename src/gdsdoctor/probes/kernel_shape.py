@@ -27,14 +27,23 @@ _KERNEL_PREFIX = lazy_compile(
     r"No NUMA|last_pfn|RAMDISK: |Using GB pages|MTRR |NX \(|\[Firmware Bug\]|percpu: |pcpu-alloc: |"
     r"Built \d+ zonelists|LSM: |landlock: |Yama: |SELinux: |ftrace: |Dynamic Preempt|"
     r"Calibrating delay|pid_max: |Mount-cache|cblist_init|Performance Events|signal: |"
-    r"devres|thermal|cpuidle: |hid|blk-mq|sched_clock: |Timer migration|printk: )"
+    r"devres|thermal|cpuidle: |hid|blk-mq|sched_clock: |Timer migration|printk: |"
+    # what failing storage prints on every kernel generation (old ones without a clock)
+    r"end_request: |blk_update_request: |print_req_error: |Buffer I/O error |SCSI error |sd[a-z]{1,4}: |"
+    r"sr \d|INFO: task |Call Trace:|RIP: |BUG: |EXT3-fs |JBD2|XFS: |Filesystem \"|lockd: |nfs: )"
 )
 MIN_KERNEL_LINES = 3
 KERNEL_SHARE = 0.5
 
 
-def kernel_shaped(lines: list[str]) -> bool:
-    """Most non-blank lines (as given: no clock) start like kernel messages, three at least."""
+def kernel_prefixed(line: str) -> bool:
+    """The line (as given: no clock) starts the way kernel messages do."""
+    return bool(_KERNEL_PREFIX.match(line.lstrip()))
+
+
+def kernel_shaped(lines: list[str], events: int = 0) -> bool:
+    """Most non-blank lines (as given: no clock) start like kernel messages, three at least;
+    ``events``: lines known to be kernel events that do not start that way (they count too)."""
     filled = [line for line in lines if line.strip()]
-    kernel = sum(1 for line in filled if _KERNEL_PREFIX.match(line.lstrip()))
+    kernel = sum(1 for line in filled if kernel_prefixed(line)) + events
     return kernel >= MIN_KERNEL_LINES and kernel >= KERNEL_SHARE * len(filled)

@@ -13,7 +13,8 @@ Section ``lsblk``::
     {"devices": [{"name": "nvme0n1p1", "kname": "nvme0n1p1", "path": "/dev/nvme0n1p1",
                   "maj_min": "259:1", "type": "part", "size_bytes": 503358750720,
                   "size_exact": true, "fstype": "ext4", "mountpoints": ["/mnt/stateful"],
-                  "tran": "nvme", "rota": false, "ro": false, "sched": "none",
+                  "tran": "nvme", "rota": false, "ro": false, "rm": false, "hotplug": null,
+                  "sched": "none",
                   "model": null, "serial": null, "parent": "nvme0n1", "parents": ["nvme0n1"],
                   "children": [], "src": {...}}],
      "by_name": {"nvme0n1p1": {...}}, "format": "json" | "pairs" | "table"}
@@ -33,10 +34,10 @@ from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.text import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
-    "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"
+    "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO,RM"
 )
 # util-linux < 2.37 rejects MOUNTPOINTS and < 2.33 rejects PATH ("unknown column"): a second try.
-COLUMNS_COMPAT = "NAME,KNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO"
+COLUMNS_COMPAT = "NAME,KNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO,RM"
 
 _PAIR = lazy_compile(r'([A-Z][A-Z0-9:_%-]*)="((?:[^"\\]|\\.)*)"')
 _HEX_ESCAPE = lazy_compile(r"\\x([0-9a-fA-F]{2})")
@@ -72,6 +73,9 @@ def _device(raw: dict[str, Any], parent: str | None, provenance: dict[str, Any])
         "tran": text_or_none(raw.get("tran")),
         "rota": to_bool(raw.get("rota")),
         "ro": to_bool(raw.get("ro")),
+        # removable media (a USB stick, a card reader): lsblk's RM, or HOTPLUG where -O gave it
+        "rm": to_bool(raw.get("rm")),
+        "hotplug": to_bool(raw.get("hotplug")),
         "sched": text_or_none(raw.get("sched")),
         "model": text_or_none(raw.get("model")),
         "serial": text_or_none(raw.get("serial")),

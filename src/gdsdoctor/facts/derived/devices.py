@@ -7,7 +7,8 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
 
 - ``roles``: per device named by a storage event of the kernel log ``{class, role,
   ceiling, mountpoints}``. ``class``: ``nvme``, ``scsi`` (SCSI/SATA/SAS/USB disks ``sd*``),
-  ``loop``, ``ram`` (``ram*``, ``zram*``), ``optical`` (``sr*``), ``md``, ``dm``, ``virtio``,
+  ``loop``, ``ram`` (``ram*``, ``zram*``), ``optical`` (``sr*``), ``mmc`` (SD/MMC cards,
+  ``mmcblk*``), ``md``, ``dm``, ``virtio``,
   ``network`` (interfaces) or ``other``. ``role``: ``checkpoint`` (under a checkpoint mount:
   ``--path``'s filesystem, or without it every data mount), ``data`` (another data mount),
   ``system`` (``/``, ``/boot``, swap and other system trees), ``snap`` (mounted under
@@ -17,8 +18,10 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   for system devices; ``info`` for unmounted and snap devices and for loop, ram and optical
   devices not holding data; ``critical`` for an unknown role (what cannot be told is not
   played down).
-- ``storage_events``: copies of the kernel log's storage events (block I/O errors,
-  NVMe errors, timeouts and resets) with ``device_class``, ``device_role`` and ``ceiling``.
+- ``storage_events``: copies of the kernel log's storage events (block I/O errors, SCSI sense
+  reports, a full backing store, NVMe errors, timeouts and resets) with ``device_class``,
+  ``device_role`` and ``ceiling``; on a SCSI device also ``scsi_verdict`` and ``removable``
+  (see ``scsi``).
 - ``ceiling``: per event kind, the highest ceiling among its events (null when there is
   none); ``scsi_errors``: that of the block I/O errors on SCSI/SATA disks; ``nvme_media``: that
   of NVMe status errors and block errors on NVMe (or unnamed) devices; ``hung_task``: that of the
@@ -29,7 +32,19 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   controller timed out three times or more, or a command was aborted or a controller reset (a
   single polled completion is a lost interrupt, not a failing drive).
 - ``failing``: per device class, the unique names of the devices with block I/O errors
-  (``failing.scsi``), and ``described``: each as ``name (class, role)``, for messages.
+  (``failing.scsi``), ``scsi_media``: the SCSI/SATA disks whose errors are the medium's or the
+  hardware's, and ``described``: each as ``name (class, role)``, for messages.
+- ``scsi``: per SCSI device (``sd*``, ``sr*``, ``st*``) with errors, ``{device, verdict, why,
+  sense_keys, asc, removable, reports}`` (``reports``: the first lines that said so). A failed command is judged by what the device said (the sense
+  key and additional sense of the sd driver's report, the block layer's error word), not by
+  the ``I/O error`` line alone: ``verdict`` ``media`` (Medium Error, Hardware Error,
+  unrecovered read/write errors, "critical medium error"), ``not_media`` (Not Ready, medium
+  not present, Illegal Request, Aborted Command, incompatible medium, a target or transport
+  error: the command or the medium in the slot, not worn sectors) or ``unknown`` (no sense
+  data). ``removable``: a USB-attached disk (its SCSI host is usb-storage or uas), a disk the
+  sd driver attached as removable, or one lsblk marks RM/HOTPLUG. A removable device's or a
+  card reader's (``mmc``) errors are at most ``info`` (``warning`` when it holds data), and
+  ``not_media`` errors on a fixed disk at most ``warning``.
 - ``hung_storage_tasks``: hung-task reports whose task is on the storage path
   (jbd2, xfs, flush workers, nvme, md/dm, bcache) or whose call trace runs through storage
   code (``storage_frames``: the frames that follow it).
@@ -61,11 +76,30 @@ ROLE_CEILING = {
     "snap": "info",
     "unmounted": "info",
 }
-SCRATCH_CLASSES = frozenset(("loop", "ram", "optical"))  # images, RAM disks, discs: rarely data
+SCRATCH_CLASSES = frozenset(("loop", "ram", "optical", "mmc"))  # images, RAM disks, discs, cards
 STORAGE_EVENT_KINDS = frozenset(
     ("blk_io_error", "nvme_status_error", "nvme_timeout", "nvme_abort", "nvme_reset", "capacity_to_zero",
-     "md_failure", "fs_error", "fs_shutdown")
+     "md_failure", "fs_error", "fs_shutdown", "backing_store_full", "scsi_sense")
 )  # fmt: skip
+# What a SCSI device's failed command says about its medium (SPC sense keys; the block layer's
+# error words, block/blk-core.c blk_errors). Media failures are the sectors or the drive itself.
+MEDIA_SENSE_KEYS = frozenset(("medium error", "hardware error", "0x3", "0x03", "0x4", "0x04"))
+NOT_MEDIA_SENSE_KEYS = frozenset(
+    ("not ready", "illegal request", "unit attention", "data protect", "aborted command", "blank check",
+     "no sense", "recovered error", "volume overflow",
+     "0x0", "0x00", "0x1", "0x01", "0x2", "0x02", "0x5", "0x05", "0x6", "0x06", "0x7", "0x07", "0xb", "0x0b")
+)  # fmt: skip
+_MEDIA_ASC = lazy_compile(
+    r"(?i)unrecovered read error|\bwrite error|uncorrectable|\becc error|medium format corrupted|"
+    r"recorded entity not found|read retries exhausted|internal target failure"
+)
+_NOT_MEDIA_ASC = lazy_compile(
+    r"(?i)medium not present|incompatible medium|not ready|invalid (?:field|command|opcode)|"
+    r"out of range|power on|bus device reset|parameters changed|write protected|medium may have changed"
+)
+MEDIA_ASC_CODES = frozenset(("0x11", "0x0c", "0x31", "0x14", "0x44"))  # read, write, format, entity, internal
+MEDIA_BLOCK_ERRORS = frozenset(("critical medium",))
+NOT_MEDIA_BLOCK_ERRORS = frozenset(("critical target", "recoverable transport", "critical nexus", "timeout"))
 TIMEOUTS_BEFORE_CRITICAL = 3  # on one controller
 TRACE_WINDOW_LINES = 80  # a call trace follows its header within this many lines
 _CLASSES = (
@@ -74,6 +108,7 @@ _CLASSES = (
     (lazy_compile(r"^loop\d+(?:p\d+)?$"), "loop"),
     (lazy_compile(r"^z?ram\d+$"), "ram"),
     (lazy_compile(r"^(?:sr|scd)\d+$"), "optical"),
+    (lazy_compile(r"^mmcblk\d+(?:p\d+)?$"), "mmc"),
     (lazy_compile(r"^md\w*$"), "md"),
     (lazy_compile(r"^(?:dm-\d+|[\w.]+-[\w.-]+)$"), "dm"),  # dm-3, /dev/mapper/<vg>-<lv>
     (lazy_compile(r"^x?vd[a-z]+\d*$"), "virtio"),
@@ -104,6 +139,7 @@ EMPTY: dict[str, Any] = {
     "storage_events": [],
     "ceiling": {},
     "failing": {},
+    "scsi": [],
     "hung_storage_tasks": [],
     "storage_oopses": [],
     "links": [],
@@ -114,7 +150,8 @@ EMPTY: dict[str, Any] = {
 def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     events = [e for e in as_list(ok_section(facts, "dmesg").get("events")) if isinstance(e, dict)]
     places = _Places(facts, derived)
-    storage = [_judged(e, places) for e in events if e.get("kind") in STORAGE_EVENT_KINDS]
+    scsi = _scsi_verdicts(events, places)
+    storage = [_judged(e, places, scsi) for e in events if e.get("kind") in STORAGE_EVENT_KINDS]
     trace = _trace_context(events)  # the storage frames and report lines, found once for both
     hung = _hung_storage_tasks(events, trace)
     named = [e["device"] for e in [*storage, *hung] if isinstance(e.get("device"), str) and e["device"]]
@@ -127,7 +164,8 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "roles": roles,
         "storage_events": storage,
         "ceiling": ceilings,
-        "failing": _failing(storage),
+        "failing": _failing(storage, scsi),
+        "scsi": list(scsi.values()),
         "hung_storage_tasks": hung,
         "storage_oopses": _storage_oopses(events, trace),
         "links": _links(facts, derived),
@@ -187,6 +225,13 @@ class _Places:
         on_mount = bool(self.checkpoint_points & set(points))
         return name in self.checkpoint or namespace in self.checkpoint or on_mount
 
+    def removable(self, name: str) -> bool:
+        """lsblk says the disk holds removable media (RM) or is hot-pluggable (HOTPLUG), or is USB."""
+        device = self.by_name.get(name)
+        return isinstance(device, dict) and (
+            device.get("rm") is True or device.get("hotplug") is True or device.get("tran") == "usb"
+        )
+
     def _listed(self, name: str) -> bool:
         return bool(self._family(name)) or any(_mount_device(m) == name for m in self.mounts)
 
@@ -230,21 +275,106 @@ def _is_data_point(point: str, mounts: list[dict[str, Any]]) -> bool:
     return is_data_mount({"mountpoint": point, "fstype": fstype})
 
 
-def _judged(event: dict[str, Any], places: _Places) -> dict[str, Any]:
+def _judged(event: dict[str, Any], places: _Places, scsi: dict[str, dict[str, Any]]) -> dict[str, Any]:
     device = event.get("device")
     role = places.role_of(device) if isinstance(device, str) and device else None
     if role is None:
         return {**event, "device_class": None, "device_role": "unknown", "ceiling": "critical"}
-    return {**event, "device_class": role["class"], "device_role": role["role"], "ceiling": role["ceiling"]}
+    ceiling = role["ceiling"]
+    if event.get("kind") == "backing_store_full":  # a write ran out of space: the image was written to
+        ceiling = ROLE_CEILING[role["role"]]
+    judged = scsi.get(str(device))
+    if judged is None:
+        return {**event, "device_class": role["class"], "device_role": role["role"], "ceiling": ceiling}
+    ceiling = min(ceiling, _scsi_ceiling(judged, role), key=SEVERITIES.index)
+    return {**event, "device_class": role["class"], "device_role": role["role"], "ceiling": ceiling,
+            "scsi_verdict": judged["verdict"], "removable": judged["removable"]}  # fmt: skip
 
 
-def _failing(storage: list[dict[str, Any]]) -> dict[str, Any]:
+def _scsi_ceiling(judged: dict[str, Any], role: dict[str, Any]) -> str:
+    """Removable media never pages anyone; a command the disk refused is not a failing disk."""
+    if judged["removable"]:
+        return "warning" if role["role"] in ("checkpoint", "data") else "info"
+    return "warning" if judged["verdict"] == "not_media" else "critical"
+
+
+def _scsi_verdicts(events: list[dict[str, Any]], places: _Places) -> dict[str, dict[str, Any]]:
+    """Per SCSI device with errors: what its sense data and the block layer's words say."""
+    usb_hosts = {str(obj(e.get("details")).get("host")) for e in events
+                 if e.get("kind") == "scsi_attach" and obj(e.get("details")).get("transport")}  # fmt: skip
+    attached_removable = {str(e.get("device")) for e in events
+                          if e.get("kind") == "scsi_attach" and obj(e.get("details")).get("media")}  # fmt: skip
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        device = event.get("device")
+        if event.get("kind") not in ("scsi_sense", "blk_io_error") or not isinstance(device, str):
+            continue
+        if device_class(device) not in ("scsi", "optical") and not re.fullmatch(r"st\d+", device):
+            continue
+        entry = found.setdefault(device, {"device": device, "verdict": "unknown", "why": [],
+                                          "sense_keys": [], "asc": [], "removable": False,
+                                          "reports": []})  # fmt: skip
+        details = obj(event.get("details"))
+        host = str(details.get("hctl") or "").split(":", 1)[0]
+        if host and host in usb_hosts:
+            entry["removable"] = True
+        _add_sense(entry, event.get("kind"), details)
+        if len(entry["reports"]) < 6 and isinstance(event.get("src"), dict):
+            entry["reports"].append(event["src"])
+    for device, entry in found.items():
+        entry["removable"] = entry["removable"] or device in attached_removable or places.removable(device)
+        why = entry["why"]
+        entry["verdict"] = "media" if "media" in why else "not_media" if "not_media" in why else "unknown"
+        entry["why"] = sorted(set(entry.pop("_says", [])))
+    return found
+
+
+def _add_sense(entry: dict[str, Any], kind: Any, details: dict[str, Any]) -> None:
+    """One report of a device's failed command: its sense key, its ASC, or the block layer's word."""
+    says = entry.setdefault("_says", [])
+    key = str(details.get("sense_key") or "").strip().lower()
+    asc = str(details.get("asc") or "").strip()
+    code = str(details.get("asc_code") or "").lower()
+    error = str(details.get("error") or "").strip().lower() if kind == "blk_io_error" else ""
+    if key:
+        entry["sense_keys"] = sorted({*entry["sense_keys"], key})
+        judged = "media" if key in MEDIA_SENSE_KEYS else "not_media" if key in NOT_MEDIA_SENSE_KEYS else None
+        if judged:
+            entry["why"].append(judged)
+            says.append(f"sense key {key}")
+    for text in (asc, code):
+        if not text:
+            continue
+        entry["asc"] = sorted({*entry["asc"], text})
+        if _MEDIA_ASC.search(text) or text in MEDIA_ASC_CODES:
+            entry["why"].append("media")
+        elif _NOT_MEDIA_ASC.search(text) or text.startswith("0x"):
+            entry["why"].append("not_media")
+        says.append(f"sense {text}")
+    if error in MEDIA_BLOCK_ERRORS or error in NOT_MEDIA_BLOCK_ERRORS:
+        entry["why"].append("media" if error in MEDIA_BLOCK_ERRORS else "not_media")
+        says.append(f"{error} error")
+
+
+def _verdict_note(judged: dict[str, Any] | None) -> str:
+    if judged is None:
+        return ""
+    removable = "; removable media" if judged["removable"] else ""
+    if judged["verdict"] == "unknown":
+        return removable
+    says = ", ".join(judged["why"][:3])
+    return f"{removable}; {'a media failure' if judged['verdict'] == 'media' else 'not a media failure'}: {says}"
+
+
+def _failing(storage: list[dict[str, Any]], scsi: dict[str, dict[str, Any]]) -> dict[str, Any]:
     failing = [e for e in storage if e.get("kind") == "blk_io_error" and e.get("device")]
     found: dict[str, Any] = {}
     for event in failing:
         found.setdefault(str(event["device_class"]), set()).add(str(event["device"]))
-    described = {f"{e['device']} ({e['device_class']}, {e['device_role']})" for e in failing}
-    return {**{k: sorted(v) for k, v in found.items()}, "described": sorted(described)}
+    described = {f"{e['device']} ({e['device_class']}, {e['device_role']}{_verdict_note(scsi.get(str(e['device'])))})"
+                 for e in failing}  # fmt: skip
+    media = sorted(d for d, judged in scsi.items() if judged["verdict"] == "media")
+    return {**{k: sorted(v) for k, v in found.items()}, "scsi_media": media, "described": sorted(described)}
 
 
 def _highest(ceilings: list[str]) -> str | None:
