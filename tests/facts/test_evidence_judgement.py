@@ -43,7 +43,11 @@ def test_medium_error_on_a_fixed_disk_is_a_critical_media_failure(tmp_path: Path
 
 @pytest.mark.parametrize(
     "sample",
-    ["scsi-sd-reader-aborted-incompatible.log", "scsi-illegal-request-flush.log", "scsi-usb-eject-not-ready.log"],
+    [
+        "scsi-sd-reader-aborted-incompatible.log",
+        "scsi-illegal-request-flush.log",
+        "scsi-usb-eject-not-ready.log",
+    ],
 )
 def test_commands_the_disk_refused_are_not_media_failures(tmp_path: Path, sample: str) -> None:
     found = _log(tmp_path, sample)
@@ -72,7 +76,9 @@ def test_a_disk_behind_a_usb_bridge_is_removable_even_with_a_medium_error(tmp_pa
 
 def test_near_miss_the_same_medium_error_on_another_host_number_stays_critical(tmp_path: Path) -> None:
     usb_host = "[    3.100000] scsi host2: usb-storage 2-1:1.0\n"  # host 7 carries sdb, not host 2
-    found = _findings(tmp_path, ("dmesg.txt", usb_host + (DATA / "scsi-medium-longhorn-syslog.log").read_text()))
+    found = _findings(
+        tmp_path, ("dmesg.txt", usb_host + (DATA / "scsi-medium-longhorn-syslog.log").read_text())
+    )
     assert found["disk-media-errors"]["severity"] == "critical"
 
 
@@ -82,7 +88,9 @@ def test_lsblk_rm_marks_a_disk_removable(tmp_path: Path) -> None:
         '"ro": false, "type": "disk", "mountpoints": [null]}]}\n'
     )
     found = _findings(
-        tmp_path, ("dmesg.txt", (DATA / "scsi-medium-longhorn-dmesg-T.log").read_text()), ("lsblk.json", lsblk)
+        tmp_path,
+        ("dmesg.txt", (DATA / "scsi-medium-longhorn-dmesg-T.log").read_text()),
+        ("lsblk.json", lsblk),
     )
     assert "disk-media-errors" not in found
 
@@ -98,7 +106,12 @@ def test_healthy_usb_stick_attach_is_quiet(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "sample",
-    ["nospc-loop-harvester.log", "nospc-loop-gfs2.log", "nospc-nvmeof-capacity-exceeded.log", "nospc-dm-thin-lxd.log"],
+    [
+        "nospc-loop-harvester.log",
+        "nospc-loop-gfs2.log",
+        "nospc-nvmeof-capacity-exceeded.log",
+        "nospc-dm-thin-lxd.log",
+    ],
 )
 def test_critical_space_allocation_error_is_a_full_backing_store(tmp_path: Path, sample: str) -> None:
     found = _log(tmp_path, sample)

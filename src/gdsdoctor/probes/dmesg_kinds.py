@@ -176,7 +176,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # The SCSI sense data of a failed command (sd, sr, st; libata prints its errors this way too):
     # "sd 2:0:0:0: [sdb] tag#5 Sense Key : Medium Error [current]", "... Add. Sense: Unrecovered
     # read error", older kernels "ASC=0x11 ASCQ=0x4"; the H:C:T:L ties the device to its host.
-    ("scsi_sense", ("sense key", "add. sense", "ascq="), (
+    ("scsi_sense", ("sense key", "sense:", "ascq="), (
         r"^(?:sd|sr|st) (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4}|sr\d{1,4}|st\d{1,4})\] {1,2}"
         r"(?:tag#\d+ )?(?:[\w<> ]{1,30}: ){0,2}Sense Key ?: (?P<sense_key>[A-Za-z][A-Za-z ]{0,30}[a-z]|0x[0-9a-f]{1,2})",
         r"^(?:sd|sr|st) (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4}|sr\d{1,4}|st\d{1,4})\] {1,2}"
@@ -190,7 +190,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # What carries a SCSI disk: a USB bridge (usb-storage, uas) makes every sd on that host
     # removable media, as does the sd driver's own "Attached SCSI removable disk"
     ("scsi_attach", ("removable disk", "usb-storage", ": uas"), (
-        r"^sd (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4})\] Attached SCSI (?P<media>removable) disk",
+        r"^sd (?P<hctl>\d+:\d+:\d+:\d+): \[(?P<device>sd[a-z]{1,4})\] Attached SCSI (?P<media>removable disk)",
         r"^scsi host(?P<host>\d+): (?P<transport>usb-storage|uas)\b",
     )),
     ("pcie_aer", ("aer", "pcie bus error", "rxerr", "badtlp", "baddllp", "rollover", "timeout", "replaytimer", "advnonfatalerr", "acsviol", "cmplt", "malftlp", "ecrc", "unsupreq", "dlp", "sdes", "fcp", "poisontlp", "rxof"), (

@@ -34,7 +34,8 @@ from gdsdoctor.probes.base import Probe, Section, Source, src
 from gdsdoctor.probes.text import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
-    "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO,RM"
+    "NAME,KNAME,PATH,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MOUNTPOINTS,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,"
+    "RO,RM"
 )
 # util-linux < 2.37 rejects MOUNTPOINTS and < 2.33 rejects PATH ("unknown column"): a second try.
 COLUMNS_COMPAT = "NAME,KNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO,RM"

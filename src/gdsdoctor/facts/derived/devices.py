@@ -35,19 +35,21 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   (``failing.scsi``), ``scsi_media``: the SCSI/SATA disks whose errors are the medium's or the
   hardware's, and ``described``: each as ``name (class, role)``, for messages.
 - ``scsi``: per SCSI device (``sd*``, ``sr*``, ``st*``) with errors, ``{device, verdict, why,
-  sense_keys, asc, removable, reports}`` (``reports``: the first lines that said so). A failed command is judged by what the device said (the sense
-  key and additional sense of the sd driver's report, the block layer's error word), not by
-  the ``I/O error`` line alone: ``verdict`` ``media`` (Medium Error, Hardware Error,
-  unrecovered read/write errors, "critical medium error"), ``not_media`` (Not Ready, medium
-  not present, Illegal Request, Aborted Command, incompatible medium, a target or transport
-  error: the command or the medium in the slot, not worn sectors) or ``unknown`` (no sense
-  data). ``removable``: a USB-attached disk (its SCSI host is usb-storage or uas), a disk the
-  sd driver attached as removable, or one lsblk marks RM/HOTPLUG. A removable device's or a
-  card reader's (``mmc``) errors are at most ``info`` (``warning`` when it holds data), and
-  ``not_media`` errors on a fixed disk at most ``warning``.
+  sense_keys, asc, removable, reports}`` (``reports``: the first lines that said so). A failed
+  command is judged by what the device said (the sense key and additional sense of the sd
+  driver's report, the block layer's error word), not by the ``I/O error`` line alone:
+  ``verdict`` ``media`` (Medium Error, Hardware Error, unrecovered read/write errors,
+  "critical medium error"), ``not_media`` (Not Ready, medium not present, Illegal Request,
+  Aborted Command, incompatible medium, a target or transport error: the command or the
+  medium in the slot, not worn sectors) or ``unknown`` (no sense data). ``removable``: a
+  USB-attached disk (its SCSI host is usb-storage or uas), a disk the sd driver attached as
+  removable, or one lsblk marks RM/HOTPLUG. A removable device's or a card reader's (``mmc``)
+  errors are at most ``info`` (``warning`` when it holds data), and ``not_media`` errors on a
+  fixed disk at most ``warning``.
 - ``hung_storage_tasks``: hung-task reports whose task is on the storage path
   (jbd2, xfs, flush workers, nvme, md/dm, bcache) or whose call trace runs through storage
-  code (``storage_frames``: the frames that follow it).
+  code, local or network/parallel filesystems (NFS/RPC, Lustre, BeeGFS, GPFS, WekaFS, Ceph,
+  FUSE) or writeback, whatever the task's name (``storage_frames``: the frames that follow it).
 - ``storage_oopses``: kernel BUGs, oopses and warnings whose call trace (or RIP)
   runs through a storage module or function (nvme, xfs, ext4, jbd2, nvidia_fs, md, dm,
   bcache), with those ``storage_frames``.
@@ -302,8 +304,8 @@ def _scsi_verdicts(events: list[dict[str, Any]], places: _Places) -> dict[str, d
     """Per SCSI device with errors: what its sense data and the block layer's words say."""
     usb_hosts = {str(obj(e.get("details")).get("host")) for e in events
                  if e.get("kind") == "scsi_attach" and obj(e.get("details")).get("transport")}  # fmt: skip
-    attached_removable = {str(e.get("device")) for e in events
-                          if e.get("kind") == "scsi_attach" and obj(e.get("details")).get("media")}  # fmt: skip
+    attached = [e for e in events if e.get("kind") == "scsi_attach"]
+    attached_removable = {str(e.get("device")) for e in attached if obj(e.get("details")).get("media")}
     found: dict[str, dict[str, Any]] = {}
     for event in events:
         device = event.get("device")
@@ -363,7 +365,8 @@ def _verdict_note(judged: dict[str, Any] | None) -> str:
     if judged["verdict"] == "unknown":
         return removable
     says = ", ".join(judged["why"][:3])
-    return f"{removable}; {'a media failure' if judged['verdict'] == 'media' else 'not a media failure'}: {says}"
+    verdict = "a media failure" if judged["verdict"] == "media" else "not a media failure"
+    return f"{removable}; {verdict}: {says}"
 
 
 def _failing(storage: list[dict[str, Any]], scsi: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -371,8 +374,10 @@ def _failing(storage: list[dict[str, Any]], scsi: dict[str, dict[str, Any]]) -> 
     found: dict[str, Any] = {}
     for event in failing:
         found.setdefault(str(event["device_class"]), set()).add(str(event["device"]))
-    described = {f"{e['device']} ({e['device_class']}, {e['device_role']}{_verdict_note(scsi.get(str(e['device'])))})"
-                 for e in failing}  # fmt: skip
+    described = {
+        f"{e['device']} ({e['device_class']}, {e['device_role']}{_verdict_note(scsi.get(str(e['device'])))})"
+        for e in failing
+    }
     media = sorted(d for d, judged in scsi.items() if judged["verdict"] == "media")
     return {**{k: sorted(v) for k, v in found.items()}, "scsi_media": media, "described": sorted(described)}
 
