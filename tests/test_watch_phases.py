@@ -250,7 +250,7 @@ def test_garbage_records_are_skipped_and_no_header_is_unparsable() -> None:
 def test_kernel_records_only_from_the_kernel() -> None:
     record = "3,1234,5000000,-;critical space allocation error, dev loop3, sector 8 op 0x1:(WRITE) flags 0x0"
     found = kernel_event(record, now_wall=1000.0, now_monotonic=6.0)
-    assert found is not None and found["kind"] == "blk_io_error" and found["device"] == "loop3"
+    assert found is not None and found["kind"] == "backing_store_full" and found["device"] == "loop3"
     assert found["t"] == 999.0  # the record's own clock, on the wall clock
     assert kernel_event("11,1,5000000,-;" + record.split(";", 1)[1], 1000.0, 6.0) is None  # user facility
     assert kernel_event("6,1,1,-;random chatter", 1000.0, 6.0) is None

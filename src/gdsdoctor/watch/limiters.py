@@ -27,6 +27,7 @@ PATH_KINDS = {
 }
 FAILURE_KINDS = {
     "blk_io_error",
+    "backing_store_full",
     "fs_error",
     "fs_shutdown",
     "nvme_timeout",
