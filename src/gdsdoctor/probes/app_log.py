@@ -51,6 +51,8 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.app_log_ckpt import checkpoint_error, save_context
+from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
 from gdsdoctor.probes.app_log_rdma import memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.base import Probe, numbered_lines, src
@@ -170,6 +172,7 @@ def _signature(line: str) -> bool:
         or (_OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line))
         or _GDSIO_IO_FAILED.search(line)
         or rdma_signature(line)
+        or checkpoint_signature(line)
     )
 
 
@@ -220,6 +223,7 @@ def _error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
         "ret": None,
         "errno": 5 if "Input/output error" in line else None,
         "rdma": None,
+        "ckpt": None,
     }
 
 
@@ -229,7 +233,7 @@ def _gdsio_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | Non
     ret, errno = _RET.search(line), _ERRNO.search(line)
     return {"code": None, "name": None, "kind": "io_failed", "api": None, "text": line.strip()[:500],
             "src": src(artifact, line_no, line), "source": "gdsio", "ret": int(ret[1]) if ret else None,
-            "errno": int(errno[1]) if errno else None, "rdma": None}  # fmt: skip
+            "errno": int(errno[1]) if errno else None, "rdma": None, "ckpt": None}  # fmt: skip
 
 
 def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
@@ -238,6 +242,7 @@ def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None
         _error(line_no, line, artifact)
         or _gdsio_error(line_no, line, artifact)
         or rdma_error(line_no, line, artifact)
+        or checkpoint_error(line_no, line, artifact)
     )
 
 
@@ -282,9 +287,11 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     lines = numbered_lines(text)
     if not any(_signature(line) for _, line in lines):
         raise ParseError(
-            "no cuFile error, cuFile error code, compat-mode message, gdsio IO failure or NCCL/UCX RDMA error"
+            "no cuFile error, cuFile error code, compat-mode message, gdsio IO failure, NCCL/UCX RDMA error"
+            " or checkpoint error (OSError errno, PytorchStreamWriter, watchdog timeout, OOM kill)"
         )
     errors = [e for line_no, line in lines if (e := _line_error(line_no, line, artifact))]
+    checkpoint = save_context(lines, errors, artifact)
     compat = [
         {"text": line.strip(), "src": src(artifact, n, line)}
         for n, line in lines
@@ -315,6 +322,7 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
         "gpus": gpus,
         "operator": operator,
         "memlock": memlock_hint(lines, artifact),
+        "checkpoint": checkpoint,
     }
 
 

@@ -106,7 +106,7 @@ def _error(kind: str, api: str | None, source: str, rdma: dict[str, Any] | None,
            artifact: str) -> dict[str, Any]:  # fmt: skip
     return {"code": None, "name": None, "kind": kind, "api": api, "text": line.strip()[:500],
             "src": src(artifact, line_no, line), "source": source, "ret": None, "errno": None,
-            "rdma": rdma}  # fmt: skip
+            "rdma": rdma, "ckpt": None}  # fmt: skip
 
 
 def _link_layer(peer: str | None, line: str) -> str | None:

@@ -227,6 +227,9 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"\bp2pmem\b",
         r"(?i)\bpeer-to-peer DMA",
     )),
+    ("oom_kill", ("killed process",), (
+        r"\b(?:Memory cgroup out of memory|Out of memory): Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)\n]{1,64})\)",
+    )),
     ("hung_task", ("blocked for more",), (
         r"task (?P<task>\S+) blocked for more than (?P<seconds>\d+) seconds",
     )),

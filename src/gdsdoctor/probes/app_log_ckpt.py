@@ -1,0 +1,199 @@
+"""The checkpoint job's own errors: Python tracebacks and framework messages (read by ``app_log``).
+
+Pure line classifiers, one error dict per failing line (the ``app_log.errors[]`` shape with
+``source`` "python"|"torch"|"nccl"|"launcher"|"kernel" and a ``ckpt`` record). Real lines they read::
+
+    OSError: [Errno 28] No space left on device
+    OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'
+    RuntimeError: write(): fd 29 failed with Input/output error
+    RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter failed writing file
+        data/176: file write failed
+    RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
+    RuntimeError: unexpected EOF, expected 3302200 more bytes. The file might be corrupted.
+    torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([0, 1])
+    [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=28956, OpType=ALLREDUCE, …
+        Timeout(ms)=600000) ran for 600058 milliseconds before timing out.
+    [856341.770960] Out of memory: Killed process 410126 (python) total-vm:79905000kB, anon-rss:…
+
+Kinds:
+
+- errno kinds from ``[Errno N]`` (OSError, IOError, PermissionError …) or the C library's message in
+  a torch ``write(): fd N failed with …``: ``ckpt_enospc`` (28), ``ckpt_edquot`` (122), ``ckpt_eio``
+  (5), ``ckpt_estale`` (116), ``ckpt_erofs`` (30), ``ckpt_eacces`` (13); the path the error names
+  (``: '/ckpt/step-10/model.pt'``) when it names one;
+- ``ckpt_write_failed``: torch's zip writer failed without saying why (``PytorchStreamWriter failed
+  writing file …``, ``unexpected pos N vs M``: the file ended short of what was written);
+- ``ckpt_truncated``: a checkpoint that does not load (``unexpected EOF, expected N more bytes``,
+  ``failed finding central directory``): written short by an earlier save that failed or was killed,
+  or copied incompletely;
+- ``ckpt_dcp_failed``: ``torch.distributed.checkpoint`` raised ``CheckpointException`` (its ranks'
+  own errors follow it in the traceback and are read as their own kinds);
+- ``collective_timeout``: ProcessGroupNCCL's watchdog timed a collective out (the op, the timeout);
+- ``oom_killed``: the kernel's OOM killer killed a process (its pid and command), or the launcher says
+  a rank died of SIGKILL (``Killed``, ``exitcode -9``, ``Signals.SIGKILL``);
+- ``cufile_interrupted``: a cuFile read/write returned -512 (ERESTARTSYS): the writer was signalled
+  mid-I/O (killed, interrupted, timed out), not a storage fault (the kernel's own line, ``nvidia-fs:write
+  IO failed :-512``, is a kernel-log event).
+
+``ckpt``: ``{errno (int|None), path (str|None), op (collective type|None), timeout_ms (int|None),
+pid (int|None), process (str|None)}``.
+
+``save_context(lines)`` says which lines sit inside a checkpoint save: a save is named (``Saving
+checkpoint``, ``save_checkpoint``, ``torch.save``, ``dcp.save``/``async_save``, a frame of
+``serialization.py``'s ``save`` or ``torch/distributed/checkpoint``) within ``SAVE_WINDOW`` lines before
+the error; ``async`` says whether the log names an asynchronous save.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.base import src
+
+ERRNO_KINDS = {28: "ckpt_enospc", 122: "ckpt_edquot", 5: "ckpt_eio", 116: "ckpt_estale", 30: "ckpt_erofs",
+               13: "ckpt_eacces"}  # fmt: skip
+# strerror(3) texts of those errnos (glibc), for lines that print the message without the number
+_ERRNO_BY_MESSAGE = (
+    ("No space left on device", 28),
+    ("Disk quota exceeded", 122),
+    ("Input/output error", 5),
+    ("Stale file handle", 116),
+    ("Stale NFS file handle", 116),
+    ("Read-only file system", 30),
+    ("Permission denied", 13),
+)
+_PY_ERRNO = lazy_compile(
+    r"(?:\b(?P<exc>[A-Z]\w{0,40}Error|[\w.]{0,80}\.\w{0,40}Error): )?"
+    r"\[Errno (?P<errno>\d{1,4})\] (?P<msg>[^:\n]{1,80})"
+    r"(?:: '(?P<path>[^'\n]{1,500})')?"
+)
+_TORCH_WRITE = lazy_compile(
+    r"\b(?:write|pwrite|fsync|open)\(\): fd \d{1,9} failed with (?P<msg>[A-Z][\w/ ]{2,40})"
+)
+_STREAM_WRITER = lazy_compile(
+    r"PytorchStreamWriter failed writing (?:file )?(?P<record>\S{1,200})"
+    r"|\bunexpected pos \d{1,20} vs \d{1,20}"
+)
+_TRUNCATED = lazy_compile(
+    r"\bunexpected EOF(?:, expected \d{1,20} more bytes)?\. The file might be corrupted"
+    r"|PytorchStreamReader failed reading zip archive: failed finding central directory"
+)
+_DCP = lazy_compile(
+    r"\btorch\.distributed\.checkpoint\.api\.CheckpointException\b|^\s*CheckpointException ranks:"
+)
+_WATCHDOG = lazy_compile(r"Watchdog caught collective operation timeout: WorkNCCL\(")
+_WORK_OP = lazy_compile(r"\bOpType=(?P<op>\w{1,40})")
+_WORK_TIMEOUT = lazy_compile(r"\bTimeout\(ms\)=(?P<timeout>\d{1,12})")
+_OOM_KILL = lazy_compile(
+    r"\b(?:Memory cgroup out of memory|Out of memory): Killed process "
+    r"(?P<pid>\d{1,10}) \((?P<comm>[^)\n]{1,64})\)"
+)
+# what a launcher prints when a rank died of SIGKILL (the OOM killer's signal; also `kill -9`, a scheduler)
+_SIGKILL = lazy_compile(
+    r"^\s*Killed\s*$|\bexitcode\s*:\s*-9\b|\bSignals\.SIGKILL\b|\breturn code = -9\b"
+    r"|\bexit(?:ed)? with (?:signal|code) -?9\b"
+)
+# the application's side of ERESTARTSYS (the kernel's `nvidia-fs:write IO failed :-512` is a dmesg event)
+_ERESTARTSYS = lazy_compile(r"\bcuFile(?:Read|Write)\w{0,10}\b[^\n]{0,80}?-512\b")
+_SAVE_MARKER = lazy_compile(
+    r"\bSaving (?:model )?checkpoint|\bsave_checkpoint\b|\btorch\.save\(|\bdcp\.(?:async_)?save\b"
+    r"|\basync_save\b|serialization\.py\", line \d{1,6}, in (?:save|_save)\b"
+    r"|torch/distributed/checkpoint/|\bcheckpoint_hook\b"
+    r"|\bstaging if async\b|\bsave_pretrained\b|\b_save_checkpoint\b",
+    re.IGNORECASE,
+)
+_ASYNC_MARKER = lazy_compile(
+    r"\basync_save\b|\basync[ _-]checkpoint|--async-save\b|\bAsyncCallsQueue\b|\bstaging if async\b"
+    r"|\basync_with_pinned_mem\b|\bpersistent[ _-]ckpt[ _-]worker\b",
+    re.IGNORECASE,
+)
+SAVE_WINDOW = 400  # lines: a traceback of a deep framework stack, or a watchdog's frames, stays within it
+_HINTS = ("Errno", "failed with", "Pytorch", "unexpected", "CheckpointException", "Watchdog", "Killed",
+          "-9", "SIGKILL", "-512")  # fmt: skip
+
+
+def _record(**fields: Any) -> dict[str, Any]:
+    keys = ("errno", "path", "op", "timeout_ms", "pid", "process")
+    return {key: fields.get(key) for key in keys}
+
+
+def _error(
+    kind: str, source: str, ckpt: dict[str, Any], line_no: int, line: str, artifact: str
+) -> dict[str, Any]:
+    return {"code": None, "name": None, "kind": kind, "api": None, "text": line.strip()[:500],
+            "src": src(artifact, line_no, line), "source": source, "ret": None, "errno": ckpt["errno"],
+            "rdma": None, "ckpt": ckpt}  # fmt: skip
+
+
+def _errno_of_message(message: str) -> int | None:
+    return next((number for text, number in _ERRNO_BY_MESSAGE if message.startswith(text)), None)
+
+
+def _errno_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
+    if match := _PY_ERRNO.search(line):
+        errno = int(match["errno"])
+        kind = ERRNO_KINDS.get(errno)
+        return (kind, "python", _record(errno=errno, path=match["path"])) if kind else None
+    if match := _TORCH_WRITE.search(line):
+        errno = _errno_of_message(match["msg"])
+        kind = ERRNO_KINDS.get(errno) if errno else None
+        return (kind, "torch", _record(errno=errno)) if kind else None
+    return None
+
+
+def _framework_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
+    if _STREAM_WRITER.search(line):
+        return "ckpt_write_failed", "torch", _record()
+    if _TRUNCATED.search(line):
+        return "ckpt_truncated", "torch", _record()
+    if _DCP.search(line):
+        return "ckpt_dcp_failed", "torch", _record()
+    if match := _WATCHDOG.search(line):
+        work = line[match.end() :]  # WorkNCCL(SeqNum=…, OpType=…, Timeout(ms)=…) ran for … milliseconds
+        op, timeout = _WORK_OP.search(work), _WORK_TIMEOUT.search(work)
+        timeout_ms = int(timeout["timeout"]) if timeout else None
+        return "collective_timeout", "nccl", _record(op=op["op"] if op else None, timeout_ms=timeout_ms)
+    return None
+
+
+def _kill_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
+    if match := _OOM_KILL.search(line):
+        return "oom_killed", "kernel", _record(pid=int(match["pid"]), process=match["comm"])
+    if _SIGKILL.search(line):
+        return "oom_killed", "launcher", _record()
+    if _ERESTARTSYS.search(line):
+        return "cufile_interrupted", "app", _record(errno=512)
+    return None
+
+
+def checkpoint_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None:
+    """The checkpoint-path error one line reports, or None."""
+    if not any(hint in line for hint in _HINTS):
+        return None  # most lines of a training log: no pattern needs to run
+    found = _errno_error(line) or _framework_error(line) or _kill_error(line)
+    return _error(found[0], found[1], found[2], line_no, line, artifact) if found else None
+
+
+def signature(line: str) -> bool:
+    """A line this module makes an error of (what makes a text an application log)."""
+    return checkpoint_error(0, line, "") is not None
+
+
+def save_context(
+    lines: Iterable[tuple[int, str]], errors: list[dict[str, Any]], artifact: str
+) -> dict[str, Any]:
+    """Mark each checkpoint error made inside a save (``during_save``); say whether the log saves
+    asynchronously. ``lines`` are the numbered lines the errors came from."""
+    marks = [number for number, line in lines if _SAVE_MARKER.search(line)]
+    for error in errors:
+        if error.get("ckpt") is None:
+            continue
+        at = error["src"].get("line") if isinstance(error.get("src"), dict) else None
+        error["ckpt"]["during_save"] = (
+            any(at - SAVE_WINDOW <= mark <= at for mark in marks) if isinstance(at, int) else None
+        )
+    marked = [src(artifact, number, line) for number, line in lines if _ASYNC_MARKER.search(line)][:5]
+    return {"saving": bool(marks), "async": bool(marked), "async_lines": marked}
