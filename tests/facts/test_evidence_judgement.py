@@ -131,3 +131,59 @@ def test_near_miss_loop_attach_capacity_change_is_no_full_store(tmp_path: Path) 
                       "[    7.000001] EXT4-fs (loop2): mounted filesystem with ordered data mode.\n"),
     )  # fmt: skip
     assert "backing-store-full" not in found and "blk-io-errors" not in found
+
+
+# --- network and parallel filesystems are storage; a hung task is judged by where it blocks ------
+
+
+@pytest.mark.parametrize(
+    ("sample", "frame"),
+    [("hung-nfs-wb-all-arm.log", "nfs_wb_all"), ("hung-lustre-obdclass.log", "[obdclass]"),
+     ("hung-btrfs-buildid.log", "[btrfs]")],
+)  # fmt: skip
+def test_a_task_blocked_in_filesystem_code_is_a_storage_stall_whatever_its_name(
+    tmp_path: Path, sample: str, frame: str
+) -> None:
+    hung = _log(tmp_path, sample)["storage-task-hung"]
+    assert any(frame in e["text"] for e in hung["evidence"])
+
+
+def test_near_miss_a_task_waiting_on_a_vfs_mutex_is_not_a_storage_stall(tmp_path: Path) -> None:
+    assert "storage-task-hung" not in _log(tmp_path, "hung-glusterfsd-vfs-mutex.log")
+
+
+@pytest.mark.parametrize(
+    ("sample", "frame"),
+    [("oops-pnfs-nfsv4.log", "[nfsv4]"), ("oops-beegfs-commkit.log", "[beegfs]"),
+     ("oops-zfs-arc-read-syslog.log", "[zfs]")],
+)  # fmt: skip
+def test_an_oops_in_network_or_parallel_filesystem_code_is_a_storage_oops(
+    tmp_path: Path, sample: str, frame: str
+) -> None:
+    oops = _log(tmp_path, sample)["storage-module-oops"]
+    assert oops["severity"] == "critical" and any(frame in e["text"] for e in oops["evidence"])
+
+
+def test_near_miss_an_oops_in_a_nic_driver_is_not_a_storage_oops(tmp_path: Path) -> None:
+    log = (
+        (DATA / "oops-pnfs-nfsv4.log")
+        .read_text()
+        .replace(
+            "pnfs_mark_matching_lsegs_return+0x15f/0x1c0 [nfsv4]", "mlx5e_poll_rx_cq+0x15f/0x1c0 [mlx5_core]"
+        )
+    )
+    assert "storage-module-oops" not in _findings(tmp_path, ("dmesg.txt", log))
+
+
+@pytest.mark.parametrize("sample", ["xfs-internal-error-el6.log", "xfs-internal-error-centos-boot.log"])
+def test_old_kernels_xfs_errors_without_a_device_count(tmp_path: Path, sample: str) -> None:
+    fs = _log(tmp_path, sample)["fs-errors-or-shutdown"]
+    assert fs["severity"] == "critical"  # the device is unknown: not played down
+    assert any("does not name" in e["text"] or "shut down" in e["text"] for e in fs["evidence"])
+
+
+def test_near_miss_xfs_mount_messages_are_no_errors(tmp_path: Path) -> None:
+    log = "XFS (dm-1): Mounting V5 Filesystem\nXFS (dm-1): Ending clean mount\nXFS: xfs_fs_fill_super ok\n"
+    assert "fs-errors-or-shutdown" not in _findings(
+        tmp_path, ("dmesg.txt", "[    5.1] " + log.replace("\n", "\n[    5.2] "))
+    )

@@ -18,6 +18,21 @@ from __future__ import annotations
 _ERRNO = r"\(?(?P<errno>-\d+)\)?"
 _TIMEOUT_ACTION = r"(?P<action>aborting|reset controller|disable controller|completion polled)"
 
+# The code of the storage path, as call-trace frames name it: functions of built-in code (local
+# filesystems, block, NFS/RPC, Ceph, FUSE, writeback) and the modules of storage drivers and of
+# network and parallel filesystems.
+_STORAGE_FUNCTION = (
+    r"_*(?:nvme|xfs|ext4|jbd2|btrfs|nvfs|md|raid\d*|dm|bcache|blk_mq|nfs|nfs4|nfsd|nfsd4|pnfs|rpc|xprt|ceph|"
+    r"rbd|fuse)_\w*|wb_writeback|writeback_sb_inodes|wb_wait_for_completion|balance_dirty_pages\w*|"
+    r"filemap_write_and_wait\w*|_*filemap_fdatawait\w*|folio_wait_writeback|wait_on_page_writeback|"
+    r"sync_inodes_sb|submit_bio_wait|request_wait_answer|FhgfsOps\w*"
+)
+_STORAGE_MODULE = (
+    r"nvme\w*|xfs|ext4|jbd2|btrfs|zfs|spl|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache|nfs|nfsv[34]|nfsd|"
+    r"nfs_layout_\w+|blocklayoutdriver|sunrpc|rpcrdma|lnet|ptlrpc|osc|mdc|lov|lmv|mgc|lustre|obdclass|"
+    r"ko2iblnd|ksocklnd|beegfs|mmfs26|mmfslinux|wekafsio|wekafsgw|ceph|libceph|rbd|fuse"
+)
+
 # fmt: off
 RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("peermem_error", ("peermem", "peer_mem"), (
@@ -237,6 +252,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"kernel BUG at ",
         r"^BUG: ",
         r"^Oops: ",
+        r"^Internal error: Oops",  # arm, arm64
         r"general protection fault",
         r"^WARNING: CPU: \d+ PID",
     )),
@@ -254,18 +270,16 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # one frame of a call trace (or the RIP line) inside a storage module or function; the
     # derived facts tie frames to the hung-task report or oops they follow
     # Network and parallel filesystems are storage too (NFS/pNFS/RPC, Lustre, BeeGFS, GPFS, WekaFS,
-    # Ceph/RBD, FUSE), and so is the page cache waiting on writeback; old kernels print the
-    # frame's address first ("[<ffffffffa03f2d5e>] nfs_wb_all+0x5e/0x80 [nfs]").
+    # Ceph/RBD, FUSE), and so is the page cache waiting on writeback. Frames come as "func+0x1/0x2
+    # [module]" (a build id may follow the module), after "RIP: 0010:" or old kernels' "IP: " and
+    # "[<ffffffffa03f2d5e>] ", or on 32-bit ARM as "[<80230d70>] (func) from [<…>] (caller+0x18/0x28)".
     ("storage_trace_frame", ("+0x",), (
-        r"^\s*(?:RIP: [0-9a-f]{4}:|\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>_*(?:nvme|xfs|ext4|jbd2|nvfs|md|raid\d*|"
-        r"dm|bcache|blk_mq|nfs|nfs4|pnfs|rpc|xprt|ceph|rbd|fuse)_\w*|(?:wb_writeback|writeback_sb_inodes|"
-        r"wb_wait_for_completion|balance_dirty_pages\w*|filemap_write_and_wait\w*|_*filemap_fdatawait\w*|"
-        r"folio_wait_writeback|wait_on_page_writeback|sync_inodes_sb|submit_bio_wait|request_wait_answer))"
-        r"\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?",
-        r"^\s*(?:RIP: [0-9a-f]{4}:|\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ "
-        r"\[(?P<module>nvme\w*|xfs|ext4|jbd2|nvidia_fs|md_mod|raid\w+|dm_\w+|bcache|nfs|nfsv[34]|nfs_layout_\w+|"
-        r"blocklayoutdriver|sunrpc|rpcrdma|lnet|ptlrpc|osc|mdc|lov|lmv|lustre|obdclass|ko2iblnd|ksocklnd|beegfs|"
-        r"mmfs26|mmfslinux|wekafsio|wekafsgw|ceph|libceph|rbd|fuse)\]",
+        r"^\s*(?:RIP: [0-9a-f]{4}:|IP: |PC is at |LR is at )?(?:\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>" + _STORAGE_FUNCTION + r")"
+        r"\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)(?: [0-9a-f]{20,64})?\])?",
+        r"^\s*(?:RIP: [0-9a-f]{4}:|IP: |PC is at |LR is at )?(?:\[<[0-9a-f]{8,16}>\] )?(?:\? )?(?P<function>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ "
+        r"\[(?P<module>" + _STORAGE_MODULE + r")(?: [0-9a-f]{20,64})?\]",
+        r"^\s*\[<[0-9a-f]{8,16}>\] \((?P<function>" + _STORAGE_FUNCTION + r")\) from \[<[0-9a-f]{8,16}>\] "
+        r"\(\w+\+0x[0-9a-f]+/0x[0-9a-f]+\)",
     )),
 )
 # fmt: on
