@@ -209,7 +209,7 @@ def test_inconclusive_hints_are_commands_to_run_in_plain_english(
     assert [h for h in every_hint if "(reads " in h or "collect with" in h or ".json`" in h] == []
     cli.run(["analyze", str(tmp_path / "empty"), "--verbose"])
     text = capsys.readouterr().out
-    assert "To check them: " in text and "collect with" not in text and "(reads " not in text
+    assert "run lspci -vvv → " in text and "collect with" not in text and "(reads " not in text
 
 
 def test_check_host_root_that_is_a_file_is_one_line_exit_3(

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from gdsdoctor.engine.evaluate import render_command
 from gdsdoctor.pipeline import analyze_paths
@@ -63,21 +66,28 @@ def test_terminal_shows_markup_and_escapes_inert(hostile_report: dict, color: bo
         assert re.sub(r"\x1b\[[0-9;]*m", "", output).count("\x1b") == 0
 
 
-def _outside_code(markdown: str) -> str:
-    """The Markdown minus fenced blocks and code spans (where nothing is interpreted)."""
-    without_fences = re.sub(r"^(`{3,})[^\n]*\n.*?^\1$", "", markdown, flags=re.M | re.S)
-    return re.sub(r"`[^`\n]*`", "", without_fences)
-
-
 def test_markdown_keeps_links_html_and_tables_inert(hostile_report: dict) -> None:
+    """Rendered by a CommonMark parser (as GitHub does): nothing from the facts becomes a link,
+    HTML or a table, and what the facts said arrives as text or verbatim code."""
     output = render_markdown(hostile_report, verbose=True)
     assert _injected(output) == []
-    prose = _outside_code(output).replace("\\\\", "")
-    assert not re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", prose)  # no live [text](url)
-    assert not re.search(r"(?<!\\)[<>|]", prose)  # no live HTML or table cells
-    note = next(line for line in output.splitlines() if "not recognised" in line)
-    assert "\\[click\\](https:evil.example)" in note and "\\x1b" in note  # brackets escaped: no link
-    assert "`/dev/nvme8n1 /mnt/<script>alert(1)</script> ext4 rw,data=journal 0 0`" in output
+    tokens = list(_walk(MarkdownIt("commonmark").enable("table").parse(output)))
+    kinds = {token.type for token in tokens}
+    assert not kinds & {"link_open", "html_inline", "html_block", "table_open", "image"}
+    texts = [t.content for t in tokens if t.type == "text"]
+    note = next(text for text in texts if "not recognised" in text)
+    assert "[click](https:evil.example)" in note and "\\x1b" in note  # shown literally: no link
+    codes = {t.content for t in tokens if t.type == "code_inline"}
+    assert "/dev/nvme8n1 /mnt/<script>alert(1)</script> ext4 rw,data=journal 0 0" in codes
+    assert "/dev/nvme4n1 /mnt/`reboot` ext4 rw,data=journal 0 0" in codes  # verbatim, backticks kept
+    fences = "".join(t.content for t in tokens if t.type == "fence")
+    assert "grep -n -- '/mnt/`reboot`' /etc/fstab" in fences
+
+
+def _walk(tokens: list[Token]) -> Iterator[Token]:
+    for token in tokens:
+        yield token
+        yield from _walk(token.children or [])
 
 
 def test_json_escapes_every_control_character(hostile_report: dict) -> None:

@@ -28,7 +28,9 @@ def build_report(
     capture: Capture, facts: dict[str, Any], results: Sequence[CauseResult], ranked: Sequence[RankedFinding]
 ) -> dict[str, Any]:
     findings = [_finding(f) for f in ranked]
-    inconclusive = [_inconclusive(r) for r in results if r.outcome is Outcome.INCONCLUSIVE]
+    inconclusive = _by_relevance(
+        [_inconclusive(r, facts) for r in results if r.outcome is Outcome.INCONCLUSIVE], results
+    )
     probes = _probes(facts)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -112,15 +114,26 @@ def _finding(ranked: RankedFinding) -> dict[str, Any]:
     }
 
 
-def _inconclusive(result: CauseResult) -> dict[str, Any]:
+def _inconclusive(result: CauseResult, facts: dict[str, Any]) -> dict[str, Any]:
     cause = result.cause
+    sections = [s for r in cause.requires for s in ((r,) if isinstance(r, str) else r) if s != "derived"]
     return {
         "id": cause.id,
         "title": cause.title,
         "category": cause.category,
         "severity": cause.severity,
         "missing": result.missing,
+        "read": [s for s in dict.fromkeys(sections) if (facts.get(s) or {}).get("status") == "ok"],
     }
+
+
+def _by_relevance(items: list[dict[str, Any]], results: Sequence[CauseResult]) -> list[dict[str, Any]]:
+    """The inconclusive causes in the order of what the input is about: those with some of their
+    input read first (most sections read first), then those of a category whose other causes
+    could be judged, then the rest, each group in rule order. What a pasted /proc/mounts leaves
+    open is about filesystems and mounts, not WSL or containers."""
+    judged = {r.cause.category for r in results if r.outcome in (Outcome.FIRED, Outcome.CLEAR)}
+    return sorted(items, key=lambda item: (-len(item["read"]), item["category"] not in judged))
 
 
 def _probes(facts: dict[str, Any]) -> list[dict[str, Any]]:

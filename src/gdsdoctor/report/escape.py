@@ -57,3 +57,13 @@ def markdown_code_block(lines: list[str], language: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{body}\n{fence}"
+
+
+def markdown_code_span(text: object) -> str:
+    """Inline code holding the text verbatim: delimited by a backtick run longer than any inside
+    it, padded with a space when the text starts or ends with a backtick (CommonMark 6.1)."""
+    body = one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.strip()) else ""
+    return f"{fence}{pad}{body}{pad}{fence}"

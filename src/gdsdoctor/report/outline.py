@@ -1,10 +1,11 @@
 """The report as a sequence of neutral blocks, so that every human-readable format says the
 same things in the same order and differs only in how it draws them.
 
-Block kinds: ``Heading`` (a section), ``Line`` (styled spans), ``Bullet`` (an indented item
-of styled spans) and ``Commands`` (copy-pasteable shell lines). Styles are names
-(``critical``, ``warning``, ``info``, ``ok``, ``unknown``, ``bold``, ``dim``, ``code``, ``link``) that
-each renderer maps to its own means.
+Block kinds: ``Heading`` (a section), ``Title`` (the head of one item in a section: a
+finding), ``Line`` (styled spans), ``Bullet`` (an indented item of styled spans) and
+``Commands`` (copy-pasteable shell lines). Styles are names
+(``critical``, ``warning``, ``info``, ``ok``, ``unknown``, ``bold``, ``dim``, ``code`` (a verbatim
+line), ``command`` (a command named in prose), ``link``) that each renderer maps to its own means.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gdsdoctor.patterns import lazy_compile
+
 Span = tuple[str, str]  # (text, style name or "")
 
 
 @dataclass(frozen=True, slots=True)
 class Heading:
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Title:
+    """The head of one item of a section (a finding): a line on a terminal, a heading in Markdown."""
+
+    spans: tuple[Span, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +49,8 @@ class Commands:
     indent: int = 2
 
 
-Block = Heading | Line | Bullet | Commands
+Block = Heading | Title | Line | Bullet | Commands
+_BACKTICKED = lazy_compile(r"`([^`]+)`")
 STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNOWN": "unknown"}
 
 
@@ -94,9 +105,8 @@ def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
     yield Line(((f"Sources read: {ok} of {len(probes)}", "dim"),))
     for probe in probes:
         if probe["status"] != "ok" and (verbose or probe["status"] not in ("not_collected", "missing")):
-            yield Bullet(
-                ((probe["name"], "bold"), (f" {probe['status']}", "warning"), (f": {probe['detail']}", "dim"))
-            )
+            detail = _dim(prose_spans(f": {probe['detail']}"))
+            yield Bullet(((probe["name"], "bold"), (f" {probe['status']}", "warning"), *detail))
 
 
 def _findings(report: dict[str, Any]) -> Iterator[Block]:
@@ -138,9 +148,9 @@ def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
 
 
 def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
-    yield Line(((number + " ", "bold"), *_severity_spans(finding)))
+    yield Title(((number + " ", "bold"), *_severity_spans(finding)))
     yield Bullet(((finding["title"], "bold"),))
-    yield Bullet(((finding["explanation"], ""),))
+    yield Bullet(prose_spans(finding["explanation"]))
     yield Bullet((("Evidence:", "bold"),))
     for evidence in finding["evidence"]:
         where = f"{evidence['artifact']}:{evidence['line']}" if evidence.get("artifact") else ""
@@ -149,7 +159,7 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
         else:
             yield Bullet(((evidence["text"], ""),), indent=2)
     if finding["fix"]:
-        yield Bullet((("Fix: ", "bold"), (finding["fix"], "")))
+        yield Bullet((("Fix: ", "bold"), *prose_spans(finding["fix"])))
     if finding["remediation"]:
         yield Commands(tuple(finding["remediation"]))
     for reference in finding["references"]:
@@ -165,19 +175,50 @@ def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:
 
 
 def _inconclusive(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
+    """One bullet per way to settle causes (a command to run, a file to paste) with the causes it
+    settles, so the reader sees what each command is for. The causes come in the report's order
+    (those whose input was partly read first), so the first bullets are about what was given."""
     items = report["inconclusive"]
     if not items:
         return
     yield Heading(f"Inconclusive: {len(items)} cause(s) could not be checked")
-    shown = items if verbose else [i for i in items if i["severity"] != "info"][:8]
-    for item in shown:
-        needs = "; ".join(f"{m['section']} ({m['status']})" for m in item["missing"])
-        yield Bullet(((item["id"], "bold"), (f" — needs {needs}", "dim")))
-    collect = sorted({m["collect"] for i in items for m in i["missing"] if m["collect"]})
-    if collect:
-        yield Bullet((("To check them: ", "bold"), ("; ".join(collect[:8]), "")))
-    if len(shown) < len(items):
-        yield Bullet(((f"… and {len(items) - len(shown)} more (--verbose lists all)", "dim"),))
+    settles: dict[str, list[str]] = {}
+    for item in items:
+        for how in dict.fromkeys(_how_to_settle(m) for m in item["missing"]):
+            settles.setdefault(how, []).append(item["id"])
+    shown = list(settles.items()) if verbose else list(settles.items())[:MAX_WAYS_SHOWN]
+    for how, ids in shown:
+        names = ", ".join(ids if verbose else ids[:MAX_IDS_SHOWN])
+        more = "" if verbose or len(ids) <= MAX_IDS_SHOWN else f" (+{len(ids) - MAX_IDS_SHOWN})"
+        yield Bullet((*prose_spans(how), (" → ", "dim"), (names, "bold"), (more, "dim")))
+    settled = {i for _, ids in shown for i in ids}
+    left = [item for item in items if item["id"] not in settled]
+    if left:
+        ways = len(settles) - len(shown)
+        more = f"… {len(left)} more cause(s), {ways} more way(s) to settle them (--verbose lists all)"
+        yield Bullet(((more, "dim"),))
+
+
+MAX_WAYS_SHOWN = 8
+MAX_IDS_SHOWN = 4
+
+
+def _how_to_settle(missing: dict[str, str]) -> str:
+    return missing["collect"] or f"the {missing['section']} section ({missing['status']})"
+
+
+def _dim(spans: tuple[Span, ...]) -> tuple[Span, ...]:
+    return tuple((text, style or "dim") for text, style in spans)
+
+
+def prose_spans(text: str) -> tuple[Span, ...]:
+    """Prose whose `backticked` parts are commands: those become ``command`` spans (a code span
+    in Markdown, where escaping them would show the backticks)."""
+    spans: list[Span] = []
+    for number, part in enumerate(_BACKTICKED.split(text)):
+        if part:
+            spans.append((part, "command" if number % 2 else ""))
+    return tuple(spans)
 
 
 def _notes(report: dict[str, Any]) -> Iterator[Block]:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.report.escape import visible
-from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Span, outline
+from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Span, Title, outline
 
 STYLES = {
     "critical": "bold red",
@@ -28,6 +28,7 @@ STYLES = {
     "dim": "dim",
     "link": "dim",
     "code": "",
+    "command": "cyan",
     "": "",
 }
 
@@ -89,6 +90,8 @@ def _renderable(block: Block) -> RenderableType:
     match block:
         case Heading(text=heading):
             return Text("\n" + visible(heading), style="bold underline")
+        case Title(spans=spans):
+            return _spans(spans)
         case Line(spans=spans, whole=whole):
             line = _spans(spans)
             if whole:  # the status line: `| tail -1` must give all of it
