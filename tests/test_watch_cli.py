@@ -285,7 +285,7 @@ def test_a_phase_is_streamed_once_it_ends_with_its_limiters() -> None:
 def test_until_idle_ends_the_watch_after_the_idle_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gdsdoctor.watch import phases
+    from gdsdoctor.checkpoint import phases
     from gdsdoctor.watch.session import watch
 
     monkeypatch.setattr(phases, "IDLE_END_S", 0.5)
@@ -295,7 +295,7 @@ def test_until_idle_ends_the_watch_after_the_idle_time(
 
 
 def test_idle_time_counts_from_the_last_phase_or_the_start() -> None:
-    from gdsdoctor.watch.phases import idle_for
+    from gdsdoctor.checkpoint.phases import idle_for
 
     assert idle_for([], started=100.0, now=130.0) == 30.0
     assert idle_for([{"ongoing": False, "end": 120.0}], started=100.0, now=130.0) == 10.0

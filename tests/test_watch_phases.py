@@ -10,9 +10,10 @@ import pytest
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes.watch import recognise
+from gdsdoctor.probes.watch_timeline import analyse, parse
 from gdsdoctor.watch import devices, sampler
 from gdsdoctor.watch.events import kernel_event
-from gdsdoctor.watch.timeline import analyse, parse, to_line
+from gdsdoctor.watch.timeline import to_line
 
 DATA = Path(__file__).parent / "data" / "watch"
 MB = 1e6

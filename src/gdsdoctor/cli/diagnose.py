@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gdsdoctor.cli.common import existing, progress_bar, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     REPORT_FORMATS,
@@ -93,14 +94,6 @@ def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
     return targets
 
 
-def existing(paths: Sequence[Path]) -> list[Path]:
-    """Inputs named on the command line must exist: a typo is one line, not an empty report."""
-    for path in paths:
-        if not path.exists():
-            raise UserError(f"{path}: no such file or directory")
-    return list(paths)
-
-
 def write_output(text: str, path: str) -> None:
     from gdsdoctor.report.files import write_atomic
 
@@ -175,7 +168,6 @@ def check(
     site_config: SiteConfig = None,
 ) -> int:
     """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
-    from gdsdoctor.cli.tools import progress_bar, size_of
     from gdsdoctor.pipeline import check as run_check
 
     targets = targets_of(output)

@@ -1,14 +1,13 @@
 """The commands around the diagnosis: collect and redact inputs, explain a cause, draw the
 topology, list the probes, estimate and measure the checkpoint stall, and the rules."""
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
 
-from gdsdoctor.cli.diagnose import existing
+from gdsdoctor.cli.common import existing, progress_bar, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     TOPO_FORMATS,
@@ -283,32 +282,6 @@ def bench(
     else:
         sys.stdout.write(runner.render_text(result))
     return 0
-
-
-def size_of(text: str) -> int:
-    from gdsdoctor.checkpoint.stall import parse_size
-
-    return parse_size(text)
-
-
-def progress_bar():  # type: ignore[no-untyped-def]
-    """A progress callback drawing a bar on stderr when it is a terminal, silent otherwise."""
-    if not sys.stderr.isatty():
-        return contextlib.nullcontext(lambda fraction, message: None)
-    from rich.console import Console
-    from rich.progress import Progress
-
-    @contextlib.contextmanager
-    def bar():  # type: ignore[no-untyped-def]
-        with Progress(console=Console(stderr=True), transient=True) as progress:
-            task = progress.add_task("bench", total=1.0)
-
-            def update(fraction: float, message: str) -> None:
-                progress.update(task, completed=fraction, description=message[:60])
-
-            yield update
-
-    return bar()
 
 
 def rules_list(fmt: Format = "text", rules_dir: RulesDirs = None) -> int:

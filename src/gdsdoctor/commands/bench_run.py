@@ -23,28 +23,29 @@ The expected line rate and the verdict on a measurement are :mod:`gdsdoctor.chec
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
-import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from gdsdoctor.checkpoint.stall import Units, format_bytes, format_rate
+from gdsdoctor.commands.bench_process import (
+    MonotonicProgress,
+    Progress,
+    last_line,
+    run_streaming,
+    tree_io_bytes,
+)
 from gdsdoctor.errors import BenchError, ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import bench as bench_probes
 
 Engine = Literal["cpu-direct", "libcufile", "gdsio"]
-Progress = Callable[[float, str], None]  # (fraction done 0..1, short status line)
 
 MIB = 2**20
 GIB = 2**30
@@ -285,24 +286,24 @@ _ETA_RATE = lazy_compile(r"\[([rw])=([^\],]+)")
 
 def _run_fio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -> bytes:
     output = workdir / "fio.json"
-    done = _Progress(progress)
+    done = MonotonicProgress(progress)
     directions = 2 if plan.engine == "cpu-direct" else 4  # write+read, twice with posix comparison
 
     def on_tick(new_lines: list[str], pid: int) -> None:
         # fio's own percentage is unreliable with stonewalled groups: count the bytes its
         # processes moved (/proc/PID/io), and the blocks written so far as a floor.
         written = sum(f.stat().st_blocks * 512 for f in workdir.glob("gdsdoctor.*") if f.is_file())
-        moved = max(written, _tree_io_bytes(pid))
+        moved = max(written, tree_io_bytes(pid))
         message = ""
         for line in new_lines:
             rate = _ETA_RATE.search(line)
             message = f"{'reading' if rate[1] == 'r' else 'writing'} {rate[2]}" if rate else message
         done(moved / plan.size_bytes / directions, message)
 
-    returncode, _, stderr = _run_streaming(_fio_argv(plan, workdir, output), deadline, "fio", on_tick)
+    returncode, _, stderr = run_streaming(_fio_argv(plan, workdir, output), deadline, "fio", on_tick)
     raw = output.read_bytes() if output.exists() else b""
     if returncode != 0 or not raw:
-        raise BenchError(f"fio failed (exit {returncode}): {_last_line(stderr) or 'no output'}")
+        raise BenchError(f"fio failed (exit {returncode}): {last_line(stderr) or 'no output'}")
     return raw
 
 
@@ -314,134 +315,11 @@ def _run_gdsio(plan: Plan, workdir: Path, deadline: float, progress: Progress) -
         argv = [plan.executable, "-D", str(workdir), "-d", "0", "-w", str(plan.numjobs),
                 "-s", f"{per_thread}M", "-i", "1M", "-x", xfer, "-I", io]  # fmt: skip
         progress(index / len(steps), f"gdsio {'write' if io == '1' else 'read'} -x {xfer}")
-        returncode, lines, stderr = _run_streaming(argv, deadline, "gdsio")
+        returncode, lines, stderr = run_streaming(argv, deadline, "gdsio")
         transcript += ["$ " + " ".join(argv), *lines]
         if returncode != 0:
-            raise BenchError(f"gdsio failed (exit {returncode}): {_last_line(stderr) or _last_line(lines)}")
+            raise BenchError(f"gdsio failed (exit {returncode}): {last_line(stderr) or last_line(lines)}")
     return ("\n".join(transcript) + "\n").encode()
-
-
-class _Progress:
-    """Calls the user's callback with a fraction that never goes backwards and the last status."""
-
-    def __init__(self, callback: Progress) -> None:
-        self.callback, self.fraction, self.message = callback, 0.0, ""
-
-    def __call__(self, fraction: float, message: str) -> None:
-        self.fraction = min(0.99, max(self.fraction, fraction))
-        self.message = message or self.message
-        self.callback(self.fraction, self.message)
-
-
-TICK_S = 0.5
-
-
-def _run_streaming(
-    argv: list[str], deadline: float, name: str, on_tick: Callable[[list[str], int], None] | None = None
-) -> tuple[int, list[str], str]:
-    """Run ``argv`` in its own session; at the deadline kill it and all its descendants.
-
-    Returns (exit status, stdout lines, stderr). ``on_tick`` gets the stdout lines that arrived
-    since the last tick and the benchmark's pid, every TICK_S seconds, in the calling thread
-    (safe for progress bars).
-    """
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError as error:
-        raise BenchError(f"cannot start {name}: {error.strerror or error}") from None
-    assert process.stdout is not None and process.stderr is not None
-    lines: list[str] = []
-    errors: list[bytes] = []
-    readers = [
-        threading.Thread(target=_pump_lines, args=(process.stdout, lines), daemon=True),
-        threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
-    ]
-    for reader in readers:
-        reader.start()
-    seen = 0
-    try:
-        while process.poll() is None:
-            if time.monotonic() >= deadline:
-                raise BenchError(f"{name} did not finish within the time limit and was killed")
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=min(TICK_S, max(0.01, deadline - time.monotonic())))
-            if on_tick is not None:
-                fresh, seen = lines[seen:], len(lines)
-                with contextlib.suppress(OSError):  # files may vanish under the tick; never fail on it
-                    on_tick(fresh, process.pid)
-    except BaseException:  # deadline, Ctrl-C (fio is in its own session: SIGINT missed it), callback bug
-        _kill_tree(process)
-        raise
-    finally:
-        for reader in readers:
-            reader.join(timeout=5)
-    return process.returncode, lines, b"".join(errors).decode(errors="replace")
-
-
-def _pump_lines(stream: IO[bytes], lines: list[str]) -> None:
-    """fio ends progress lines with \\r, results with \\n: split on both."""
-    pending = b""
-    for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
-        pending += chunk
-        *complete, pending = re.split(rb"[\r\n]", pending)
-        lines.extend(line.decode(errors="replace").strip() for line in complete if line.strip())
-    if pending.strip():
-        lines.append(pending.decode(errors="replace").strip())
-
-
-def _process_tree(root: int) -> list[int]:
-    """``root`` and all its descendants (fio's workers call setsid(): a process group misses them)."""
-    children: dict[int, list[int]] = {}
-    for stat_file in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat_file.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid
-            children.setdefault(int(fields[1]), []).append(int(stat_file.parent.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo += children.get(pid, [])
-    return tree
-
-
-def _tree_io_bytes(root: int) -> int:
-    """Bytes the storage layer read and wrote for ``root`` and its descendants."""
-    total = 0
-    for pid in _process_tree(root):
-        try:
-            lines = Path(f"/proc/{pid}/io").read_text().splitlines()
-            io = dict(line.split(": ", 1) for line in lines if ": " in line)
-            total += int(io.get("read_bytes", 0)) + int(io.get("write_bytes", 0))
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def _kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the benchmark, its process group and every descendant (in their own sessions)."""
-    victims = _process_tree(process.pid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    # A process stuck in uninterruptible I/O may outlive SIGKILL for a while; do not hang on it.
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=10)
-
-
-def _last_line(text: str | list[str]) -> str:
-    lines = text.splitlines() if isinstance(text, str) else text
-    meaningful = [line.strip() for line in lines if line.strip()]
-    return meaningful[-1][:300] if meaningful else ""
 
 
 # --- results -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_BUDGET = "5%"  # share of wall time a checkpoint may stall the job when none is given
+from gdsdoctor.checkpoint import DEFAULT_BUDGET
 
 
 def job_section(options: dict[str, Any] | None) -> dict[str, Any]:

@@ -31,32 +31,15 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import nvidia_smi_text
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.gpu_records import Q_FIELDS, new_gpu, normalise_bus_id
 
 # --- nvidia-smi -q ------------------------------------------------------------------------------
 
 _Q_KEY = lazy_compile(r"^( *)(\S.*?)\s*(?::\s?(.*))?$")
 _GPU_HEADER = lazy_compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
-_BUS_ID = lazy_compile(r"^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$")
 _NUMBER = lazy_compile(r"^(\d+)")
-_LINK = ("PCI", "GPU Link Info")
-Q_FIELDS: dict[tuple[str, ...], str] = {
-    ("Product Name",): "product_name",
-    ("GPU UUID",): "uuid",
-    ("Persistence Mode",): "persistence_mode",
-    ("MIG Mode", "Current"): "mig_mode",
-    ("PCI", "Bus Id"): "bus_id",
-    (*_LINK, "PCIe Generation", "Current"): "link_gen_current",
-    (*_LINK, "PCIe Generation", "Max"): "link_gen_max",
-    (*_LINK, "PCIe Generation", "Device Max"): "link_gen_device_max",
-    (*_LINK, "PCIe Generation", "Host Max"): "link_gen_host_max",
-    (*_LINK, "Link Width", "Current"): "link_width_current",
-    (*_LINK, "Link Width", "Max"): "link_width_max",
-    ("PCI", "Replays Since Reset"): "pcie_replays",
-    ("BAR1 Memory Usage", "Total"): "bar1_total_mib",
-    ("BAR1 Memory Usage", "Used"): "bar1_used_mib",
-    ("FB Memory Usage", "Total"): "fb_total_mib",
-}
 _Q_TEXT = {"product_name", "uuid", "mig_mode", "bus_id"}
 _Q_TOP = {
     "Driver Version": "driver_version",
@@ -64,15 +47,6 @@ _Q_TOP = {
     "Attached GPUs": "attached_gpus",
 }
 MIB = 1 << 20
-
-
-def normalise_bus_id(bus_id: str) -> str | None:
-    """``00000000:19:00.0`` (nvidia-smi, 8-digit domain) → ``0000:19:00.0`` (sysfs form)."""
-    match = _BUS_ID.match(bus_id.strip())
-    if not match:
-        return None
-    domain, bus, slot, function = match.groups()
-    return f"{int(domain, 16) & 0xFFFF:04x}:{bus.lower()}:{slot.lower()}.{function}"
 
 
 def q_value(field: str, value: str) -> Any:
@@ -87,17 +61,6 @@ def q_value(field: str, value: str) -> Any:
         return value
     number = _NUMBER.match(value)
     return int(number[1]) if number else None
-
-
-def new_gpu(bus_id: str, source: dict[str, Any]) -> dict[str, Any]:
-    gpu: dict[str, Any] = dict.fromkeys(Q_FIELDS.values())
-    gpu |= {
-        "bus_id": normalise_bus_id(bus_id),
-        "bar1_total_bytes": None,
-        "bar1_used_bytes": None,
-        "src": source,
-    }
-    return gpu
 
 
 def finish_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
@@ -284,16 +247,12 @@ def recognise_nvidia_topo(text: str) -> bool:
 
 def parse_nvidia_smi(text: str, artifact: str) -> Section:
     """``nvidia-smi -q``, or the table, ``-L`` list or ``--query-gpu`` CSV pasted instead."""
-    from gdsdoctor.probes import nvidia_smi_text  # it builds on this module's GPU records
-
     if nvidia_smi_text.layout_of(text):
         return nvidia_smi_text.parse(text, artifact)
     return parse_nvidia_smi_q(text, artifact)
 
 
 def recognise_nvidia_smi(text: str) -> bool:
-    from gdsdoctor.probes import nvidia_smi_text
-
     return recognise_nvidia_smi_q(text) or nvidia_smi_text.layout_of(text) is not None
 
 

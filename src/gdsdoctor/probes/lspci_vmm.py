@@ -21,6 +21,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Section, numbered_lines, src
+from gdsdoctor.probes.pci_records import lspci_kind, new_lspci_device
 
 _FIELD = lazy_compile(r"^\s*([A-Za-z]+):\s*(.*?)\s*$")
 _ADDRESS = lazy_compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -79,7 +80,6 @@ def _stanzas(text: str) -> list[list[tuple[int, str, str, str]]]:
 
 
 def _device(stanza: list[tuple[int, str, str, str]], artifact: str) -> dict[str, Any]:
-    from gdsdoctor.probes.pci import new_lspci_device  # pci parses through this module
 
     number, line, _, address = stanza[0]
     fields = {key: value for _, _, key, value in stanza[1:]}
@@ -104,7 +104,6 @@ def _name_and_id(value: str) -> tuple[str, str | None]:
 
 
 def _kind(class_name: str, vendor: str, vendor_id: str | None, prog_if: str | None) -> str:
-    from gdsdoctor.probes.pci import lspci_kind
 
     nvidia = vendor.startswith("NVIDIA") or vendor_id == _NVIDIA or vendor.lower() == _NVIDIA
     if class_name in ("VGA compatible controller", "3D controller") and nvidia:

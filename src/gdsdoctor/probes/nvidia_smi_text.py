@@ -23,6 +23,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Section, numbered_lines, src
+from gdsdoctor.probes.gpu_records import new_gpu, normalise_bus_id
 
 _TABLE_HEAD = lazy_compile(
     r"NVIDIA-SMI (?P<smi>\S+)\s+Driver Version: (?P<driver>\S+)(?:\s+CUDA Version: (?P<cuda>[\d.]+|N/A))?"
@@ -80,8 +81,6 @@ def parse(text: str, artifact: str) -> Section:
 
 
 def _blank(index: int, source: dict[str, Any]) -> dict[str, Any]:
-    from gdsdoctor.probes.gpu import new_gpu  # gpu imports this module when it parses
-
     gpu = new_gpu("", source)
     gpu["index"] = index
     return gpu
@@ -96,8 +95,6 @@ def _parse_table(text: str, artifact: str) -> Section:
             top["driver_version"] = head["driver"]
             top["cuda_version"] = head["cuda"] if head["cuda"] not in (None, "N/A") else None
         elif gpu_row := _TABLE_GPU.match(line):
-            from gdsdoctor.probes.gpu import normalise_bus_id
-
             awaiting_memory = _blank(int(gpu_row["index"]), src(artifact, number, line))
             awaiting_memory |= {
                 "product_name": gpu_row["name"].strip(),
@@ -184,8 +181,6 @@ def _named_cells(header: list[str] | None, row: list[str]) -> dict[str, str]:
 
 
 def _csv_value(field: str, value: str) -> Any:
-    from gdsdoctor.probes.gpu import normalise_bus_id
-
     if value in ("", "N/A", "[N/A]", "[Not Supported]"):
         return None
     if field == "bus_id":

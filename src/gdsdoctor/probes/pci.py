@@ -50,12 +50,12 @@ when the capabilities were not readable, never False.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import lspci_vmm
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.host_io import (
     BDF,
@@ -67,6 +67,7 @@ from gdsdoctor.probes.host_io import (
     list_inside,
     real_inside,
 )
+from gdsdoctor.probes.pci_records import new_lspci_device
 from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -268,11 +269,6 @@ ACS_FLAGS = {
 _CAPABILITY_FIELDS = ("lnk_cap", "lnk_sta", "acs_cap", "acs_ctl", "aer_ue_set", "aer_ce_set", "aer_ue_masked")
 
 
-def full_bdf(bdf: str) -> str:
-    bdf = bdf.lower()
-    return bdf if bdf.count(":") == 2 else "0000:" + bdf
-
-
 def flags(text: str) -> dict[str, bool]:
     return {name: sign == "+" for name, sign in _FLAG.findall(text)}
 
@@ -292,45 +288,6 @@ def link(text: str) -> dict[str, Any] | None:
         "width": int(match["width"]),
         "speed_downgraded": bool(match["sd"]),
         "width_downgraded": bool(match["wd"]),
-    }
-
-
-def lspci_kind(class_name: str, name: str) -> str:
-    """The same kinds as the sysfs section, from lspci's class and vendor names."""
-    if class_name in ("VGA compatible controller", "3D controller") and name.startswith("NVIDIA"):
-        return "gpu"
-    if class_name == "Non-Volatile memory controller" and "NVM Express" in name:
-        return "nvme"
-    if class_name in ("Ethernet controller", "Infiniband controller"):
-        return "nic"
-    return "bridge" if class_name == "PCI bridge" else "other"
-
-
-def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, Any]:
-    class_name, _, name = rest.partition(": ")
-    class_name = re.sub(r"\s*\[[0-9a-f]{4}\]$", "", class_name.strip())  # `-nn` appends [0302]
-    return {
-        "bdf": full_bdf(bdf),
-        "kind": lspci_kind(class_name, name.strip()),
-        "class_name": class_name if name else None,
-        "name": (name or rest).strip(),
-        "numa_node": None,
-        "driver": None,
-        "caps_readable": None,
-        "lnk_cap": None,
-        "lnk_sta": None,
-        "lnk_downgraded": None,
-        "acs_capable": None,
-        "acs_cap": None,
-        "acs_ctl": None,
-        "aer_ue_set": None,
-        "aer_ce_set": None,
-        "aer_ue_masked": None,
-        "bar1_bytes": None,
-        "secondary_bus": None,
-        "port_type": None,
-        "src": source,
-        "srcs": {},
     }
 
 
@@ -383,9 +340,7 @@ def finish_lspci_device(device: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_lspci(text: str, artifact: str) -> Section:
-    from gdsdoctor.probes import lspci_vmm  # the -vmm stanzas, read into this section's devices
-
-    if lspci_vmm.is_vmm(text):
+    if lspci_vmm.is_vmm(text):  # the -vmm stanzas, read into this section's devices
         return lspci_vmm.parse(text, artifact)
     devices: list[dict[str, Any]] = []
     orphans: list[dict[str, Any]] = []
@@ -418,8 +373,6 @@ def parse_lspci(text: str, artifact: str) -> Section:
 
 
 def recognise_lspci(text: str) -> bool:
-    from gdsdoctor.probes import lspci_vmm
-
     if lspci_vmm.is_vmm(text):
         return True
     lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]

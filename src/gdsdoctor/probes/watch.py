@@ -1,19 +1,17 @@
 """The timeline `gdsdoctor watch --record` keeps in its bundle, as a facts section (``watch``).
 
-Only the probe is declared here; the analysis (phases, limiters: ``gdsdoctor.watch``) is imported
-when a timeline is parsed, so a `check` without one pays nothing for it.
+Only the probe is declared here; the parser (:mod:`gdsdoctor.probes.watch_timeline`: phases,
+limiters) is imported when a timeline is parsed, so a `check` without one pays nothing for it.
 """
 
 from __future__ import annotations
 
+from gdsdoctor.checkpoint.records import ARTIFACT, FORMAT
 from gdsdoctor.probes.base import Probe, Section, Source
-
-ARTIFACT = "watch/timeline.jsonl"
-FORMAT = "gdsdoctor-watch"
 
 
 def parse(text: str, artifact: str) -> Section:
-    from gdsdoctor.watch.timeline import parse as parse_timeline
+    from gdsdoctor.probes.watch_timeline import parse as parse_timeline
 
     return parse_timeline(text, artifact)
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.checkpoint.records import RDMA_ERROR_COUNTERS
 from gdsdoctor.watch.writers import Writers
 
 SECTOR = 512
@@ -30,17 +31,7 @@ _DISK_FIELDS = {
 }
 _NVFS_RATE = re.compile(r"^(Reads|Writes)\s*:\s*n=(\d+)\s+ok=(\d+)\s+err=(\d+)", re.M)
 _NVFS_MIB = re.compile(r"^(?:Reads|Writes)\s*:.*?\b(read|write)MiB=(\d+)", re.M)
-RDMA_COUNTERS = (
-    "port_xmit_data",
-    "port_rcv_data",
-    "link_downed",
-    "symbol_error",
-    "port_rcv_errors",
-    "port_xmit_discards",
-    "link_error_recovery",
-    "local_link_integrity_errors",
-)
-RDMA_ERROR_COUNTERS = RDMA_COUNTERS[2:]
+RDMA_COUNTERS = ("port_xmit_data", "port_rcv_data", *RDMA_ERROR_COUNTERS)
 
 
 def parse_diskstats(text: str, names: set[str]) -> dict[str, dict[str, int]]:

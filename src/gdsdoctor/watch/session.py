@@ -18,9 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gdsdoctor.checkpoint import phases
+from gdsdoctor.checkpoint.records import ARTIFACT
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.watch import devices, phases, sampler, timeline
+from gdsdoctor.probes import watch_timeline
+from gdsdoctor.watch import devices, sampler, timeline
 from gdsdoctor.watch.events import KmsgFollower, UdevFollower
 
 Emit = Callable[[dict[str, Any], "State"], None]
@@ -181,14 +184,14 @@ def _emit_ended_phases(state: State, emit: Emit) -> None:
     ended = sum(1 for p in state.phases if not p["ongoing"])
     if state.reported >= ended:
         return
-    analysed = timeline.parse(state.text(), timeline.ARTIFACT)["phases"]
+    analysed = watch_timeline.parse(state.text(), ARTIFACT)["phases"]
     for phase in analysed[state.reported : ended]:
         emit({"type": "phase", **phase}, state)
     state.reported = ended
 
 
 def timeline_artifact(state: State) -> Artifact:
-    return Artifact(timeline.ARTIFACT, ArtifactStatus.OK, state.text().encode(), source="gdsdoctor watch")
+    return Artifact(ARTIFACT, ArtifactStatus.OK, state.text().encode(), source="gdsdoctor watch")
 
 
 def run(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, Any]:

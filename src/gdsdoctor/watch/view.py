@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gdsdoctor.checkpoint.phases import clock, rate_text, size_text
 from gdsdoctor.report.escape import one_line
-from gdsdoctor.watch.phases import clock, rate_text, size_text
 from gdsdoctor.watch.session import State
 
 SHOWN_EVENTS = 8

@@ -13,7 +13,8 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from gdsdoctor.watch.phases import clock, rate_text, size_text
+from gdsdoctor.checkpoint.phases import clock, rate_text, size_text
+from gdsdoctor.checkpoint.records import RDMA_ERROR_COUNTERS
 
 EVENT_MARGIN_S = 3.0  # an event this close before a phase, or after its end, belongs to it
 RESET_KINDS = {"nvme_reset"}
@@ -215,8 +216,6 @@ def queue_saturated(win: Window) -> list[dict[str, Any]]:
 
 
 def rdma_errors(win: Window) -> list[dict[str, Any]]:
-    from gdsdoctor.watch.sampler import RDMA_ERROR_COUNTERS
-
     found = []
     ports = {p for s in win["samples"] for p in (s.get("rdma") or {})}
     for port in sorted(ports):

@@ -1,12 +1,26 @@
-"""The shapes of a timeline's records, enforced: a recording comes from elsewhere (a bundle, a
-paste) and is untrusted, so every value the analysis reads is checked for its type here, once,
-and what does not fit is dropped. The analysis then never meets a string where it counts bytes."""
+"""The recorded timeline's format and the shapes of its records, enforced: a recording comes
+from elsewhere (a bundle, a paste) and is untrusted, so every value the analysis reads is
+checked for its type here, once, and what does not fit is dropped. The analysis then never
+meets a string where it counts bytes."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+ARTIFACT = "watch/timeline.jsonl"  # where a bundle keeps the timeline
+FORMAT = "gdsdoctor-watch"  # the header's format name
+VERSION = 1
+MAX_RECORDS = 500_000  # lines of a timeline read
+# The RDMA port counters whose growth is an error (the sampler reads them with the data counters).
+RDMA_ERROR_COUNTERS = (
+    "link_downed",
+    "symbol_error",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+)
 MAX_NAME = 200  # characters of a device, port or counter name
 MAX_TEXT = 500  # characters of a message or note
 MAX_ITEMS = 4096  # entries of one mapping (devices, ports)
