@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import sys
+import tarfile
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -140,6 +141,23 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode() if isinstance(content, str) else content)
     return root
+
+
+def unpack_dump(archive: Path, into: Path) -> Path:
+    """Unpack a sysfs dump (libnvme's, util-linux's) as any user can: such dumps list some files
+    twice, the second time as a hard link to itself, and writing the link over the read-only
+    (0444) file it names works only as root. The first entry of each name is kept."""
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        seen: set[str] = set()
+        members = []
+        for member in tar.getmembers():
+            if member.name in seen or (member.islnk() and member.linkname == member.name):
+                continue
+            seen.add(member.name)
+            members.append(member)
+        tar.extractall(into, members=members)
+    return into
 
 
 def fake_binary(bindir: Path, name: str, script: str) -> Path:

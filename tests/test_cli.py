@@ -105,7 +105,7 @@ def test_rules_commands() -> None:
 def test_rules_lint_reports_problems(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("causes:\n  - id: Bad_Id\n")
     result = gdsdoctor("rules", "lint", str(tmp_path))
-    assert result.returncode == 3
+    assert result.returncode == 1  # problems found (CI's convention); 3 is for what cannot be linted
     assert result.stdout.startswith(f"{tmp_path / 'x.yaml'}:2:")
 
 

@@ -17,14 +17,13 @@ from gdsdoctor.commands import topology_view as topo
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import check
 from gdsdoctor.probes import BY_SECTION
-from tests.conftest import THIS_KERNEL, write_tree
+from tests.conftest import THIS_KERNEL, unpack_dump, write_tree
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
 def _extract(archive: Path, into: Path) -> Path:
-    shutil.unpack_archive(archive, into)  # as tests/probes/test_nvme_sysfs.py does (the dump has sysfs links)
-    return into
+    return unpack_dump(archive, into)
 
 
 @pytest.fixture
@@ -64,9 +63,10 @@ def test_tree_pcie_dump_shows_its_controllers_subsystems_and_dual_ported_namespa
     found = topo.topology_of([], host_root=tree_pcie)
     text = topo.render_text(found)
     assert found.source == "nvme_sysfs"
-    for line in ("NVMe nvme0 0214:90:00.0  subsystem nvme-subsys0",
-                 "NVMe nvme1 052e:78:00.0  subsystem nvme-subsys1",
-                 "NVMe nvme2 058e:78:00.0  subsystem nvme-subsys1",
+    # Each drive named with its model, the second port of the dual-ported drive too (issue 25).
+    for line in ("NVMe nvme0 0214:90:00.0 — 3.2TB NVMe Gen4 U.2 SSD V  subsystem nvme-subsys0",
+                 "NVMe nvme1 052e:78:00.0 — 3.2TB NVMe Gen4 U.2 SSD III  subsystem nvme-subsys1",
+                 "NVMe nvme2 058e:78:00.0 — 3.2TB NVMe Gen4 U.2 SSD III  subsystem nvme-subsys1",
                  "nvme1n1 5.4 GiB (multipath, via nvme1c1n1)", "nvme1n1 5.4 GiB (multipath, via nvme1c2n1)"):  # fmt: skip
         assert line in text, text
     assert "Virtio" not in text and "(no GPU found)" in text  # nothing of this machine

@@ -12,6 +12,7 @@ from blockfuzz import DATA, check_damaged, check_garbage, read
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import lsblk
 from gdsdoctor.probes.text import size_bytes
+from tests.conftest import unpack_dump
 
 SAMPLES = sorted(p.name for p in (DATA / "lsblk").iterdir() if p.suffix in (".json", ".txt", ".expected"))
 # util-linux expected tables without a MAJ:MIN column are parsed but not claimed by the recogniser
@@ -172,7 +173,7 @@ def test_real_lsblk_finds_the_devices_sys_block_lists() -> None:
 @pytest.mark.skipif(shutil.which("lsblk") is None, reason="no lsblk on this machine")
 def test_real_lsblk_on_the_upstream_dump(tmp_path: Path) -> None:
     """The installed lsblk run on util-linux's sysfs dump gives the tree we assert above."""
-    shutil.unpack_archive(DATA / "lsblk" / "simple-nvme.tar.xz", tmp_path)
+    unpack_dump(DATA / "lsblk" / "simple-nvme.tar.xz", tmp_path)
     argv = list(lsblk.PROBES[0].sources[0].argv)
     run = subprocess.run(
         [argv[0], "--sysroot", str(tmp_path / "simple-nvme"), *argv[1:]],

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,10 +9,11 @@ from blockfuzz import DATA, check_damaged, check_garbage, read
 
 from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.probes import nvme_sysfs
+from tests.conftest import unpack_dump
 
 
 def capture(tmp_path: Path, tarball: str) -> dict:
-    shutil.unpack_archive(DATA / "nvme_sysfs" / tarball, tmp_path)
+    unpack_dump(DATA / "nvme_sysfs" / tarball, tmp_path)
     root = next(p for p in (tmp_path, *tmp_path.iterdir()) if (p / "sys").is_dir())
     text = nvme_sysfs.read_sysfs(root).decode()
     assert nvme_sysfs.recognise(text)

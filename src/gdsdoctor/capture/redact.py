@@ -545,6 +545,9 @@ def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[
             lines.append(f"{path}: {problem}; skipped")
         else:
             texts[path] = data
+    if lines and not texts:  # nothing to write: an error, not a run that "succeeded" doing nothing
+        more = f" (and {len(lines) - 1} more file(s) skipped)" if len(lines) > 1 else ""
+        raise UserError(f"nothing redacted: {lines[0].removesuffix('; skipped')}{more}")
     targets = {p: (output_dir or p.parent) / f"{p.name}.redacted" for p in texts}
     map_path = (output_dir or (paths[0].parent if paths else Path("."))) / "redaction-map.json"
     clashes = [t for t in [*targets.values(), map_path] if os.path.lexists(t)]

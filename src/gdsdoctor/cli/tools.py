@@ -11,7 +11,6 @@ from gdsdoctor.cli.common import existing, progress_bar, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     TOPO_FORMATS,
-    UNKNOWN_EXIT,
     CauseId,
     Deadline,
     Format,
@@ -22,6 +21,9 @@ from gdsdoctor.cli.options import (
 from gdsdoctor.errors import UserError
 
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
+# `rules lint` found problems in the rules it read: 1, as linters report findings to CI; a path
+# that does not exist or a usage error is still 3 (UNKNOWN: nothing could be linted).
+LINT_PROBLEMS_EXIT = 1
 
 
 def capture_live(*args: Any, **kwargs: Any) -> Any:
@@ -148,13 +150,17 @@ def topo(
         ),
     ] = "auto",
 ) -> int:
-    """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements."""
+    """Draw the PCIe/NUMA layout: GPUs, NVMe drives and NICs, their links, and misplacements.
+
+    Exit code: 0 no placement or link problem, 1 a warning (a degraded link, a drive across
+    sockets), 2 a critical one, 3 nothing to draw (an unrecognized input) or bad input."""
     from gdsdoctor.commands.topology_view import render, topology_of
 
     tty = sys.stdout.isatty()
     chosen = ("rich" if tty else "text") if fmt == "auto" else fmt
-    sys.stdout.write(render(topology_of(existing(inputs or []), host_root), chosen, color=tty))
-    return 0
+    topology = topology_of(existing(inputs or []), host_root)
+    sys.stdout.write(render(topology, chosen, color=tty))
+    return topology.verdict["exit_code"] if topology.verdict else 0
 
 
 def probes(fmt: Format = "text") -> int:
@@ -324,4 +330,4 @@ def rules_lint(
     problems = [issue for issue in issues if not issue.warning]  # warnings: old fact names, still loaded
     warned = f", {len(issues) - len(problems)} warning(s)" if len(problems) < len(issues) else ""
     print(f"{len(causes)} cause(s), {len(problems)} problem(s){warned}", file=sys.stderr)
-    return UNKNOWN_EXIT if problems else 0
+    return LINT_PROBLEMS_EXIT if problems else 0

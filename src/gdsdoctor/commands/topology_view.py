@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.live import capture_live
+from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.topology import RANK
-from gdsdoctor.facts.document import build_facts
-from gdsdoctor.pipeline import load_inputs
+from gdsdoctor.pipeline import analyze_capture, load_inputs
 from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
 
@@ -28,6 +28,12 @@ TOPOLOGY_SECTIONS = (
     "pci", "lspci", "lspci_tree", "nvidia_topo", "nvidia_smi", "iommu_groups", "numa", "nvme_sysfs",
     "lsblk", "mounts", "infiniband", "netdev", "cmdline", "dmesg", "gdscheck", "kernel",
 )  # fmt: skip
+# What topo draws from, for the line that says an input had nothing of it.
+DRAWN_FROM = "sysfs, lspci -tv, lspci -vvv, nvidia-smi topo -m, nvidia-smi -q or the NVMe sysfs tree"
+# The causes about placement and links: topo's exit code is the worst of those that fired, with
+# the monitoring-plugin codes every diagnosing command uses (0 OK, 1 WARNING, 2 CRITICAL).
+TOPOLOGY_CATEGORIES = ("pcie-link", "pcie-p2p", "numa", "platform-iommu")
+EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2}
 KIND_NAMES = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
 WORDS = {"switch": "same PCIe switch", "root_port": "same root port",
          "root_complex": "through the root complex", "cross_root_complex": "across host bridges",
@@ -52,6 +58,8 @@ class Topology:
     root: Node
     gpus: list[dict[str, Any]]
     problems: list[str]
+    # {status, exit_code, causes}: the topology causes that fired (set by topology_of).
+    verdict: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +67,7 @@ class Topology:
             "tree": self.root.to_dict(),
             "gpus": self.gpus,
             "problems": self.problems,
+            "summary": self.verdict,
         }
 
 
@@ -73,10 +82,14 @@ def build(facts: dict[str, Any]) -> Topology:
     slow_nics = {n["bdf"]: n for n in derived.get("nic_pcie_bottleneck") or []}
     iommu = (derived.get("iommu") or {}).get("mode")
     source = derived.get("source")
-    root = Node(f"host ({source_words(source)})")
+    root = Node(f"host ({source_words(source, bool(devices))})")
     root.details.append(f"IOMMU: {iommu or 'unknown'}")
     if iommu == "translated":
         root.flags.append("IOMMU translates DMA: GPUDirect P2P through a root complex fails or slows")
+    if source is None and devices:  # an lspci -vvv of a few devices, no bridges: each on its own
+        root.children = [
+            endpoint_node(d, links.get(d["bdf"])) for d in devices.values() if d["kind"] in KIND_NAMES
+        ]
     if source in ("pci", "lspci_tree", "lspci", "nvme_sysfs"):
         root.children = socket_nodes(devices, links, on_path)
         for node in walk(root):
@@ -93,14 +106,21 @@ def build(facts: dict[str, Any]) -> Topology:
     return Topology(source, root, gpus, list(dict.fromkeys(problems)))
 
 
-def source_words(source: str | None) -> str:
-    return {
+def source_words(source: str | None, devices_seen: bool = False) -> str:
+    """Where the placement came from; without one, what would place the devices (never asking
+    for the lspci -vvv that showed them)."""
+    known = {
         "pci": "from sysfs",
         "lspci_tree": "from lspci -tv",
         "lspci": "from lspci -vvv bus numbers",
         "nvme_sysfs": "from the NVMe sysfs tree: drives only",
         "nvidia_topo": "from nvidia-smi topo -m: relations only",
-    }.get(str(source), "placement unknown: give sysfs, lspci -tv, lspci -vvv or nvidia-smi topo -m")
+    }
+    if source in known:
+        return known[str(source)]
+    if devices_seen:  # an lspci -vvv without the bridges above its devices
+        return "placement unknown: lspci -vvv shows these devices but no bridge; give sysfs or lspci -tv"
+    return "placement unknown: give sysfs, lspci -tv, lspci -vvv or nvidia-smi topo -m"
 
 
 def walk(node: Node) -> list[Node]:
@@ -163,7 +183,7 @@ def endpoint_node(device: dict[str, Any], link: dict[str, Any] | None) -> Node:
     kind = KIND_NAMES[device["kind"]]
     name = f" {device['name']}" if device.get("name") else ""
     netdevs = f" [{', '.join(map(str, device['netdevs']))}]" if device.get("netdevs") else ""
-    model = short_name(device.get("lspci_name"))
+    model = short_name(device.get("lspci_name")) or short_name(device.get("model"))
     node = Node(f"{kind}{name} {device['bdf']}{netdevs}" + (f" — {model}" if model else ""))
     text = link_text(device.get("link") or {})
     if text:
@@ -239,7 +259,15 @@ def render_text(topology: Topology) -> str:
     lines += ["", "GPUs (nearest NVMe / NIC):"]
     lines += [f"  {one_line(line)}" for line in gpu_texts(topology)] or ["  (no GPU found)"]
     lines += ["", "Problems:"] + ([f"  ! {one_line(p)}" for p in topology.problems] or ["  none seen"])
+    if topology.verdict:
+        lines += ["", status_line(topology.verdict)]
     return "\n".join(lines) + "\n"
+
+
+def status_line(verdict: dict[str, Any]) -> str:
+    """The last line, as `check` ends: the status, the exit code and the causes that set it."""
+    causes = ", ".join(verdict["causes"]) or "no placement or link cause fired"
+    return f"Status: {verdict['status']} (exit {verdict['exit_code']}) — {one_line(causes)}"
 
 
 def tree_lines(node: Node, prefix: str, last: bool) -> list[str]:
@@ -268,6 +296,8 @@ def render_markdown(topology: Topology) -> str:
     parts += [f"- {markdown_inline(line)}" for line in gpu_texts(topology)] or ["- no GPU found"]
     parts += ["", "## Problems", ""]
     parts += [f"- **{markdown_inline(p)}**" for p in topology.problems] or ["- none seen"]
+    if topology.verdict:
+        parts += ["", markdown_inline(status_line(topology.verdict))]
     return "\n".join(parts) + "\n"
 
 
@@ -307,6 +337,8 @@ def render_rich(topology: Topology, color: bool = True) -> str:
             console.print(f"  [bold red]! {escape(one_line(problem))}[/]")
         if not topology.problems:
             console.print("  [green]none seen[/]")
+        if topology.verdict:
+            console.print("\n" + escape(status_line(topology.verdict)))
     return captured.get()
 
 
@@ -314,14 +346,31 @@ def render_rich(topology: Topology, color: bool = True) -> str:
 
 
 def topology_of(inputs: Sequence[Path], host_root: Path = Path("/")) -> Topology:
-    """Facts from a bundle or pasted files, or from this host (only the topology probes)."""
+    """Facts from a bundle or pasted files, or from this host (only the topology probes), the
+    tree drawn from them and the verdict of the placement and link causes. Inputs that show no
+    device are an error (one line, exit 3): an empty tree would read as a healthy one."""
     if inputs:
         capture = load_inputs(inputs)
     else:
         capture = capture_live(
             host_root, probes=[BY_SECTION[s] for s in TOPOLOGY_SECTIONS if s in BY_SECTION]
         )
-    return build(build_facts(capture))
+    analysis = analyze_capture(capture)
+    topology = build(analysis.facts)
+    if not topology.root.children and not topology.gpus:
+        where = ", ".join(str(p) for p in inputs) if inputs else f"host root {host_root}"
+        why = f" ({one_line(capture.notes[0].split('; ')[0])})" if capture.notes else ""
+        raise UserError(f"{where}: no device to draw{why}; topo reads {DRAWN_FROM}")
+    topology.verdict = verdict(analysis.report["findings"])
+    return topology
+
+
+def verdict(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worst placement or link cause that fired: topo's status and exit code."""
+    fired = [f for f in findings if f["category"] in TOPOLOGY_CATEGORIES and f["severity"] != "info"]
+    severities = {f["severity"] for f in fired}
+    status = "CRITICAL" if "critical" in severities else "WARNING" if severities else "OK"
+    return {"status": status, "exit_code": EXIT_CODES[status], "causes": [f["id"] for f in fired]}
 
 
 def render(topology: Topology, fmt: str, color: bool) -> str:

@@ -13,7 +13,7 @@ nearest device and the NUMA nodes of pastes in topology_nearest.py):
   of the NVMe sysfs tree are added to any placement that misses them, with their ``subsystem``.
 - ``devices``: GPUs, NVMe controllers, NICs and bridges ``{bdf, kind, name, numa_node,
   root_complex, upstream, link: {speed_gts, max_speed_gts, width, max_width}, acs_redirect, namespaces,
-  src}``.
+  src}``; an NVMe controller of the NVMe sysfs tree also has its ``model``.
 - ``pairs``: every GPU × NVMe/NIC ``{gpu, gpu_bdf, other, other_bdf, other_kind, relation, rank,
   label, numa_aligned, path_bridges, src}``; ``relation`` is ``switch`` (PIX/PXB), ``root_port``,
   ``root_complex`` (PHB), ``cross_root_complex`` (NODE: another host bridge of the same socket) or
@@ -250,6 +250,7 @@ def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
         found = devices.get(str(controller.get("pci_bdf")))
         if found is not None:
             found["name"] = txt(controller.get("name"))
+            found["model"] = txt(controller.get("model"))
     for ib in items(ok_section(facts, "infiniband"), "devices"):
         found = devices.get(str(ib.get("bdf")))
         if found is not None:
