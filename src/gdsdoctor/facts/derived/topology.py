@@ -249,8 +249,7 @@ def add_names(facts: dict[str, Any], devices: dict[str, dict[str, Any]]) -> None
     for controller in items(ok_section(facts, "nvme_sysfs"), "controllers"):
         found = devices.get(str(controller.get("pci_bdf")))
         if found is not None:
-            found["name"] = txt(controller.get("name"))
-            found["model"] = txt(controller.get("model"))
+            found["name"], found["model"] = txt(controller.get("name")), txt(controller.get("model"))
     for ib in items(ok_section(facts, "infiniband"), "devices"):
         found = devices.get(str(ib.get("bdf")))
         if found is not None:
