@@ -80,6 +80,20 @@ def _only_the_tools_on_path() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _no_site_config_of_this_machine() -> Iterator[None]:
+    """Every diagnosing command reads the default site config (gdsdoctor/config.py): in the
+    suite that is the empty /dev/null (readable by the users tests drop to), never this
+    machine's /etc/gdsdoctor; subprocesses inherit it. Tests of the config set their own."""
+    before = os.environ.get("GDSDOCTOR_CONFIG")
+    os.environ["GDSDOCTOR_CONFIG"] = os.devnull
+    yield
+    if before is None:
+        os.environ.pop("GDSDOCTOR_CONFIG", None)
+    else:
+        os.environ["GDSDOCTOR_CONFIG"] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Command locks (capture/command_lock.py) go to a directory of the test session, never to
     the machine's /run (subprocesses inherit it through the environment)."""

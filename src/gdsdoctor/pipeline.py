@@ -79,19 +79,31 @@ def _loaded_rules(
 
 
 def analyze_capture(
-    capture: Capture, rules_dirs: Sequence[Path] = (), parsed: dict[str, Any] | None = None
+    capture: Capture,
+    rules_dirs: Sequence[Path] = (),
+    parsed: dict[str, Any] | None = None,
+    acknowledgements: Sequence[dict[str, Any]] = (),
 ) -> Analysis:
     """Facts, evaluation, ranking and report of a capture (``parsed``: sections its probe
-    threads already parsed)."""
+    threads already parsed; ``acknowledgements``: the site config's ``acknowledge:``, whose
+    findings are set apart)."""
     from gdsdoctor.engine.evaluate import evaluate
     from gdsdoctor.engine.rank import rank
     from gdsdoctor.facts.document import build_facts
     from gdsdoctor.report.build import build_report
 
     facts = build_facts(capture, ANALYSED_PROBES, parsed)
-    results = evaluate(rules(rules_dirs), facts, HOW_TO_COLLECT)
+    causes = rules(rules_dirs)
+    results = evaluate(causes, facts, HOW_TO_COLLECT)
     ranked = rank(results, facts["derived"].get("path_focus"))
-    return Analysis(capture, facts, results, ranked, build_report(capture, facts, results, ranked))
+    acknowledged = None
+    if acknowledgements:
+        from gdsdoctor.engine.acknowledge import acknowledge
+
+        host = str(capture.host.get("hostname") or capture.label)
+        acknowledged = acknowledge(ranked, acknowledgements, host, [c.id for c in causes])
+    report = build_report(capture, facts, results, ranked, acknowledged)
+    return Analysis(capture, facts, results, ranked, report)
 
 
 def check(
@@ -101,6 +113,7 @@ def check(
     deadline_s: float = DEFAULT_DEADLINE_S,
     job: dict[str, Any] | None = None,
     bench: tuple[BenchProgress, int | None] | None = None,
+    acknowledgements: Sequence[dict[str, Any]] = (),
 ) -> Analysis:
     """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``).
 
@@ -117,7 +130,7 @@ def check(
         require_target(capture, target_path)
         if bench is not None:
             add_bench(capture, target_path, *bench)
-    return analyze_capture(capture, rules_dirs, live.parsed)
+    return analyze_capture(capture, rules_dirs, live.parsed, acknowledgements)
 
 
 def _prepare_analysis(rules_dirs: Sequence[Path]) -> None:
@@ -187,6 +200,8 @@ def analyze_paths(
     rules_dirs: Sequence[Path] = (),
     job: dict[str, Any] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    acknowledgements: Sequence[dict[str, Any]] = (),
 ) -> Analysis:
     """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them."""
-    return analyze_capture(load_inputs(paths, target_path, job, deadline_s), rules_dirs)
+    capture = load_inputs(paths, target_path, job, deadline_s)
+    return analyze_capture(capture, rules_dirs, acknowledgements=acknowledgements)

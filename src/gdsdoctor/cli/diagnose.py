@@ -20,6 +20,7 @@ from gdsdoctor.cli.options import (
     Gpus,
     HostRoot,
     Interval,
+    NoConfig,
     Npd,
     Outputs,
     Params,
@@ -32,7 +33,13 @@ from gdsdoctor.cli.options import (
 )
 from gdsdoctor.errors import UserError
 
-JOB_KEYS = ("params", "preset", "interval", "budget", "gpus")
+
+def site_config_of(site_config: Path | None, no_config: bool) -> dict[str, Any]:
+    """The site config (gdsdoctor/config.py): ``--site-config``, else $GDSDOCTOR_CONFIG or
+    /etc/gdsdoctor/config.yaml unless ``--no-config``; checked before any work is done."""
+    from gdsdoctor.config import config_path, read_config
+
+    return read_config(config_path(site_config, no_config))
 
 
 def job_of(
@@ -41,10 +48,10 @@ def job_of(
     interval: str | None,
     budget: str | None,
     gpus: int | None,
-    site_config: Path | None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint job from the site config, overridden by options given on the command line."""
-    job: dict[str, Any] = site_job(site_config) if site_config is not None else {}
+    job: dict[str, Any] = dict((config or {}).get("checkpoint") or {})
     given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
     job.update({k: v for k, v in given.items() if v is not None})
     if not job:
@@ -53,32 +60,6 @@ def job_of(
 
     validate(job)  # a bad value raises EstimateError, a UserError
     return job
-
-
-def site_job(path: Path) -> dict[str, Any]:
-    """The `checkpoint:` mapping of a site config. A misspelt key would silently leave the job
-    unjudged (`parms: 70B` → OK): it is named, with the closest known key."""
-    import difflib
-
-    import yaml
-
-    try:
-        document = yaml.safe_load(path.read_text())
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise UserError(f"{path}{where}: not valid YAML: {error.problem or error.context}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise UserError(f"{path}: cannot read site config ({type(error).__name__})") from None
-    job = document.get("checkpoint") if isinstance(document, dict) else None
-    if not isinstance(job, dict):
-        raise UserError(f"{path}: expected a mapping `checkpoint:` with {', '.join(JOB_KEYS)}")
-    for key in job:
-        if str(key) not in JOB_KEYS:
-            close = difflib.get_close_matches(str(key), JOB_KEYS, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise UserError(f"{path}: unknown key checkpoint.{key}{hint}; known: {', '.join(JOB_KEYS)}")
-    return {str(k): v for k, v in job.items()}
 
 
 def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
@@ -166,18 +147,21 @@ def check(
     budget: Budget = None,
     gpus: Gpus = None,
     site_config: SiteConfig = None,
+    no_config: NoConfig = False,
 ) -> int:
     """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
     targets = targets_of(output)
-    job = job_of(params, preset, interval, budget, gpus, site_config)
+    config = site_config_of(site_config, no_config)
+    job = job_of(params, preset, interval, budget, gpus, config)
     if bench and not path:
         raise UserError("--bench needs --path: the directory to measure")
     bench_bytes = size_of(bench_size) if bench_size else None
     with progress_bar() if bench else contextlib.nullcontext(None) as progress:
         measure = None if progress is None else (progress, bench_bytes)
-        report = run_check(host_root, path, rules_dir or [], deadline, job, measure).report
+        acknowledgements = config.get("acknowledge") or ()
+        report = run_check(host_root, path, rules_dir or [], deadline, job, measure, acknowledgements).report
     return finish(report, fmt, verbose, targets, fail_on, npd)
 
 
@@ -211,6 +195,7 @@ def analyze(
     budget: Budget = None,
     gpus: Gpus = None,
     site_config: SiteConfig = None,
+    no_config: NoConfig = False,
 ) -> int:
     """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
     from gdsdoctor.commands.fleet import expand_inputs, is_fleet
@@ -219,13 +204,15 @@ def analyze(
     paths = existing(expand_inputs(inputs))
     if not paths:
         raise UserError(f"nothing matches {' '.join(inputs)}")
-    job = job_of(params, preset, interval, budget, gpus, site_config)
+    config = site_config_of(site_config, no_config)
+    job = job_of(params, preset, interval, budget, gpus, config)
     targets = targets_of(output)
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
         return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose)
-    report = analyze_paths(paths, path, rules_dir or [], job, deadline_s=deadline).report
+    acknowledgements = config.get("acknowledge") or ()
+    report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements).report
     return finish(report, fmt, verbose, targets, fail_on, npd)
 
 

@@ -125,7 +125,16 @@ SiteConfig = Annotated[
     typer.Option(
         "--site-config",
         metavar="YAML",
-        help="YAML with a `checkpoint:` job description (params, preset, interval, budget, gpus).",
+        help="Site config instead of the default ($GDSDOCTOR_CONFIG, else /etc/gdsdoctor/config.yaml): "
+        "`checkpoint:` (params, preset, interval, budget, gpus), `acknowledge:` (known findings set apart).",
+        rich_help_panel=JOB_PANEL,
+    ),
+]
+NoConfig = Annotated[
+    bool,
+    typer.Option(
+        "--no-config",
+        help="Read no default site config ($GDSDOCTOR_CONFIG, /etc/gdsdoctor/config.yaml).",
         rich_help_panel=JOB_PANEL,
     ),
 ]

@@ -13,6 +13,7 @@ from gdsdoctor.cli.options import (
     Gpus,
     HostRoot,
     Interval,
+    NoConfig,
     Params,
     Preset,
     RulesDirs,
@@ -70,11 +71,12 @@ def watch(
     budget: Budget = None,
     gpus: Gpus = None,
     site_config: SiteConfig = None,
+    no_config: NoConfig = False,
 ) -> int:
     """Watch the checkpoint path while a checkpoint is written: write phases, what limited them,
     kernel and udev events, judged by the rules. Ctrl-C ends it with the report so far."""
     from gdsdoctor.checkpoint.stall import parse_duration
-    from gdsdoctor.cli.diagnose import finish, job_of
+    from gdsdoctor.cli.diagnose import finish, job_of, site_config_of
     from gdsdoctor.cli.tools import bundle_target
     from gdsdoctor.errors import EstimateError
     from gdsdoctor.watch.session import Options, run
@@ -88,7 +90,7 @@ def watch(
         raise UserError(str(error)) from None
     if every_s < MIN_EVERY_S:
         raise UserError(f"--every {every}: at least {MIN_EVERY_S:g}s (each sample reads every counter)")
-    job = job_of(params, preset, interval, budget, gpus, site_config)
+    job = job_of(params, preset, interval, budget, gpus, site_config_of(site_config, no_config))
     # Checked now, not after an hour of watching: the name, its directory, nothing there yet.
     target = bundle_target(record, "--record") if record is not None else None
     options = Options(

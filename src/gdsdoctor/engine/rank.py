@@ -51,7 +51,7 @@ def place(result: CauseResult, focus: Mapping[str, Any] | None) -> int:
     about other mounts only (ON_PATH without a focus: nothing to tell apart)."""
     if not focus:
         return ON_PATH
-    words = {_device_word(w) for e in result.evidence for w in _SEPARATORS.split(e.text) if w}
+    words = evidence_words(result)
     names, point = set(focus.get("names") or ()), str(focus.get("mountpoint") or "")
     if words & names or (point != "/" and any(w.startswith(point.rstrip("/") + "/") for w in words)):
         return ON_PATH
@@ -59,6 +59,12 @@ def place(result: CauseResult, focus: Mapping[str, Any] | None) -> int:
     if any(w == p or w.startswith(p + "/") for w in words for p in elsewhere):
         return ELSEWHERE
     return NO_MOUNT
+
+
+def evidence_words(result: CauseResult) -> set[str]:
+    """The names a finding's evidence holds (devices, mount points, paths), each as a name:
+    what ranking by ``--path`` and acknowledgements by device or mount compare."""
+    return {_device_word(w) for e in result.evidence for w in _SEPARATORS.split(e.text) if w}
 
 
 def _device_word(word: str) -> str:

@@ -485,7 +485,8 @@ def _cross_checks(causes: Sequence[Cause], known_sections: set[str]) -> list[Lin
                 LintIssue(
                     cause.file,
                     cause.line,
-                    f"duplicate cause id {cause.id!r} (first at {first.file}:{first.line})",
+                    f"duplicate cause id {cause.id!r} (first at {first.file}:{first.line}); to set a "
+                    "built-in cause's findings apart, acknowledge it in the site config (acknowledge:)",
                 )
             )
         by_id.setdefault(cause.id, cause)

@@ -16,6 +16,8 @@ from typing import Any
 
 from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.engine.acknowledge import Acknowledged
+from gdsdoctor.engine.acknowledge import describe as describe_ack
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.report.partial import describe, partial
@@ -25,14 +27,30 @@ _STATUS_OF_SEVERITY = {"critical": "CRITICAL", "warning": "WARNING", "info": "OK
 
 
 def build_report(
-    capture: Capture, facts: dict[str, Any], results: Sequence[CauseResult], ranked: Sequence[RankedFinding]
+    capture: Capture,
+    facts: dict[str, Any],
+    results: Sequence[CauseResult],
+    ranked: Sequence[RankedFinding],
+    acknowledged: Acknowledged | None = None,
 ) -> dict[str, Any]:
-    findings = [_finding(f) for f in ranked]
+    """The report; with ``acknowledged`` (engine/acknowledge.py), its acknowledged findings are
+    set apart (``acknowledged``, counted apart, never setting the status) and its expired
+    acknowledgements listed (``expired_acknowledgements``: their findings count again)."""
+    kept = acknowledged.kept if acknowledged is not None else ranked
+    findings = [_finding(f) for f in kept]
     inconclusive = _by_relevance(
         [_inconclusive(r, facts) for r in results if r.outcome is Outcome.INCONCLUSIVE], results
     )
     probes = _probes(facts)
-    return {
+    set_apart = [
+        {"finding": _finding(f), "acknowledgement": describe_ack(ack)}
+        for f, ack in (acknowledged.set_apart if acknowledged else [])
+    ]
+    expired = [
+        {"acknowledgement": describe_ack(ack), "fired": fired}
+        for ack, fired in (acknowledged.expired if acknowledged else [])
+    ]
+    report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "tool": {"name": "gdsdoctor", "version": __version__},
         "source": {
@@ -45,7 +63,7 @@ def build_report(
         "probes": probes,
         "findings": findings,
         "inconclusive": inconclusive,
-        "causes": [_verdict(r) for r in results],
+        "causes": [_verdict(r, {a["finding"]["id"] for a in set_apart}) for r in results],
         "summary": summarise(
             results,
             findings,
@@ -55,6 +73,24 @@ def build_report(
             partial(capture, facts, results),
         ),
     }
+    if set_apart or expired:
+        report["acknowledged"] = set_apart
+        report["expired_acknowledgements"] = expired
+        report["summary"] = _with_acknowledgements(report["summary"], set_apart, expired)
+    return report
+
+
+def _with_acknowledgements(
+    summary: dict[str, Any], set_apart: Sequence[dict[str, Any]], expired: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The counts and the reason say what was set apart and what expired."""
+    summary = {**summary, "counts": {**summary["counts"], "acknowledged": len(set_apart)}}
+    if set_apart:
+        summary["reason"] += f"; {len(set_apart)} acknowledged finding(s) not counted"
+    if expired:
+        ids = ", ".join(e["acknowledgement"]["id"] for e in expired)
+        summary["reason"] += f"; {len(expired)} acknowledgement(s) expired ({ids})"
+    return summary
 
 
 def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseResult]) -> int | None:
@@ -81,12 +117,13 @@ def _cut_notes(facts: dict[str, Any]) -> list[str]:
     ]
 
 
-def _verdict(result: CauseResult) -> dict[str, Any]:
+def _verdict(result: CauseResult, acknowledged: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
     """Every cause with its outcome (fired, clear, inconclusive, not applicable), in rule order:
-    what per-cause formats (JUnit, Prometheus) and fleet summaries need beside the findings."""
+    what per-cause formats (JUnit, Prometheus) and fleet summaries need beside the findings; a
+    fired cause set apart by an acknowledgement says so."""
     cause = result.cause
     evaluated = result.outcome in (Outcome.FIRED, Outcome.CLEAR)
-    return {
+    verdict = {
         "id": cause.id,
         "title": cause.title,
         "category": cause.category,
@@ -94,6 +131,9 @@ def _verdict(result: CauseResult) -> dict[str, Any]:
         "outcome": result.outcome.value,
         "certainty": result.certainty if evaluated else None,  # < 0: evidence against
     }
+    if cause.id in acknowledged:
+        verdict["acknowledged"] = True
+    return verdict
 
 
 def _finding(ranked: RankedFinding) -> dict[str, Any]:

@@ -6,6 +6,7 @@
 - clear → passed;
 - inconclusive → ``<skipped>`` naming the missing facts and how to collect them;
 - not applicable → ``<skipped message="not applicable">``;
+- fired but acknowledged in the site config → ``<skipped>`` with the reason;
 - an UNKNOWN run (bad input, nothing evaluated, blind to what its severe causes need) → one
   more testcase, ``gdsdoctor.run`` ``status``, with an ``<error>`` giving the reason: a CI job
   must not pass a node because every case was skipped.
@@ -93,7 +94,11 @@ def _testcase(verdict: Verdict) -> ET.Element:
         "testcase",
         {"name": xml_text(verdict.id), "classname": xml_text(f"gdsdoctor.{verdict.category}"), "time": "0"},
     )
-    if verdict.outcome == FIRED and verdict.finding is not None:
+    if verdict.acknowledged is not None:
+        ack = verdict.acknowledged
+        until = f" until {ack['until']}" if ack.get("until") else ""
+        ET.SubElement(case, "skipped", {"message": xml_text(f"acknowledged{until}: {ack['reason']}")})
+    elif verdict.outcome == FIRED and verdict.finding is not None:
         body = xml_text("\n".join(evidence_lines(verdict.finding)))
         if verdict.fails:
             message = f"{verdict.title} (certainty {verdict.certainty or 0:.2f})"

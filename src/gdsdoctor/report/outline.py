@@ -60,6 +60,7 @@ def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield from _partial(report)
     yield from _probes(report, verbose)
     yield from _findings(report)
+    yield from _acknowledged(report)
     yield from _inconclusive(report, verbose)
     yield from _notes(report)
     yield _status_line(report)
@@ -172,6 +173,33 @@ def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:
     for evidence in symptom["evidence"][:4]:
         where = f"{evidence['artifact']}:{evidence['line']}  " if evidence.get("artifact") else ""
         yield Bullet(((where, "dim"), (evidence["text"], "code" if where else "")), indent=3)
+
+
+def _acknowledged(report: dict[str, Any]) -> Iterator[Block]:
+    """Findings the site config acknowledges (not counted in the status), then the expired
+    acknowledgements, whose findings count again."""
+    items = report.get("acknowledged") or []
+    if items:
+        yield Heading(f"Acknowledged: {len(items)} finding(s), not counted in the status")
+        for item in items:
+            finding, ack = item["finding"], item["acknowledgement"]
+            until = f" (until {ack['until']})" if ack.get("until") else ""
+            yield Bullet((*_severity_spans(finding), (f" — {finding['title']}", "")))
+            yield Bullet((("acknowledged: ", "bold"), (ack["reason"] + until, "")), indent=2)
+    for item in report.get("expired_acknowledgements") or []:
+        ack = item["acknowledgement"]
+        counted = (
+            "it fired and counts again"
+            if item["fired"]
+            else "it did not fire: remove it from the site config"
+        )
+        yield Line(
+            (
+                ("Acknowledgement expired: ", "warning"),
+                (ack["id"], "bold"),
+                (f" (until {ack['until']}: {ack['reason']}); {counted}", ""),
+            )
+        )
 
 
 def _inconclusive(report: dict[str, Any], verbose: bool) -> Iterator[Block]:

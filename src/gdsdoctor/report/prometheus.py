@@ -8,7 +8,8 @@ same directory, then a rename), so a scrape never reads half a file.
 Metrics (all gauges; see integrations/prometheus/gdsdoctor-alerts.yaml for alerts on them):
 
 - ``gdsdoctor_status`` 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the exit code before --fail-on);
-- ``gdsdoctor_cause_state{id,category,severity}`` 0 clear, 1 fired, 2 inconclusive, 3 not applicable;
+- ``gdsdoctor_cause_state{id,category,severity}`` 0 clear, 1 fired, 2 inconclusive, 3 not applicable,
+  4 fired but acknowledged in the site config (alerts on ``== 1`` leave it alone);
 - ``gdsdoctor_cause_certainty{id,category,severity}`` combined certainty of evaluated causes
   (negative: evidence against), absent for causes that could not be evaluated;
 - ``gdsdoctor_findings{severity}``, ``gdsdoctor_inconclusive_causes``;
@@ -33,6 +34,7 @@ from gdsdoctor.report.verdicts import Verdict, verdicts
 
 STATUS_VALUE = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 STATE_VALUE = {"clear": 0, "fired": 1, "inconclusive": 2, "not_applicable": 3}
+ACKNOWLEDGED_STATE = 4
 
 Sample = tuple[dict[str, str], float]
 
@@ -72,8 +74,11 @@ def render_prometheus(report: dict[str, Any], now: float | None = None) -> str:
         ),
         *metric(
             "gdsdoctor_cause_state",
-            "Per cause: 0 clear, 1 fired, 2 inconclusive (facts missing), 3 not applicable.",
-            [(cause_labels(v), STATE_VALUE[v.outcome]) for v in causes],
+            "Per cause: 0 clear, 1 fired, 2 inconclusive (facts missing), 3 not applicable, 4 acknowledged.",
+            [
+                (cause_labels(v), ACKNOWLEDGED_STATE if v.acknowledged else STATE_VALUE[v.outcome])
+                for v in causes
+            ],
         ),
         *metric(
             "gdsdoctor_cause_certainty",

@@ -25,15 +25,18 @@ class Verdict:
     certainty: float | None  # None when the cause was not evaluated
     finding: dict[str, Any] | None = None  # the report's finding, when fired
     missing: tuple[dict[str, str], ...] = ()  # what to collect, when inconclusive
+    acknowledged: dict[str, Any] | None = None  # the acknowledgement that set a fired cause apart
 
     @property
     def fails(self) -> bool:
-        """Fired at a severity that makes the node unhealthy (info findings do not)."""
-        return self.outcome == FIRED and self.severity in ("critical", "warning")
+        """Fired at a severity that makes the node unhealthy (info and acknowledged findings do not)."""
+        return self.outcome == FIRED and self.severity in ("critical", "warning") and not self.acknowledged
 
 
 def verdicts(report: dict[str, Any]) -> list[Verdict]:
     findings = {f["id"]: f for f in report.get("findings", [])}
+    acknowledged = {a["finding"]["id"]: a for a in report.get("acknowledged", [])}
+    findings.update({cause_id: a["finding"] for cause_id, a in acknowledged.items()})
     missing = {i["id"]: tuple(i["missing"]) for i in report.get("inconclusive", [])}
     causes = report.get("causes")
     if causes is None:  # an older document: what it lists is all we know
@@ -50,6 +53,7 @@ def verdicts(report: dict[str, Any]) -> list[Verdict]:
             certainty=c.get("certainty"),
             finding=findings.get(c["id"]),
             missing=missing.get(c["id"], ()),
+            acknowledged=acknowledged[c["id"]]["acknowledgement"] if c["id"] in acknowledged else None,
         )
         for c in causes
     ]
