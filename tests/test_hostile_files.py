@@ -46,7 +46,7 @@ def _with_good(tmp_path: Path, name: str, data: bytes) -> tuple[Path, Any]:
         (b"  \n\r\n\t\n", "empty"),
         (b"\x7fELF\x02\x01\x01\x00" + os.urandom(3000), "binary data, not a text output"),
         (bytes(range(256)) * 4, "binary data, not a text output"),
-        (b"just some words\n", "not recognised; expected one of:"),
+        (b"just some words\n", "not recognised — `gdsdoctor probes` lists what is read"),
     ],
     ids=["empty", "blank", "elf", "bytes", "prose"],
 )

@@ -13,6 +13,7 @@ from gdsdoctor.capture.merge import host_conflict, merge_kernel_logs, merge_lspc
 from gdsdoctor.capture.recognition import recognise_text
 from gdsdoctor.capture.unwrap import dedented, unwrap
 from gdsdoctor.errors import UserError
+from gdsdoctor.pipeline import analyze_paths
 from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.probes.dmesg import parse as parse_dmesg
 from gdsdoctor.probes.pci import parse_lspci
@@ -313,3 +314,17 @@ def test_a_huge_input_is_read_as_it_is_never_held_as_lines() -> None:
     assert dedented(parts[0]) is None
     capture = read(("flood.txt", flood))
     assert capture.notes[0].startswith("flood.txt: not recognised")
+
+
+def test_an_unrecognised_file_is_one_short_line_and_a_note_beside_read_files(tmp_path: Path) -> None:
+    """Issue 20.6: never the list of every format; `gdsdoctor probes` has it."""
+    readme = tmp_path / "readme.txt"
+    readme.write_text("Please find the logs attached, thanks!\n")
+    alone = analyze_paths([readme], None)
+    line = f"{readme}: not recognised — `gdsdoctor probes` lists what is read"
+    assert alone.exit_code == 3 and alone.report["source"]["notes"] == [line]
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[    1.000000] nvme nvme0: I/O 39 QID 3 timeout, aborting\n")
+    beside = analyze_paths([readme, log], None)
+    assert beside.exit_code != 3 and line in beside.report["source"]["notes"]
+    assert all(len(note) < 200 for note in beside.report["source"]["notes"])

@@ -32,8 +32,7 @@ def recognise(text: str, probes: Sequence[Probe] = RECOGNISABLE) -> Probe | None
     return best.probe if best else None
 
 
-def expected_kinds(probes: Sequence[Probe] = RECOGNISABLE) -> str:
-    return ", ".join(p.paste_hint for p in probes if p.recognise is not None and p.paste_hint)
+NOT_RECOGNISED = "not recognised — `gdsdoctor probes` lists what is read"
 
 
 def capture_files(paths: Sequence[Path], deadline_s: float = DEFAULT_DEADLINE_S) -> Capture:
@@ -82,7 +81,8 @@ class PasteReader:
         for index, (part, (probe, ambiguity)) in enumerate(readings, 1):
             where = f"{source}: part {index}{_command_words(part)}" if several else source
             if probe is None:
-                self.capture.notes.append(f"{where}: not recognised; expected one of: {self.expected}")
+                # one short line: the list of every format is `gdsdoctor probes`, not each note
+                self.capture.notes.append(f"{where}: {NOT_RECOGNISED}")
                 continue
             if several:  # one output of several in a paste: say which is which
                 self.capture.notes.append(f"{where}: read as {probe.paste_hint}")
@@ -96,10 +96,6 @@ class PasteReader:
                 padded = _with_prompts(padded, part.prompts)
             label = f"{name}#{index}" if several else name
             self._assign(probe, label, where, data if padded == text else padded.encode())
-
-    @property
-    def expected(self) -> str:
-        return expected_kinds(self.probes)
 
     def _readings(self, text: str) -> Readings:
         """Each output in the text with its reader (None when no reader knows it)."""
