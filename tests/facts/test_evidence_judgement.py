@@ -187,3 +187,32 @@ def test_near_miss_xfs_mount_messages_are_no_errors(tmp_path: Path) -> None:
     assert "fs-errors-or-shutdown" not in _findings(
         tmp_path, ("dmesg.txt", "[    5.1] " + log.replace("\n", "\n[    5.2] "))
     )
+
+
+# --- formats: kernel lines behind a log shipper's prefix ------------------------------------------
+
+DMESG = Path(__file__).resolve().parents[1] / "data" / "dmesg"
+
+
+def test_node_prefixed_shipper_lines_are_kernel_log_events(tmp_path: Path) -> None:
+    from gdsdoctor.probes import dmesg
+
+    text = (DMESG / "talos-node-prefixed-vllm-xid.txt").read_text()
+    section = dmesg.parse(text, "talos.txt")
+    assert section["format"] == "journal" and dmesg.recognise(text)
+    xids = [e for e in section["events"] if e["kind"] == "nvrm_xid"]
+    assert [e["details"]["xid"] for e in xids] == [62, 45] and xids[0]["level"] == "warning"
+    assert xids[0]["message"].startswith("NVRM: Xid") and xids[0]["device"] == "0000:48:00"
+
+
+@pytest.mark.parametrize(
+    "sample", ["talos-node-prefixed-seccomp-healthy.txt", "talos-node-prefixed-xfs-mount-healthy.txt"]
+)
+def test_near_miss_healthy_node_prefixed_logs_are_read_and_quiet(tmp_path: Path, sample: str) -> None:
+    from gdsdoctor.probes import dmesg
+
+    text = (DMESG / sample).read_text()
+    section = dmesg.parse(text, sample)
+    assert dmesg.recognise(text) and section["format"] == "journal" and section["events"] == []
+    found = _findings(tmp_path, ("dmesg.txt", text))
+    assert not [f for f in found.values() if f["severity"] in ("critical", "warning")]

@@ -12,6 +12,7 @@ Accepted line forms (mixed in one paste is fine)::
     2023-01-02T10:00:00+0000 host kernel: ...                          journalctl -o short-iso
     [   12.345678] host kernel: ...                                     journalctl -o short-monotonic
      kern: warning: [2024-10-29T13:44:17.655Z]: nvme nvme2: ...        talosctl dmesg
+    10.5.0.3: kern:    info: [2022-07-28T11:49:42.49Z]: ...            talosctl -n NODE dmesg
     {"dmesg": [{"pri": 3, "time": 12.3, "msg": "..."}]}                dmesg --json
     {"MESSAGE": "...", "_BOOT_ID": "...", "__MONOTONIC_TIMESTAMP": ...} journalctl -k -o json (one per line)
     nvidia-fs:nvfs_pin_gpu_pages:1292 Error ret -22 ...                bare message
@@ -81,7 +82,13 @@ _DMESG_X = lazy_compile(
     r"^(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
     r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
-_TALOS = lazy_compile(r"^\s*(?P<fac>[a-z0-9]+): *(?P<lvl>[a-z]+): *\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]+)\]: ?")
+# A log shipper's prefix (talosctl dmesg, collectors): the node's name or address first when many
+# nodes are asked ("10.5.0.3: ", "k8s-3: "), a facility, a padded level, an ISO stamp in brackets.
+_TALOS = lazy_compile(
+    r"^\s*(?:(?P<node>[\w.-]{1,64}|[0-9a-fA-F:]{2,39}): )?"
+    r"(?P<fac>[a-z][a-z0-9]{0,11}): {0,8}"
+    r"(?P<lvl>[a-z]{3,8}): {0,8}\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]{1,40})\]: ?"
+)
 _MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
 _ISO_DMESG = lazy_compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
 _BRACKET_DATE = lazy_compile(
