@@ -216,3 +216,24 @@ def test_near_miss_healthy_node_prefixed_logs_are_read_and_quiet(tmp_path: Path,
     assert dmesg.recognise(text) and section["format"] == "journal" and section["events"] == []
     found = _findings(tmp_path, ("dmesg.txt", text))
     assert not [f for f in found.values() if f["severity"] in ("critical", "warning")]
+
+
+# --- sources that say the answer ------------------------------------------------------------------
+
+CUFILE = Path(__file__).resolve().parents[1] / "data" / "cufile"
+
+
+@pytest.mark.parametrize(
+    "sample", ["nvfs-proc-devcount-trace-demo--cufile.log", "nvfs-proc-devcount-cuvs-gtests--cufile.log"]
+)
+def test_cufile_log_that_cannot_open_proc_nvidia_fs_means_the_module_is_not_loaded(
+    tmp_path: Path, sample: str
+) -> None:
+    found = _findings(tmp_path, ("cufile.log", (CUFILE / sample).read_text()))
+    assert found["nvidia-fs-not-loaded"]["explained_by"] is None
+    assert any("/proc/driver/nvidia-fs" in e["text"] for e in found["nvidia-fs-not-loaded"]["evidence"])
+
+
+def test_near_miss_a_cufile_log_of_the_direct_path_says_nothing_of_the_module(tmp_path: Path) -> None:
+    found = _findings(tmp_path, ("cufile.log", (CUFILE / "gdsnvfs-078--cufile.log").read_text()))
+    assert "nvidia-fs-not-loaded" not in found

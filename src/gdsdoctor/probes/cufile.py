@@ -342,6 +342,9 @@ LOG_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, lazy_compile(pattern, re.I))
     for kind, pattern in (
         ("driver_not_loaded", r"nvidia-fs\.ko driver not loaded"),
+        # libcufile reads the module's /proc files first; "failed to open /proc/driver/nvidia-fs/
+        # devcount" (WARN, TRACE logs) is the module missing, said before any other line
+        ("nvfs_proc_unreadable", r"(?:failed to open|error opening|cannot open) /proc/driver/nvidia-fs/"),
         ("compat_mode", r"running in compatible mode"),
         ("nvme_not_registered", r"NVMe Driver not registered with nvidia-fs"),
         ("volume_attributes", r"dumping volume attributes"),
