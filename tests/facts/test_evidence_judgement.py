@@ -237,3 +237,29 @@ def test_cufile_log_that_cannot_open_proc_nvidia_fs_means_the_module_is_not_load
 def test_near_miss_a_cufile_log_of_the_direct_path_says_nothing_of_the_module(tmp_path: Path) -> None:
     found = _findings(tmp_path, ("cufile.log", (CUFILE / "gdsnvfs-078--cufile.log").read_text()))
     assert "nvidia-fs-not-loaded" not in found
+
+
+PCI = Path(__file__).resolve().parents[1] / "data" / "pci"
+
+
+@pytest.mark.parametrize(
+    ("sample", "says"),
+    [("lspci-nnD.geforce-rtx4090.vfio-guide.txt", "consumer GPU"),
+     ("lspci.geforce-rtx3090-x2.esxi-passthrough.txt", "consumer GPU"),
+     ("lspci.tesla-k80.aws-p2.txt", "older than Pascal"), ("lspci.tesla-k80-x2.chef-ohai-comment.txt", "older than Pascal")],
+)  # fmt: skip
+def test_the_gpu_model_in_lspci_decides_gds_support_without_nvidia_smi(
+    tmp_path: Path, sample: str, says: str
+) -> None:
+    found = _findings(tmp_path, ("lspci.txt", (PCI / sample).read_text()))
+    gpu = found["gpu-not-supported-for-gds"]
+    assert gpu["severity"] == "critical" and any(says in e["text"] for e in gpu["evidence"])
+
+
+@pytest.mark.parametrize(
+    "sample", ["lspci.device-id-only.txt", "lspci-tv.asus-esc8000a-e12.epyc-genoa.rtx6000ada-cx7-nvme.txt"]
+)
+def test_near_miss_a_professional_or_unnamed_gpu_in_lspci_is_not_unsupported(
+    tmp_path: Path, sample: str
+) -> None:
+    assert "gpu-not-supported-for-gds" not in _findings(tmp_path, ("lspci.txt", (PCI / sample).read_text()))

@@ -24,7 +24,9 @@ configuration in effect, and which GPUs GDS can use.
   ``running in compatible mode`` / per-file fallback, kvikio banner, gds_stats posix IO);
   ``compat_evidence``: those items (with src).
 - ``gpus``: GPUs from nvidia-smi, gdscheck and application output ``[{name, bus_id,
-  bar1_bytes, bar1_used_pct (nvidia-smi), compute_capability, consumer, source, src}]``;
+  bar1_bytes, bar1_used_pct (nvidia-smi), compute_capability, consumer, source, src}]`` (from
+  nvidia-smi, gdscheck, the application's log; else from a pasted lspci naming the model, with
+  ``pre_pascal`` for Fermi/Kepler/Maxwell chips);
   ``unsupported_gpus``: those GDS cannot pin (GeForce/consumer, compute capability < 6).
 - ``is_wsl``: bool|None — running under WSL (uname, systemd-detect-virt).
 - ``rdma_fs_mounts`` / ``userspace_rdma_fs_mounts``: mounts of RDMA-backed filesystems
@@ -49,6 +51,11 @@ ENV_KEYS = {
 }
 # Consumer GPUs: GDS (third-party P2P via nvidia_p2p_get_pages) is refused by the driver.
 CONSUMER_GPU = lazy_compile(r"GeForce|\bTITAN\b|\bRTX [2-5]0[5-9]0\b|\bGTX\b", re.I)
+# Chips before Pascal (compute capability < 6): Fermi GF1xx, Kepler GK1xx/GK2xx, Maxwell GM1xx/GM2xx,
+# as lspci names them ("NVIDIA Corporation GK210GL [Tesla K80]")
+PRE_PASCAL_CHIP = lazy_compile(r"\bG[FKM]\d{3}[A-Z]{0,3}\b")
+_LSPCI_MODEL = lazy_compile(r"\b[A-Z]{2}\d{3}[A-Z]{0,3} \[[^\]]{2,60}\]")  # GA102, AD102, TU104, GK210GL
+_LSPCI_IDS = lazy_compile(r" ?\[[0-9a-f]{4}:[0-9a-f]{4}\]| ?\(rev [0-9a-f]{2}\)")
 RDMA_FSTYPES = {"lustre", "wekafs", "gpfs", "beegfs"}
 # Oldest nvidia-fs that builds for a kernel (nvidia-fs ChangeLog, gds-matrix §13), newest first.
 # 6.18 changed the block-layer DMA map iterator again (issue #80: 2.28.2 fails); 7.0 needs GDS 1.18.
@@ -332,7 +339,26 @@ def gds_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
         gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar_size"), cc, "gdscheck", gpu))
     for gpu in ok_section(facts, "app_log").get("gpus", []):
         gpus.append(_gpu(gpu.get("name"), None, gpu.get("bar1_total_bytes"), None, "application", gpu))
-    return gpus
+    return gpus or _lspci_gpus(facts)
+
+
+def _lspci_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """NVIDIA GPUs of a pasted lspci whose model pci.ids names ("GA102 [GeForce RTX 3090]",
+    "GK210GL [Tesla K80]"): when nothing richer (nvidia-smi, gdscheck) lists the GPUs, the model
+    alone decides GDS support. A GPU lspci names only by its id ("Device 2330") is left out: an
+    unknown model must not count as a supported one."""
+    found = []
+    listed = [(d, d.get("kind") == "gpu") for d in ok_section(facts, "lspci").get("devices", [])]
+    # lspci -tv names no class: its NVIDIA devices with a chip and a model are the GPUs
+    listed += [(d, True) for d in ok_section(facts, "lspci_tree").get("devices", [])] if not listed else []
+    for device, gpu in listed:
+        name = str(device.get("name") or "") if isinstance(device, dict) else ""
+        if not gpu or not name.startswith("NVIDIA") or not _LSPCI_MODEL.search(name):
+            continue
+        entry = _gpu(_LSPCI_IDS.sub("", name).strip(), device.get("bdf"), None, None, "lspci", device)
+        entry["pre_pascal"] = bool(PRE_PASCAL_CHIP.search(name))
+        found.append(entry)
+    return found
 
 
 def _gpu(name: Any, bus_id: Any, bar1: Any, cc: Any, source: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -353,6 +379,8 @@ def _mib(value: Any) -> int | None:
 
 
 def _old_arch(gpu: dict[str, Any]) -> bool:
+    if gpu.get("pre_pascal"):
+        return True
     cc = gpu.get("compute_capability")
     try:
         return cc is not None and float(str(cc)) < 6
