@@ -26,29 +26,50 @@ def skip_unless_root_with(*tools: str) -> None:
 
 @contextlib.contextmanager
 def loop_mount(
-    fstype: str, image: Path, size: int, mountpoint: Path, mkfs_options: tuple[str, ...] = ()
+    fstype: str,
+    image: Path,
+    size: int,
+    mountpoint: Path,
+    mkfs_options: tuple[str, ...] = (),
+    mount_options: str | None = None,
 ) -> Iterator[str]:
     """A sparse ``image`` of ``size`` bytes, formatted ``fstype``, attached to a loop device and
-    mounted on ``mountpoint``; yields the device (/dev/loopN). Unmounted and detached afterwards."""
+    mounted on ``mountpoint`` (with ``mount_options``); yields the device (/dev/loopN).
+    Unmounted, detached and the image removed afterwards: what tests write into images (fio's
+    gigabytes) must not stay in pytest's temporary directory."""
     mountpoint.mkdir(exist_ok=True)
-    with image.open("wb") as handle:
-        handle.truncate(size)
-    force = "-f" if fstype == "xfs" else "-F"
-    subprocess.run(
-        [f"mkfs.{fstype}", "-q", force, *mkfs_options, str(image)], check=True, capture_output=True
-    )
-    attach = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
-    if attach.returncode != 0:
-        pytest.skip(f"no loop device available: {attach.stderr.strip()}")
-    device = attach.stdout.strip()
-    try:
-        subprocess.run(["mount", device, str(mountpoint)], check=True, capture_output=True)
+    with loop_device(fstype, image, size, mkfs_options) as device:
+        options = ["-o", mount_options] if mount_options else []
+        subprocess.run(["mount", *options, device, str(mountpoint)], check=True, capture_output=True)
         try:
             yield device
         finally:
             subprocess.run(["umount", str(mountpoint)], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def loop_device(fstype: str, image: Path, size: int, mkfs_options: tuple[str, ...] = ()) -> Iterator[str]:
+    """A sparse ``image`` formatted ``fstype`` and attached to a loop device (yielded, not
+    mounted); detached and the image removed afterwards."""
+    try:
+        with image.open("wb") as handle:
+            handle.truncate(size)
+        mkfs(fstype, image, mkfs_options)
+        attach = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
+        if attach.returncode != 0:
+            pytest.skip(f"no loop device available: {attach.stderr.strip()}")
+        device = attach.stdout.strip()
+        try:
+            yield device
+        finally:
+            subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
     finally:
-        subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
+        image.unlink(missing_ok=True)
+
+
+def mkfs(fstype: str, target: Path | str, options: tuple[str, ...] = ()) -> None:
+    force = "-f" if fstype == "xfs" else "-F"
+    subprocess.run([f"mkfs.{fstype}", "-q", force, *options, str(target)], check=True, capture_output=True)
 
 
 @contextlib.contextmanager

@@ -34,8 +34,8 @@ def test_public_names_and_signatures_are_stable() -> None:
         for name in ("check", "analyze", "analyze_texts", "analyze_fleet")
     }
     assert signatures == {
-        "check": ["path", "host_root", "rules_dirs", "deadline_s", "job"],
-        "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s"],
+        "check": ["path", "host_root", "rules_dirs", "deadline_s", "job", "since"],
+        "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s", "since"],
         "analyze_texts": ["texts", "path", "rules_dirs", "job"],
         "analyze_fleet": ["paths", "path", "rules_dirs", "jobs", "job"],
     }

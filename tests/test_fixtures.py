@@ -3,7 +3,8 @@
 A fixture is ``fixtures/NAME/`` with ``files/`` (pasted outputs) or ``bundle/`` (a bundle
 directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids that must be
 among the first three root causes), ``not_fires`` (ids that must not be found), optional
-``status``, ``path`` (the --path to analyse with), ``job`` (the --params/--budget/... options,
+``status``, ``history`` (ids that must be in the report's History: fired by the whole log,
+not by the node as it is now), ``path`` (the --path to analyse with), ``job`` (the --params/--budget/... options,
 e.g. ``{params: 70B, budget: 2%}``) and ``unrecognised`` (file names that gdsdoctor is expected not
 to recognise, such as free prose copied from a ticket: notes about them are tolerated, notes about
 any other file fail the test).
@@ -47,6 +48,9 @@ def test_fixture(case: Path) -> None:
     inconclusive = [i["id"] for i in analysis.report["inconclusive"]]
     for cause in expect.get("inconclusive", []):  # its data missing: neither fired nor clear
         assert cause in inconclusive, f"{cause} is not inconclusive; inconclusive: {inconclusive}"
+    past = [h["id"] for h in analysis.report["history"]]
+    for cause in expect.get("history", []):
+        assert cause in past and cause not in found, f"{cause} is not in history; history: {past}"
     if "status" in expect:
         assert analysis.report["summary"]["status"] == expect["status"]
     tolerated = tuple(expect.get("unrecognised", []))

@@ -24,6 +24,7 @@ from typing import Any
 from gdsdoctor import pipeline
 from gdsdoctor.capture.detect import capture_texts
 from gdsdoctor.errors import GdsdoctorError, UserError
+from gdsdoctor.facts.event_clock import parse_since
 from gdsdoctor.facts.job import validate
 from gdsdoctor.report.render import FORMATS, render
 
@@ -92,14 +93,19 @@ def check(
     rules_dirs: Sequence[PathLike] = (),
     deadline_s: float = 60.0,
     job: Mapping[str, Any] | None = None,
+    since: str | None = None,
 ) -> Report:
-    """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH]``.
+    """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH] [--since WHEN]``.
 
     ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
     ``{"params": "70B", "interval": "30m"}``.
     """
     checked = _job(job)
-    return _run(lambda: pipeline.check(Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked))
+    return _run(
+        lambda: pipeline.check(
+            Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked, since=_since(since)
+        )
+    )
 
 
 def analyze(
@@ -108,12 +114,17 @@ def analyze(
     rules_dirs: Sequence[PathLike] = (),
     job: Mapping[str, Any] | None = None,
     deadline_s: float = 60.0,
+    since: str | None = None,
 ) -> Report:
     """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``;
     pasted files (a fifo fed by a slow writer among them) are read within ``deadline_s`` seconds."""
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
     checked = _job(job)
-    return _run(lambda: pipeline.analyze_paths(inputs, _str(path), _paths(rules_dirs), checked, deadline_s))
+    return _run(
+        lambda: pipeline.analyze_paths(
+            inputs, _str(path), _paths(rules_dirs), checked, deadline_s, since=_since(since)
+        )
+    )
 
 
 def analyze_texts(
@@ -181,3 +192,11 @@ def _paths(values: Iterable[PathLike]) -> list[Path]:
 
 def _str(value: PathLike | None) -> str | None:
     return None if value is None else str(value)
+
+
+def _since(since: str | None) -> str | None:
+    """``since`` checked as the CLI checks ``--since`` (a bad value is a GdsdoctorError)."""
+    if since is None:
+        return None
+    parse_since(since)
+    return since.strip()

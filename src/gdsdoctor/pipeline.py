@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ class Analysis:
     results: list[CauseResult]
     ranked: list[RankedFinding]
     report: dict[str, Any]
+    history: list[RankedFinding] = field(default_factory=list)  # findings the node recovered from
 
     @property
     def exit_code(self) -> int:
@@ -95,15 +96,41 @@ def analyze_capture(
     facts = build_facts(capture, ANALYSED_PROBES, parsed)
     causes = rules(rules_dirs)
     results = evaluate(causes, facts, HOW_TO_COLLECT)
-    ranked = rank(results, facts["derived"].get("path_focus"))
+    focus = facts["derived"].get("path_focus")
+    ranked = rank(results, focus)
+    history = rank(history_results(causes, facts, results), focus)
     acknowledged = None
     if acknowledgements:
         from gdsdoctor.engine.acknowledge import acknowledge
 
         host = str(capture.host.get("hostname") or capture.label)
         acknowledged = acknowledge(ranked, acknowledgements, host, [c.id for c in causes])
-    report = build_report(capture, facts, results, ranked, acknowledged)
-    return Analysis(capture, facts, results, ranked, report)
+    report = build_report(capture, facts, results, ranked, acknowledged, history)
+    return Analysis(capture, facts, results, ranked, report, history)
+
+
+def history_results(
+    causes: Sequence[Cause], facts: dict[str, Any], results: Sequence[CauseResult]
+) -> list[CauseResult]:
+    """The causes that the whole kernel log fires with evidence among the events now history:
+    what the node has recovered from (gdsdoctor.facts.lifecycle), whether or not the cause also
+    fires now on other events. Evaluated again only when some event is history, over the same
+    facts with those events put back."""
+    from gdsdoctor.engine.evaluate import Outcome, evaluate
+    from gdsdoctor.facts import lifecycle
+    from gdsdoctor.facts.derived import derive
+
+    past = (facts.get("dmesg") or {}).get("history")
+    if not past:
+        return []
+    lines = {(e["src"].get("artifact"), e["src"].get("line")) for e in past if isinstance(e.get("src"), dict)}
+    whole = lifecycle.with_history(facts)
+    whole["derived"] = derive(whole, (facts.get("target") or {}).get("path"))
+    return [
+        r
+        for r in evaluate(causes, whole, HOW_TO_COLLECT)
+        if r.outcome is Outcome.FIRED and any((e.artifact, e.line) in lines for e in r.evidence)
+    ]
 
 
 def check(
@@ -114,6 +141,7 @@ def check(
     job: dict[str, Any] | None = None,
     bench: tuple[BenchProgress, int | None] | None = None,
     acknowledgements: Sequence[dict[str, Any]] = (),
+    since: str | None = None,
 ) -> Analysis:
     """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``).
 
@@ -126,6 +154,8 @@ def check(
     capture = live.finish()
     if job:
         capture.options["job"] = job
+    if since:
+        capture.options["since"] = since
     if target_path:
         require_target(capture, target_path)
         if bench is not None:
@@ -177,6 +207,7 @@ def load_inputs(
     target_path: str | None = None,
     job: dict[str, Any] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    since: str | None = None,
 ) -> Capture:
     """A bundle (directory or archive) or any number of pasted text files of one host; pasted
     files are read within ``deadline_s`` seconds in all (see ``capture_files``)."""
@@ -191,6 +222,8 @@ def load_inputs(
         capture.options["target_path"] = target_path
     if job:
         capture.options["job"] = job
+    if since:  # overrides the one a bundle's manifest recorded
+        capture.options["since"] = since
     return capture
 
 
@@ -201,7 +234,9 @@ def analyze_paths(
     job: dict[str, Any] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     acknowledgements: Sequence[dict[str, Any]] = (),
+    since: str | None = None,
 ) -> Analysis:
-    """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them."""
-    capture = load_inputs(paths, target_path, job, deadline_s)
+    """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them; kernel
+    events before ``since`` (``--since``) are history."""
+    capture = load_inputs(paths, target_path, job, deadline_s, since)
     return analyze_capture(capture, rules_dirs, acknowledgements=acknowledgements)

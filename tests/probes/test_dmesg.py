@@ -351,13 +351,47 @@ def test_classify_kernel_wording(message: str, kind: str, device: str | None, de
 @pytest.mark.parametrize(
     "message",
     [
-        "nvme nvme0: 32/0/0 default/read/poll queues",
         "Kernel command line: ro quiet",
         "CUFILE_USE_PCIP2PDMA=false",
+        "XFS (loop0): Please unmount the filesystem and rectify the problem(s)",  # a shutdown's, no unmount
     ],
 )
 def test_benign_lines_not_classified(message: str) -> None:
     assert dmesg.classify(message) is None
+
+
+LIFECYCLE = [
+    ("nvme nvme0: 32/0/0 default/read/poll queues", "nvme_ready", "nvme0", {}),
+    ("nvme nvme1: mapped 8/0/0 default/read/poll queues.", "nvme_ready", "nvme1", {}),
+    ("nvme nvme1: creating 8 I/O queues.", "nvme_ready", "nvme1", {}),
+    ('nvme nvme3: new ctrl: NQN "nqn.2014-08.org.nvmexpress:uuid:5a1c", addr 10.0.0.2:4420',
+     "nvme_ready", "nvme3", {"nqn": "nqn.2014-08.org.nvmexpress:uuid:5a1c"}),
+    ("XFS (loop0): Mounting V5 Filesystem a24c9434-7867-4448-9949-b7458d29ea2d",
+     "fs_mounted", "loop0", {"uuid": "a24c9434-7867-4448-9949-b7458d29ea2d"}),
+    ("XFS (dm-2): Mounting V5 Filesystem", "fs_mounted", "dm-2", {}),
+    ("EXT4-fs (loop0): mounted filesystem 23c787d4-d345-459d-92e3-5e9e3a2af56a r/w with ordered data mode. "
+     "Quota mode: none.", "fs_mounted", "loop0", {"fstype": "EXT4", "uuid": "23c787d4-d345-459d-92e3-5e9e3a2af56a"}),
+    ("EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: discard", "fs_mounted", "sda1",
+     {"fstype": "EXT4"}),
+    ("EXT4-fs (nvme0n1p2): re-mounted 6b6f0d52-6a3a-4b32-9a3e-1c7c1a7e1a0b r/w. Quota mode: none.",
+     "fs_mounted", "nvme0n1p2", {"fstype": "EXT4", "uuid": "6b6f0d52-6a3a-4b32-9a3e-1c7c1a7e1a0b"}),
+    ("XFS (loop0): Unmounting Filesystem a24c9434-7867-4448-9949-b7458d29ea2d",
+     "fs_unmounted", "loop0", {"uuid": "a24c9434-7867-4448-9949-b7458d29ea2d"}),
+    ("EXT4-fs (nvme0n1p2): unmounting filesystem.", "fs_unmounted", "nvme0n1p2", {"fstype": "EXT4"}),
+    ("loop0: detected capacity change from 0 to 655360", "block_attached", "loop0", {}),
+    ("sd 2:0:0:0: [sdb] Attached SCSI disk", "block_attached", "sdb", {}),
+    ("pcieport 0000:00:01.0: AER: device recovery successful", "pcie_recovered", "0000:00:01.0", {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("message", "kind", "device", "details"), LIFECYCLE)
+def test_lifecycle_markers_classified_and_kept_apart(
+    message: str, kind: str, device: str, details: dict
+) -> None:
+    assert dmesg.classify(message) == (kind, device, details)
+    section = dmesg.parse(f"[   12.000000] {message}\n", "dmesg.txt")
+    assert section["events"] == [] and section["summary"] == []  # a marker is no failure event
+    assert [(m["kind"], m["device"]) for m in section["lifecycle"]] == [(kind, device)]
 
 
 @pytest.mark.parametrize(
@@ -654,10 +688,15 @@ STORAGE_FAILURE_LINES = {
 }
 
 
-def test_routine_mount_and_loop_lines_are_not_classified_but_failures_are() -> None:
-    """Hints name failures, not the filesystems every mount names: a log of mounts costs no
-    classification (most of a test machine's log), while each failure still gives its event."""
+def test_routine_mount_and_loop_lines_are_markers_not_events_but_failures_are() -> None:
+    """Hints name failures and lifecycle markers, not the filesystems every line names: a log of
+    mounts gives markers and no event, while each failure still gives its event."""
     routine = "\n".join(ROUTINE_STORAGE_LINES * 50)
-    assert list(dmesg.hinted_line_numbers(routine, dmesg.hints_in(routine))) == []
+    # a mount, an unmount, a loop device attached: lifecycle markers (what ends an event's
+    # object), never failure events; "Starting recovery" is neither, and costs nothing
+    hinted = set(dmesg.hinted_line_numbers(routine, dmesg.hints_in(routine)))
+    assert not any(n % len(ROUTINE_STORAGE_LINES) == 2 for n in hinted)
+    quiet = dmesg.parse(routine, "x")
+    assert quiet["events"] == [] and len(quiet["lifecycle"]) == 5 * 50
     section = dmesg.parse(routine + "\n" + "\n".join(STORAGE_FAILURE_LINES), "x")
     assert [event["kind"] for event in section["events"]] == list(STORAGE_FAILURE_LINES.values())

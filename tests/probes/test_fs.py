@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from blockfuzz import check_damaged, check_garbage, read
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import fs
+from tests import loopfs
 
 PROC5_EXAMPLE = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
 
@@ -111,31 +113,19 @@ def _loop_mount_skip_reason(mkfs: str) -> str | None:
 
 @pytest.fixture
 def loop_mount(tmp_path: Path) -> Iterator:
-    """Make, loop-attach and mount a small filesystem with chosen options; always cleaned up."""
-    state: dict[str, str] = {}
+    """Make, loop-attach and mount a small filesystem with chosen options; always cleaned up
+    (the image too: tests/loopfs.py)."""
+    with contextlib.ExitStack() as stack:
 
-    def mount(mkfs: str, options: str, size_mb: int) -> str:
-        image, point = tmp_path / "fs.img", tmp_path / "mnt"
-        point.mkdir()
-        with open(image, "wb") as handle:
-            handle.truncate(size_mb * 1024 * 1024)
-        subprocess.run(
-            [mkfs, "-q", *(["-F"] if "ext" in mkfs else ["-f"]), str(image)], check=True, timeout=120
-        )
-        state["loop"] = subprocess.run(
-            ["losetup", "-f", "--show", str(image)], check=True, capture_output=True, text=True, timeout=30
-        ).stdout.strip()
-        subprocess.run(["mount", "-o", options, state["loop"], str(point)], check=True, timeout=60)
-        state["point"] = str(point)
-        return str(point)
+        def mount(mkfs: str, options: str, size_mb: int) -> str:
+            point = tmp_path / "mnt"
+            fstype = mkfs.removeprefix("mkfs.")
+            stack.enter_context(
+                loopfs.loop_mount(fstype, tmp_path / "fs.img", size_mb << 20, point, (), options)
+            )
+            return str(point)
 
-    try:
         yield mount
-    finally:
-        if "point" in state:
-            subprocess.run(["umount", state["point"]], timeout=60)
-        if "loop" in state:
-            subprocess.run(["losetup", "-d", state["loop"]], timeout=30)
 
 
 def _mounted(point: str) -> dict:

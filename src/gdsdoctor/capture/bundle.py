@@ -322,6 +322,10 @@ def _options(manifest: dict[str, Any]) -> dict[str, Any]:
     absent = [t for t in HOST_TREES if isinstance(trees, list) and t in trees]
     if absent:
         cleaned["absent_trees"] = absent
+    if isinstance(options.get("since"), str) and options["since"]:  # `collect --since`, judged on reading
+        cleaned["since"] = _text(options["since"], 100)
+    if isinstance(manifest.get("created"), str):  # the capture's time, for events' ages
+        cleaned["created"] = _text(manifest["created"], 40)
     return cleaned
 
 

@@ -30,7 +30,7 @@ from gdsdoctor.errors import Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, target
 from gdsdoctor.probes.base import Probe, Source
-from gdsdoctor.probes.host_io import read_regular_file, resolve_in_root
+from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root
 
 Parse = Callable[[Probe, list[Artifact]], Any]
 
@@ -224,4 +224,16 @@ def host_summary(host_root: Path) -> dict[str, str]:
         "machine": uname.machine,
         "host_root": str(host_root),
         "euid": str(os.geteuid()),
+        **capture_clock(host_root),
     }
+
+
+def capture_clock(host_root: Path) -> dict[str, str]:
+    """The capture's own clock: the wall time now and the host's uptime now, read together, so
+    that the kernel log's seconds-since-boot become ages (gdsdoctor.facts.lifecycle)."""
+    found = {"captured_at_epoch": f"{time.time():.3f}"}
+    raw = read_in_root(host_root, "/proc/uptime", 256)
+    first = raw.split()[0] if raw else b""
+    if first.replace(b".", b"", 1).isdigit():
+        found["uptime_s"] = first.decode()
+    return found

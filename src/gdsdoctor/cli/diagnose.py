@@ -27,6 +27,7 @@ from gdsdoctor.cli.options import (
     Preset,
     ReportFormat,
     RulesDirs,
+    Since,
     SiteConfig,
     TargetPath,
     Verbose,
@@ -60,6 +61,17 @@ def job_of(
 
     validate(job)  # a bad value raises EstimateError, a UserError
     return job
+
+
+def since_of(since: str | None) -> str | None:
+    """``--since`` checked before any work is done (a bad value is one line, exit 3); kept as
+    given, so a bundle's manifest records it and ``analyze`` judges it again."""
+    if since is None:
+        return None
+    from gdsdoctor.facts.event_clock import parse_since
+
+    parse_since(since)
+    return since.strip()
 
 
 def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
@@ -128,6 +140,7 @@ def check(
     rules_dir: RulesDirs = None,
     verbose: Verbose = False,
     deadline: Deadline = DEFAULT_DEADLINE_S,
+    since: Since = None,
     bench: Annotated[
         bool,
         typer.Option(
@@ -155,13 +168,16 @@ def check(
     targets = targets_of(output)
     config = site_config_of(site_config, no_config)
     job = job_of(params, preset, interval, budget, gpus, config)
+    since = since_of(since)
     if bench and not path:
         raise UserError("--bench needs --path: the directory to measure")
     bench_bytes = size_of(bench_size) if bench_size else None
     with progress_bar() if bench else contextlib.nullcontext(None) as progress:
         measure = None if progress is None else (progress, bench_bytes)
         acknowledgements = config.get("acknowledge") or ()
-        report = run_check(host_root, path, rules_dir or [], deadline, job, measure, acknowledgements).report
+        report = run_check(
+            host_root, path, rules_dir or [], deadline, job, measure, acknowledgements, since
+        ).report
     return finish(report, fmt, verbose, targets, fail_on, npd)
 
 
@@ -189,6 +205,7 @@ def analyze(
     ] = None,
     fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
     deadline: Deadline = DEFAULT_DEADLINE_S,
+    since: Since = None,
     params: Params = None,
     preset: Preset = None,
     interval: Interval = None,
@@ -207,12 +224,13 @@ def analyze(
     config = site_config_of(site_config, no_config)
     job = job_of(params, preset, interval, budget, gpus, config)
     targets = targets_of(output)
+    since = since_of(since)
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
         return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose)
     acknowledgements = config.get("acknowledge") or ()
-    report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements).report
+    report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements, since).report
     return finish(report, fmt, verbose, targets, fail_on, npd)
 
 

@@ -90,6 +90,15 @@ Npd = Annotated[
         "one short message on stdout.",
     ),
 ]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="WHEN",
+        help="Kernel events before WHEN are history (shown, never failing): a duration before now "
+        "(10m, 2s, 1h, 2d) or an ISO 8601 time (2026-01-31T08:00:00Z).",
+    ),
+]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")]
 CauseId = Annotated[str, typer.Argument(metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")]
 

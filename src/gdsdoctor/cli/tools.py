@@ -16,6 +16,7 @@ from gdsdoctor.cli.options import (
     Format,
     HostRoot,
     RulesDirs,
+    Since,
     TargetPath,
 )
 from gdsdoctor.errors import UserError
@@ -72,14 +73,19 @@ def collect(
             "the private map goes to OUTPUT.redaction-map.json (mode 0600), never into the bundle.",
         ),
     ] = False,
+    since: Since = None,
 ) -> int:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
     from gdsdoctor.capture.redact import map_path_for, write_redacted_bundle
+    from gdsdoctor.cli.diagnose import since_of
 
+    since = since_of(since)
     target = bundle_target(output)
     if redact and map_path_for(target).exists():
         raise UserError(f"{map_path_for(target)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
+    if since:  # recorded in the manifest: `analyze` of the bundle judges events by it
+        capture.options["since"] = since
     try:  # the redacted writer removes its map again if the bundle fails: a retry is not blocked
         if redact:
             write_redacted_bundle(capture, target)

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.errors import UserError
+from gdsdoctor.facts import event_clock, lifecycle
 from gdsdoctor.facts.derived import derive
 from gdsdoctor.facts.job import job_section
 from gdsdoctor.facts.section import section_from
@@ -40,8 +42,23 @@ def build_facts(
     target_path = capture.options.get("target_path")
     if target_path:
         facts["target"]["path"] = target_path
+    # before the derived facts: they, like the rules, judge the kernel events of the node as it is now
+    lifecycle.judge(facts, event_clock.capture_clock(capture.host, capture.options), _since(capture))
     facts["derived"] = derive(facts, target_path)
     return facts
+
+
+def _since(capture: Capture) -> dict[str, Any] | None:
+    """``--since`` as the command line or the bundle's manifest gave it (the CLI has refused a
+    bad value already; a bundle's is untrusted: a bad one is a note, not a stop)."""
+    given = capture.options.get("since")
+    if not isinstance(given, str) or not given:
+        return None
+    try:
+        return event_clock.parse_since(given)
+    except UserError as error:
+        capture.notes.append(f"since: {error}; every event judged")
+        return None
 
 
 def _section(probe: Probe, capture: Capture, parsed: Mapping[str, tuple[Sequence[Artifact], Facts]]) -> Facts:

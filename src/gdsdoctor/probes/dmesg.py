@@ -34,6 +34,12 @@ Section shape::
                 first_timestamp, last_timestamp, message, src} ]   # one per (kind, device)
     kinds: [str]                   # kinds seen at all
     current_boot_kinds: [str]      # kinds seen in the current boot
+    lifecycle: [ {kind, device, message, timestamp, monotonic_s, boot, current_boot, details, src} ]
+                                   # markers of an object beginning anew or recovering (a mount,
+                                   # an unmount, a device attached, an NVMe controller's I/O queues,
+                                   # AER recovery): not events; the newest MAX_EVENTS are kept
+    last_monotonic_s: float | None # the current boot's last seconds-since-boot stamp (the log's end)
+    last_timestamp: str | None     # the last stamp as given, when the log has no seconds-since-boot
 
 ``timestamp`` is the stamp as given (``"519.201025"``, ``"Wed Apr  9 08:23:03 2025"``, ISO);
 ``monotonic_s`` is seconds since boot when the stamp is one, else None. ``details`` holds
@@ -61,6 +67,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.dmesg_kinds import LIFECYCLE_KINDS
 from gdsdoctor.probes.dmesg_kinds import RULES as _RULES
 from gdsdoctor.probes.kernel_shape import kernel_prefixed, kernel_shaped
 
@@ -478,15 +485,20 @@ class _Events:
     the first and last MAX_EVENTS // 2 kept whole. A storm of one message (a 64 MiB log of
     timeouts) then costs a summary and a bounded list, not a record per line."""
 
-    __slots__ = ("dropped", "first", "groups", "last")
+    __slots__ = ("dropped", "first", "groups", "last", "markers")
 
     def __init__(self) -> None:
         self.first: list[dict[str, Any]] = []
         self.last: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS // 2)
         self.dropped = 0
         self.groups: dict[tuple[str, str | None], dict[str, Any]] = {}
+        # lifecycle markers (a mount, a controller's I/O queues): the newest are what matters
+        self.markers: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS)
 
     def add(self, event: dict[str, Any]) -> None:
+        if event["kind"] in LIFECYCLE_KINDS:
+            self.markers.append(event)
+            return
         self._count(event)
         if len(self.first) < MAX_EVENTS // 2:
             self.first.append(event)
@@ -539,12 +551,15 @@ def parse(text: str, artifact: str) -> Section:
     lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots, candidates)
     found = _Events()
     line_count = 0
+    last_stamp: str | None = None  # the last line's stamp as given (a wall clock in `dmesg -T`)
     for line in lines:
         line_count += 1
         if isinstance(line, float):  # a quiet plain line: its clock is all there is
             boots.see_clock(line)
             continue
         boot = boots.see(line)
+        if line.monotonic_s is None and line.timestamp:  # a wall clock (`dmesg -T`, syslog)
+            last_stamp = line.timestamp
         if candidates is not None and line.number not in candidates:
             continue  # no hint anywhere in the line, so none in its message: no event
         hit = classify(line.message.strip(), hints)
@@ -581,6 +596,9 @@ def parse(text: str, artifact: str) -> Section:
         "summary": summary,
         "kinds": sorted({e["kind"] for e in summary}),
         "current_boot_kinds": sorted({e["kind"] for e in summary if e["current_boot_count"]}),
+        "lifecycle": [{**m, "current_boot": m["boot"] == boots.index} for m in found.markers],
+        "last_monotonic_s": boots.last_monotonic,
+        "last_timestamp": last_stamp if boots.last_monotonic is None else None,
     }
     if found.dropped:
         section["input_cut"] = (
@@ -632,7 +650,8 @@ def recognise(text: str) -> bool:
         if line.form == "journal" and _is_other_syslog(raw):
             continue  # syslog lines of other programs do not make a kernel log
         prefixed += line.form != "plain"
-        event = classify(line.message.strip()) is not None
+        hit = classify(line.message.strip())
+        event = hit is not None and hit[0] not in LIFECYCLE_KINDS  # failures, not mounts
         events += event
         unprefixed_events += event and line.form == "plain" and not kernel_prefixed(raw)
     # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present,

@@ -281,5 +281,34 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"^\s*\[<[0-9a-f]{8,16}>\] \((?P<function>" + _STORAGE_FUNCTION + r")\) from \[<[0-9a-f]{8,16}>\] "
         r"\(\w+\+0x[0-9a-f]+/0x[0-9a-f]+\)",
     )),
+    # Lifecycle markers: what the kernel says when an object begins anew or recovers. They are
+    # not events of a failure (the parser keeps them apart, in the section's ``lifecycle``):
+    # gdsdoctor.facts.lifecycle judges the events before them as history.
+    ("fs_mounted", ("mounting v", "mounted filesystem", "re-mounted", "first mount of filesystem"), (
+        r"^XFS \((?P<device>[^)]+)\): Mounting V\d+ Filesystem(?: (?P<uuid>[0-9a-f-]{36}))?",
+        r"^(?P<fstype>EXT[234])-fs \((?P<device>[^)]+)\): mounted filesystem(?: (?P<uuid>[0-9a-f-]{36}))?",
+        r"^(?P<fstype>EXT[234])-fs \((?P<device>[^)]+)\): re-mounted(?: (?P<uuid>[0-9a-f-]{36}))? r/w",
+        r"^BTRFS info \(device (?P<device>[^)\s]+)\): first mount of filesystem (?P<uuid>[0-9a-f-]{36})",
+    )),
+    ("fs_unmounted", ("unmounting filesystem",), (
+        r"^XFS \((?P<device>[^)]+)\): Unmounting Filesystem(?: (?P<uuid>[0-9a-f-]{36}))?",
+        r"^(?P<fstype>EXT[234])-fs \((?P<device>[^)]+)\): unmounting filesystem(?: (?P<uuid>[0-9a-f-]{36}))?",
+    )),
+    # a device that appears (a loop image attached, a disk probed): any earlier device of that name is gone
+    ("block_attached", ("change from 0 to", "attached scsi"), (
+        r"^(?P<device>[a-z][\w-]*): detected capacity change from 0 to [1-9]\d*",
+        r"\[(?P<device>sd[a-z]+)\] Attached SCSI (?:removable )?disk",
+    )),
+    # an NVMe controller with its I/O queues: probed, reset done, or (fabrics) connected anew
+    ("nvme_ready", ("default/read/poll", "i/o queues", "new ctrl"), (
+        r"^nvme (?P<device>nvme\d+): (?:mapped )?\d+/\d+/\d+ default/read/poll queues",
+        r"^nvme (?P<device>nvme\d+): creating \d+ I/O queues",
+        r"^nvme (?P<device>nvme\d+): new ctrl: NQN \"(?P<nqn>[^\"]+)\"",
+    )),
+    ("pcie_recovered", ("recovery successful",), (
+        r"(?P<device>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): AER: device recovery successful",
+    )),
 )
 # fmt: on
+
+LIFECYCLE_KINDS = frozenset(("fs_mounted", "fs_unmounted", "block_attached", "nvme_ready", "pcie_recovered"))

@@ -20,6 +20,7 @@ from gdsdoctor.engine.acknowledge import Acknowledged
 from gdsdoctor.engine.acknowledge import describe as describe_ack
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.engine.rank import RankedFinding
+from gdsdoctor.facts.event_clock import ago
 from gdsdoctor.report.partial import describe, partial
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -32,12 +33,16 @@ def build_report(
     results: Sequence[CauseResult],
     ranked: Sequence[RankedFinding],
     acknowledged: Acknowledged | None = None,
+    history: Sequence[RankedFinding] = (),
 ) -> dict[str, Any]:
     """The report; with ``acknowledged`` (engine/acknowledge.py), its acknowledged findings are
     set apart (``acknowledged``, counted apart, never setting the status) and its expired
-    acknowledgements listed (``expired_acknowledgements``: their findings count again)."""
+    acknowledgements listed (``expired_acknowledgements``: their findings count again);
+    ``history``: the findings of kernel events since recovered (facts/lifecycle.py), apart too."""
     kept = acknowledged.kept if acknowledged is not None else ranked
-    findings = [_finding(f) for f in kept]
+    timeline = _Timeline(facts)
+    findings = [timeline.dated(_finding(f)) for f in kept]
+    firing_now = {f.result.cause.id for f in ranked}
     inconclusive = _by_relevance(
         [_inconclusive(r, facts) for r in results if r.outcome is Outcome.INCONCLUSIVE], results
     )
@@ -62,6 +67,8 @@ def build_report(
         "host": {str(k): str(v) for k, v in capture.host.items()},
         "probes": probes,
         "findings": findings,
+        "history": [timeline.past(_finding(f), f.result.cause.id in firing_now) for f in history],
+        "events": timeline.describe(),
         "inconclusive": inconclusive,
         "causes": [_verdict(r, {a["finding"]["id"] for a in set_apart}) for r in results],
         "summary": summarise(
@@ -71,6 +78,7 @@ def build_report(
             capture.notes,
             _gpu_causes_not_applicable(facts, results),
             partial(capture, facts, results),
+            len(history),
         ),
     }
     if set_apart or expired:
@@ -91,6 +99,68 @@ def _with_acknowledgements(
         ids = ", ".join(e["acknowledgement"]["id"] for e in expired)
         summary["reason"] += f"; {len(expired)} acknowledgement(s) expired ({ids})"
     return summary
+
+
+class _Timeline:
+    """Ages and lifecycle verdicts of the kernel events, for the evidence lines that quote them
+    (gdsdoctor.facts.lifecycle gave each event its age and, for history, its reason)."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        section = facts.get("dmesg") if isinstance(facts.get("dmesg"), dict) else {}
+        self.clock = section.get("clock") if isinstance(section.get("clock"), dict) else {}
+        self.history = [e for e in section.get("history") or [] if isinstance(e, dict)]
+        self.by_line: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for event in [*(section.get("events") or []), *self.history]:
+            src = event.get("src") if isinstance(event, dict) else None
+            if isinstance(src, dict):
+                self.by_line[(src.get("artifact"), src.get("line"))] = event
+
+    def describe(self) -> dict[str, Any]:
+        """What the ages are measured from, and how many events are history."""
+        return {
+            "clock": self.clock.get("basis"),
+            "captured_at": self.clock.get("captured_at"),
+            "drifting": bool(self.clock.get("drifting")),
+            "since": self.clock.get("since"),
+            "history_events": len(self.history),
+        }
+
+    def age(self, age_s: float | None) -> str:
+        return ago(age_s, self.clock)
+
+    def dated(self, finding: dict[str, Any]) -> dict[str, Any]:
+        """The finding with each kernel-log evidence line's age (and, for history, why)."""
+        for evidence in finding["evidence"]:
+            event = self.by_line.get((evidence.get("artifact"), evidence.get("line")))
+            if event is None:
+                continue
+            evidence["age_s"] = event.get("age_s")
+            evidence["at"] = event.get("at")
+            evidence["age"] = self.age(event.get("age_s"))
+            if isinstance(event.get("history"), dict):
+                evidence["history"] = str(event["history"].get("reason") or "")
+        return finding
+
+    def past(self, finding: dict[str, Any], also_now: bool) -> dict[str, Any]:
+        """A finding of the whole log with evidence now history: INFO, with why. When the cause
+        fires now too (on other events), only its history lines are shown here."""
+        finding = self.dated(finding)
+        past = [e for e in finding["evidence"] if e.get("history")]
+        if also_now:
+            finding["evidence"] = past
+        newest = min(
+            past, key=lambda e: e["age_s"] if e.get("age_s") is not None else float("inf"), default=None
+        )
+        age_s = newest.get("age_s") if newest else None
+        return {
+            **finding,
+            "severity": "info",
+            "was_severity": finding["severity"],
+            "also_now": also_now,
+            "history_reason": newest["history"] if newest else "its kernel events are history",
+            "age_s": age_s,
+            "age": self.age(age_s),
+        }
 
 
 def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseResult]) -> int | None:
@@ -196,6 +266,7 @@ def summarise(
     notes: Sequence[str] = (),
     gpu_not_applicable: int | None = None,
     blind: dict[str, Any] | None = None,
+    history: int = 0,
 ) -> dict[str, Any]:
     """Status, exit code, the reason, the counts, ``partial`` when the run could not see what
     its critical causes need (``blind``), and a ``notice`` when the reader must know something
@@ -233,6 +304,8 @@ def summarise(
             reason += f"; {counts['inconclusive']} inconclusive for lack of data"
     if blind and status in ("CRITICAL", "WARNING"):
         reason += f"; {describe(blind)}"
+    if history and readable:
+        reason += f"; {history} finding(s) in history (recovered since)"
     if readable and gpu_not_applicable:
         notice = f"no NVIDIA GPU found: {gpu_not_applicable} GPU causes not applicable"
         if status == "OK":
@@ -241,7 +314,7 @@ def summarise(
         "status": status,
         "exit_code": EXIT_CODES[status],
         "reason": reason,
-        "counts": {**severities, **counts},
+        "counts": {**severities, **counts, "history": history},
     }
     if notice:
         summary["notice"] = notice

@@ -61,6 +61,7 @@ def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield from _probes(report, verbose)
     yield from _findings(report)
     yield from _acknowledged(report)
+    yield from _history(report)
     yield from _inconclusive(report, verbose)
     yield from _notes(report)
     yield _status_line(report)
@@ -153,18 +154,58 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
     yield Bullet(((finding["title"], "bold"),))
     yield Bullet(prose_spans(finding["explanation"]))
     yield Bullet((("Evidence:", "bold"),))
-    for evidence in finding["evidence"]:
-        where = f"{evidence['artifact']}:{evidence['line']}" if evidence.get("artifact") else ""
-        if where:
-            yield Bullet(((where + "  ", "dim"), (evidence["text"], "code")), indent=2)
-        else:
-            yield Bullet(((evidence["text"], ""),), indent=2)
+    yield from _evidence(finding["evidence"])
     if finding["fix"]:
         yield Bullet((("Fix: ", "bold"), *prose_spans(finding["fix"])))
     if finding["remediation"]:
         yield Commands(tuple(finding["remediation"]))
     for reference in finding["references"]:
         yield Bullet((("see ", "dim"), (reference, "link")), indent=2)
+
+
+def _evidence(evidence_lines: list[dict[str, Any]], indent: int = 2) -> Iterator[Block]:
+    for evidence in evidence_lines:
+        where = f"{evidence['artifact']}:{evidence['line']}" if evidence.get("artifact") else ""
+        age: tuple[Span, ...] = ((f"  ({evidence['age']})", "dim"),) if evidence.get("age") else ()
+        if where:
+            yield Bullet(((where + "  ", "dim"), (evidence["text"], "code"), *age), indent=indent)
+        else:
+            yield Bullet(((evidence["text"], ""), *age), indent=indent)
+
+
+def _history(report: dict[str, Any]) -> Iterator[Block]:
+    """Findings of events the node has since recovered from: what happened, not what is."""
+    everything = report.get("history") or []
+    history = [h for h in everything if not h.get("explained_by")]
+    if not history:
+        return
+    yield Heading(
+        f"History: {len(everything)} finding(s) of events since recovered (not counted in the status)"
+    )
+    for item in history:
+        age = f", {item['age']}" if item.get("age") else ""
+        now = "; also current on other events (see Findings)" if item.get("also_now") else ""
+        yield Line(
+            (
+                ("INFO", "info"),
+                ("  ", ""),
+                (item["id"], "bold"),
+                (f"  was {item['was_severity']}{age}{now}  [{item['category']}]", "dim"),
+            )
+        )
+        yield Bullet(((item["title"], ""),))
+        yield Bullet((("History: ", "bold"), (item["history_reason"], "")))
+        yield from _evidence(item["evidence"][:4])
+        for symptom in everything:
+            if symptom.get("explained_by") == item["id"]:
+                yield Bullet(
+                    (
+                        ("↳ explains ", "dim"),
+                        (symptom["id"], "bold"),
+                        (f"  was {symptom['was_severity']}", "dim"),
+                    ),
+                    indent=2,
+                )
 
 
 def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.probes.dmesg import classify, split_line
+from gdsdoctor.probes.dmesg_kinds import LIFECYCLE_KINDS
 
 KERNEL_FACILITY = 0  # a record's priority is facility << 3 | level; user-space writes carry 1 (user)
 MAX_RECORD_BYTES = 8192  # /dev/kmsg returns one record a read; a longer one is EINVAL
@@ -32,7 +33,7 @@ def kernel_event(record: str, now_wall: float, now_monotonic: float) -> dict[str
     if line.form != "kmsg":
         return None
     hit = classify(line.message.strip())
-    if hit is None:
+    if hit is None or hit[0] in LIFECYCLE_KINDS:  # a mount, a device attached: no failure
         return None
     kind, device, _details = hit
     at = now_wall - (now_monotonic - line.monotonic_s) if line.monotonic_s is not None else now_wall

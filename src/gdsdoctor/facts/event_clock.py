@@ -1,0 +1,171 @@
+"""The clock of kernel events: their ages, and ``--since``.
+
+An event's age is measured from the capture's own clock where it recorded one (a live check, a
+bundle: the wall time and ``/proc/uptime`` read together, ``capture.host`` ``captured_at_epoch``
+and ``uptime_s``), else back from the log's last line (a pasted log), else from the log's wall
+stamps (``dmesg -T``, syslog, ISO), which drift after a suspend. ``--since`` is a duration before
+the capture (``10m``) or an ISO 8601 time. Used by gdsdoctor.facts.lifecycle.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from gdsdoctor.errors import UserError
+from gdsdoctor.patterns import lazy_compile
+
+_DURATION = lazy_compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|m|min|h|d)$")
+_UNIT_S = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+# ---------------------------------------------------------------------------------------------
+# --since
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_since(value: str) -> dict[str, Any]:
+    """``--since`` as ``{"given", "seconds"}`` (a duration before the capture: ``10m``, ``2s``,
+    ``1.5h``, ``2d``) or ``{"given", "epoch"}`` (an ISO 8601 time; one without a zone is UTC).
+    A value that is neither is the user's error (one line, exit 3)."""
+    text = value.strip()
+    if m := _DURATION.match(text):
+        return {"given": text, "seconds": float(m["n"]) * _UNIT_S[m["unit"]]}
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UserError(
+            f"--since {value!r}: not a duration (10m, 2s, 1h, 2d) nor an ISO 8601 time (2026-01-31T08:00:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return {"given": text, "epoch": when.timestamp()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Clock
+# ---------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def capture_clock(host: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """What the capture recorded of its own time: ``captured_at`` (epoch seconds) and the
+    host's ``uptime_s`` then (live capture, and bundles written since), or the bundle
+    manifest's creation time alone."""
+    captured = _number(host.get("captured_at_epoch"))
+    if captured is None and isinstance(options.get("created"), str):
+        captured = epoch_of(options["created"])
+    return {"captured_at": captured, "uptime_s": _number(host.get("uptime_s"))}
+
+
+_SYSLOG_STAMP = lazy_compile(r"^[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d")
+
+
+def epoch_of(stamp: str) -> float | None:
+    """A wall-clock stamp as a log writes it (ISO with or without a zone, ``dmesg -T``'s
+    ``Wed Apr  9 08:23:03 2025``, syslog's ``Jan  2 10:00:00``) in epoch seconds; without a
+    zone it is read as UTC (the log does not say its zone: only differences are sure)."""
+    text = stamp.strip().replace(",", ".")
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+        for form in ("%a %b %d %H:%M:%S %Y", "%a %b %d %H:%M:%S.%f %Y", "%b %d %H:%M:%S %Y"):
+            try:
+                when = datetime.strptime(" ".join(text.split()), form)
+                break
+            except ValueError:
+                continue
+        if when is None and _SYSLOG_STAMP.match(text):
+            try:  # syslog gives no year: differences within one log are still right
+                when = datetime.strptime(" ".join(text.split()[:3]) + " 2000", "%b %d %H:%M:%S %Y")
+            except ValueError:
+                return None
+    if when is None:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+class Clock:
+    """Ages of events: seconds before the capture (or before the log's last line)."""
+
+    def __init__(self, section: dict[str, Any], clock: dict[str, Any]) -> None:
+        self.captured_at = clock.get("captured_at")
+        uptime = clock.get("uptime_s")
+        last_mono = _number(section.get("last_monotonic_s"))
+        last_wall = epoch_of(section["last_timestamp"]) if section.get("last_timestamp") else None
+        if uptime is not None and section.get("format") != "dmesg_T":
+            self.now_mono, self.basis = uptime, "capture"  # the capture's own uptime
+        elif last_mono is not None:
+            self.now_mono, self.basis = last_mono, "log_end"
+        else:
+            self.now_mono, self.basis = None, None
+        self.now_wall = last_wall
+        self.drifting = section.get("format") in ("dmesg_T", "mixed") and last_mono is None
+        if self.basis is None and last_wall is not None:
+            self.basis = "wall"
+        boot = (self.captured_at - uptime) if self.captured_at is not None and uptime is not None else None
+        self.boot_epoch = boot
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "basis": self.basis,
+            "captured_at": iso(self.captured_at),
+            "boot_at": iso(self.boot_epoch),
+            "drifting": self.drifting,
+        }
+
+    def ago(self, age_s: float) -> str:
+        return ago(age_s, self.describe())
+
+    def age(self, event: dict[str, Any]) -> tuple[float | None, float | None]:
+        """(age in seconds, wall time in epoch seconds) of one event; None where unknown."""
+        mono = _number(event.get("monotonic_s"))
+        if mono is not None and event.get("current_boot") and self.now_mono is not None:
+            age = max(0.0, self.now_mono - mono)
+            wall = (
+                self.captured_at - age if self.captured_at is not None and self.basis == "capture" else None
+            )
+            return age, wall
+        stamp = event.get("timestamp")
+        if mono is None and isinstance(stamp, str) and self.now_wall is not None:
+            wall = epoch_of(stamp)
+            if wall is not None:
+                return max(0.0, self.now_wall - wall), wall
+        return None, None
+
+
+def iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ago(age_s: float | None, clock: dict[str, Any]) -> str:
+    """``12 min ago``, or ``12 min before the log's last line`` when that is what ages count
+    from (``clock``: a section's ``clock``); "" when the age is unknown."""
+    if age_s is None:
+        return ""
+    if clock.get("basis") == "capture":
+        return f"{age_text(age_s)} ago"
+    drift = " (dmesg -T clock: drifts after a suspend)" if clock.get("drifting") else ""
+    return f"{age_text(age_s)} before the log's last line{drift}"
+
+
+def age_text(age_s: float | None) -> str:
+    """``12 min``, ``3 h``, ``2 d``: an age as a person says it."""
+    if age_s is None:
+        return "age unknown"
+    if age_s < 90:
+        return f"{age_s:.0f} s"
+    if age_s < 5400:
+        return f"{age_s / 60:.0f} min"
+    if age_s < 172800:
+        return f"{age_s / 3600:.1f} h"
+    return f"{age_s / 86400:.0f} d"

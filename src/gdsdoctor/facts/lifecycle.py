@@ -1,0 +1,460 @@
+"""Events and state: each kernel event judged against what came after it (the *lifecycle*).
+
+A kernel event is evidence about an object at a time, not about the node now. Each storage,
+NVMe and PCIe event is attached to its object:
+
+- ``filesystem`` — a filesystem instance on a device (``loop0``; a JBD2 journal ``loop0-8`` is its
+  partition's), from its mount to its unmount: ``fs_shutdown``, ``fs_error``;
+- ``block`` — a block device as attached: ``blk_io_error``, ``nvme_status_error``,
+  ``backing_store_full``, ``scsi_sense``, a ``capacity_to_zero`` of a device that is not an NVMe
+  namespace;
+- ``nvme`` — an NVMe controller (``nvme0``; a namespace or path names its controller): timeouts,
+  aborts, resets, reconnects, keep-alive and transport errors, ANA path failures, a namespace
+  dropping to capacity 0;
+- ``pcie`` — a PCI function (its address): AER errors.
+
+and judged against what the log and the captured state say about that object afterwards
+(the markers are the section's ``lifecycle`` list, see probes/dmesg_kinds.py):
+
+- a later mount (``Mounting V5 Filesystem``, ``mounted filesystem``, ``re-mounted … r/w``) or
+  unmount of the device ends the filesystem instance; a device attached anew (``detected
+  capacity change from 0 to N``, ``Attached SCSI disk``, a removable one's ``scsi_attach``)
+  ends both the device and its filesystem; a loop device the block listing no longer shows is
+  detached;
+- an NVMe controller with its I/O queues again (``N/M/K default/read/poll queues``, ``creating
+  N I/O queues``), ``Successfully reconnected``, a path ``ANA group N: optimized``, or a new
+  controller for the same subsystem NQN has recovered; one whose sysfs state is not ``live``
+  now has not, whatever the log says; a PCI function with ``AER: device recovery
+  successful`` has recovered;
+- ``--since`` (``capture.options["since"]``): every event before it.
+
+Such an event is *history*: moved from ``dmesg.events`` to ``dmesg.history`` with ``history``
+(``reason``, ``object``, ``marker``: the line that ended it; the summary and kinds are counted
+again without it, the whole log's kept in ``whole_log``), so rules — which read ``dmesg.events`` and the
+derived facts built from it — judge the node as it is now. An event after the recovery is
+current again, and an object that recovered ``FLAP_RECOVERIES`` times within ``FLAP_WINDOW_S``
+is flapping: all its events stay current (repetition is evidence). Events of no object (an Xid,
+a kernel BUG) are judged by ``--since`` alone.
+
+Every event (current or history) gets its age (``age_s``, ``at``: ISO wall time, ``clock``):
+from the capture's clock when it was recorded (``capture.host`` ``uptime_s``/``captured_at``:
+a live check, a bundle), else before the log's own last line (a pasted log), else from wall
+stamps (``dmesg -T``, syslog: these drift after a suspend, and ``clock`` says so). The section
+gets ``clock`` (what ages are measured from) and ``objects`` (per object: events now and in
+history, recoveries, the newest event's age, events in the last hour).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gdsdoctor.facts.event_clock import Clock, epoch_of, iso
+from gdsdoctor.patterns import lazy_compile
+
+FLAP_RECOVERIES = 3  # recoveries of one object within the window: it is flapping, not recovered
+FLAP_WINDOW_S = 3600.0
+RECENT_WINDOW_S = 3600.0  # "N in the last hour"
+FS_KINDS = frozenset(("fs_shutdown", "fs_error"))
+BLOCK_KINDS = frozenset(("blk_io_error", "nvme_status_error", "backing_store_full", "scsi_sense"))
+NVME_KINDS = frozenset(
+    ("nvme_timeout", "nvme_abort", "nvme_reset", "nvmeof_reconnect", "nvmeof_keepalive",
+     "nvmeof_transport_error", "nvme_ana")
+)  # fmt: skip
+LIVE_ANA_STATES = frozenset(("optimized", "non-optimized"))
+_JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # "loop0-8": the journal of loop0
+_NVME_NAME = lazy_compile(r"^nvme(?P<subsys>\d+)(?:c(?P<ctrl>\d+))?(?:n\d+(?:p\d+)?)?$")
+_NAMESPACE = lazy_compile(r"^nvme\d+(?:c\d+)?n\d+(?:p\d+)?$")
+_LOOP = lazy_compile(r"^(?P<loop>loop\d+)(?:p\d+)?$")
+_NQN = lazy_compile(r'NQN[:=]? "?(?P<nqn>nqn\.[^",\s]+)')
+
+
+# ---------------------------------------------------------------------------------------------
+# Objects and markers
+# ---------------------------------------------------------------------------------------------
+
+
+def controller_of(device: str) -> str | None:
+    """The NVMe controller a device name is or lies on: ``nvme0n1p2`` → ``nvme0``; a multipath
+    path ``nvme0c1n1`` is controller ``nvme1``'s."""
+    m = _NVME_NAME.match(device)
+    if not m:
+        return None
+    return f"nvme{m['ctrl']}" if m["ctrl"] is not None else f"nvme{m['subsys']}"
+
+
+def object_of(event: dict[str, Any]) -> tuple[str, str] | None:
+    """The object an event is about, as (type, name); None when it names none."""
+    kind, device = event.get("kind"), event.get("device")
+    if not isinstance(device, str) or not device:
+        return None
+    if kind in FS_KINDS:
+        return "filesystem", _JOURNAL_SUFFIX.sub(r"\1", device)
+    if kind == "nvme_ana" and str(_details(event).get("state", "")).lower() in LIVE_ANA_STATES:
+        return None  # a path coming back: a marker, not a failure
+    if kind in NVME_KINDS or (kind == "capacity_to_zero" and _NAMESPACE.match(device)):
+        controller = controller_of(device)
+        return ("nvme", controller) if controller else None
+    if kind in BLOCK_KINDS or kind == "capacity_to_zero":
+        return "block", device
+    if kind == "pcie_aer":
+        return "pcie", device
+    return None
+
+
+def _details(event: dict[str, Any]) -> dict[str, Any]:
+    details = event.get("details")
+    return details if isinstance(details, dict) else {}
+
+
+def _line(event: dict[str, Any]) -> int:
+    src = event.get("src")
+    line = src.get("line") if isinstance(src, dict) else None
+    return line if isinstance(line, int) else 0
+
+
+class _Marker:
+    """A line that ends or recovers objects: which ones, and how to say it."""
+
+    __slots__ = ("event", "line", "objects", "recovers", "says")
+
+    def __init__(
+        self, event: dict[str, Any], objects: list[tuple[str, str]], says: str, recovers: bool
+    ) -> None:
+        self.event, self.objects, self.says, self.recovers = event, objects, says, recovers
+        self.line = _line(event)
+
+
+def _markers(section: dict[str, Any], nqns: dict[str, str]) -> list[_Marker]:
+    """The lifecycle markers of the log, in line order, with the objects each ends."""
+    found: list[_Marker] = []
+    for marker in _dicts(section.get("lifecycle")):
+        device, kind = str(marker.get("device") or ""), marker.get("kind")
+        if not device:
+            continue
+        if kind == "fs_mounted":
+            found.append(
+                _Marker(marker, [("filesystem", device)], "before the current mount: mounted", False)
+            )
+        elif kind == "fs_unmounted":
+            found.append(_Marker(marker, [("filesystem", device)], "the filesystem was unmounted", False))
+        elif kind == "block_attached":
+            ends = [("block", device), ("filesystem", device)]
+            found.append(_Marker(marker, ends, f"{device} was attached anew", False))
+        elif kind == "nvme_ready":
+            nqn = _details(marker).get("nqn")
+            same = [("nvme", c) for c, n in nqns.items() if nqn and n == nqn and c != device]
+            found.append(
+                _Marker(
+                    marker, [("nvme", device), *same], "the controller came back with its I/O queues", True
+                )
+            )
+        elif kind == "pcie_recovered":
+            found.append(_Marker(marker, [("pcie", device)], "AER reported the device recovered", True))
+    for event in _dicts(section.get("events")):  # what the log already counts as events
+        device = str(event.get("device") or "")
+        if event.get("kind") == "scsi_attach" and device.startswith("sd"):  # a removable disk attached
+            ends = [("block", device), ("filesystem", device)]
+            found.append(_Marker(event, ends, f"{device} was attached anew", False))
+            continue
+        controller = controller_of(device) if device else None
+        if not controller:
+            continue
+        if event.get("kind") == "nvmeof_reconnected":
+            found.append(_Marker(event, [("nvme", controller)], "the controller reconnected", True))
+        elif (
+            event.get("kind") == "nvme_ana"
+            and str(_details(event).get("state", "")).lower() in LIVE_ANA_STATES
+        ):
+            found.append(
+                _Marker(event, [("nvme", controller)], "the path became live again (ANA optimized)", True)
+            )
+    return sorted(found, key=lambda m: m.line)
+
+
+def _nqns(section: dict[str, Any]) -> dict[str, str]:
+    """Controller → subsystem NQN, as the log names them (``new ctrl: NQN``, ``Removing ctrl: NQN``)."""
+    found: dict[str, str] = {}
+    for item in [*_dicts(section.get("lifecycle")), *_dicts(section.get("events"))]:
+        device = controller_of(str(item.get("device") or ""))
+        m = _NQN.search(str(item.get("message") or ""))
+        if device and m:
+            found[device] = m["nqn"]
+    return found
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------------------------------------
+# State captured with the log
+# ---------------------------------------------------------------------------------------------
+
+
+class _State:
+    """What the capture says about objects now: loop devices attached, controllers' states."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        lsblk = facts.get("lsblk") if isinstance(facts.get("lsblk"), dict) else {}
+        by_name = lsblk.get("by_name") if lsblk.get("status") == "ok" else None
+        self.block_names = set(by_name) if isinstance(by_name, dict) else None
+        nvme = facts.get("nvme_sysfs") if isinstance(facts.get("nvme_sysfs"), dict) else {}
+        self.controllers: dict[str, str] | None = None
+        if nvme.get("status") == "ok":
+            self.controllers = {
+                str(c.get("name")): str(c.get("state") or "") for c in _dicts(nvme.get("controllers"))
+            }
+
+    def gone(self, obj: tuple[str, str]) -> str | None:
+        """Why the object no longer exists now, or None. Only loop devices count: a disk or a
+        controller that vanished may have died, and its errors are then the news."""
+        kind, name = obj
+        loop = _LOOP.match(name)  # loop0, or its partition loop0p1
+        if kind in ("block", "filesystem") and loop and self.block_names is not None:
+            attached = loop["loop"] in self.block_names
+            return None if attached else f"{loop['loop']} is not attached now (no block listing shows it)"
+        return None
+
+    def not_recovered(self, obj: tuple[str, str]) -> str | None:
+        """Why the object is not well now whatever the log says, or None."""
+        if obj[0] != "nvme" or self.controllers is None or not self.controllers:
+            return None
+        state = self.controllers.get(obj[1])
+        if state is None:
+            return None
+        return None if state == "live" else f"controller {obj[1]} is {state!r} now"
+
+
+# ---------------------------------------------------------------------------------------------
+# The judgement
+# ---------------------------------------------------------------------------------------------
+
+
+def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | None) -> None:
+    """Split ``facts["dmesg"]``'s events into the current ones and ``history`` (a new section in
+    ``facts``; the parsed one is left as it was), and give every event its age. A section that is
+    not ok is left as it is."""
+    parsed = facts.get("dmesg")
+    if not isinstance(parsed, dict) or parsed.get("status") != "ok":
+        return
+    # a new section of new event records: the parsed one may be shared (a live check's probe
+    # threads parsed it, and a second analysis of the same capture must judge it afresh)
+    section = facts["dmesg"] = dict(parsed)
+    events = [dict(e) for e in _dicts(parsed.get("events"))]
+    section["events"] = events
+    timer = Clock(section, clock)
+    for event in events:
+        age, wall = timer.age(event)
+        event["age_s"] = None if age is None else round(age, 3)
+        event["at"] = iso(wall)
+    state = _State(facts)
+    markers = _markers(section, _nqns(section))
+    verdicts = _lifecycle_verdicts(events, markers, state, timer)
+    _since_verdicts(events, verdicts, since, timer, clock)
+    current, history = [], []
+    for event in events:
+        verdict = verdicts.get(id(event))
+        if verdict is None:
+            current.append(event)
+        else:
+            history.append({**event, "history": verdict})
+    section["events"] = current
+    section["history"] = history
+    section["clock"] = {**timer.describe(), "since": since["given"] if since else None}
+    section["objects"] = _objects(events, verdicts, markers)
+    if history:
+        section["whole_log"] = {key: section.get(key) for key in ("summary", "kinds", "current_boot_kinds")}
+        _recount(section, history)
+
+
+def _lifecycle_verdicts(
+    events: list[dict[str, Any]], markers: list[_Marker], state: _State, timer: Clock
+) -> dict[int, dict[str, Any]]:
+    verdicts: dict[int, dict[str, Any]] = {}
+    flapping = _flapping(events, markers, timer)
+    failing_again = _failing_again(events, markers)
+    for event in events:
+        obj = object_of(event)
+        if obj is None or obj in flapping or state.not_recovered(obj):
+            continue
+        if _repeats(event, failing_again.get(obj, False)):
+            continue  # the recovery did not hold: the failures before it are evidence again
+        line = _line(event)
+        # the newest change of the object since: "before the current mount", not "unmounted once"
+        later = next((m for m in reversed(markers) if m.line > line and obj in m.objects), None)
+        if later is not None:
+            marker_age, _ = timer.age(later.event)
+            when = f" {timer.ago(marker_age)}" if marker_age is not None else " since"
+            verdicts[id(event)] = {
+                "reason": f"{later.says}{when}",
+                "object": f"{obj[0]} {obj[1]}",
+                "marker": later.event.get("src"),
+            }
+            continue
+        gone = state.gone(obj)
+        if gone:
+            verdicts[id(event)] = {"reason": gone, "object": f"{obj[0]} {obj[1]}", "marker": None}
+    return verdicts
+
+
+def _failing_again(
+    events: list[dict[str, Any]], markers: list[_Marker]
+) -> dict[tuple[str, str], float | None]:
+    """Recovered objects (NVMe controllers, PCI functions) that failed again after their last
+    recovery, with the age of that newest failure (None when the log has no clock): a failure
+    after a recovery makes the same object's failures of the hour before it current again.
+    Re-created objects (a new mount, a device attached anew) are new objects: no carry-over."""
+    found: dict[tuple[str, str], float | None] = {}
+    for event in events:
+        obj = object_of(event)
+        if obj is None or obj[0] not in ("nvme", "pcie"):
+            continue
+        line = _line(event)
+        if not any(m.line > line and obj in m.objects for m in markers):
+            if not any(obj in m.objects and m.line < line for m in markers):
+                continue  # never recovered: nothing to carry over
+            age = event.get("age_s")
+            found[obj] = (
+                age if obj not in found or found[obj] is None or age is None else min(found[obj], age)
+            )
+    return found
+
+
+def _repeats(event: dict[str, Any], newest_failure_age: float | bool | None) -> bool:
+    """Whether an event of an object failing again lies within RECENT_WINDOW_S before its newest
+    failure (``newest_failure_age`` False: the object is not failing again)."""
+    if newest_failure_age is False:
+        return False
+    age = event.get("age_s")
+    if age is None or newest_failure_age is None:
+        return True  # no clock: every failure of the log counts
+    return bool(age - newest_failure_age <= RECENT_WINDOW_S)
+
+
+def _flapping(events: list[dict[str, Any]], markers: list[_Marker], timer: Clock) -> set[tuple[str, str]]:
+    """Objects that failed and recovered FLAP_RECOVERIES times or more within FLAP_WINDOW_S of
+    the newest: each recovery is real, the object is not well."""
+    cycles: dict[tuple[str, str], list[float]] = {}
+    by_object: dict[tuple[str, str], list[int]] = {}
+    for event in events:
+        obj = object_of(event)
+        if obj is not None and obj[0] in ("nvme", "pcie"):
+            by_object.setdefault(obj, []).append(_line(event))
+    for obj, lines in by_object.items():
+        last_seen = -1
+        for marker in markers:
+            if obj not in marker.objects or not marker.recovers:
+                continue
+            if any(last_seen < line < marker.line for line in lines):  # failed, then recovered
+                age, _ = timer.age(marker.event)
+                cycles.setdefault(obj, []).append(age if age is not None else 0.0)
+            last_seen = marker.line
+    flapping = set()
+    for obj, ages in cycles.items():
+        if len(ages) >= FLAP_RECOVERIES and max(ages) - min(ages) <= FLAP_WINDOW_S:
+            flapping.add(obj)
+    return flapping
+
+
+def _since_verdicts(
+    events: list[dict[str, Any]],
+    verdicts: dict[int, dict[str, Any]],
+    since: dict[str, Any] | None,
+    timer: Clock,
+    clock: dict[str, Any],
+) -> None:
+    if not since:
+        return
+    for event in events:
+        if id(event) in verdicts:
+            continue
+        if _before_since(event, since, timer, clock):
+            verdicts[id(event)] = {
+                "reason": f"before --since {since['given']}",
+                "object": " ".join(object_of(event) or ("", "")).strip() or None,
+                "marker": None,
+            }
+
+
+def _before_since(event: dict[str, Any], since: dict[str, Any], timer: Clock, clock: dict[str, Any]) -> bool:
+    age = event.get("age_s")
+    wall = epoch_of(event["at"]) if isinstance(event.get("at"), str) else None
+    if "seconds" in since:
+        if age is not None:
+            return bool(age > since["seconds"])
+        uptime = clock.get("uptime_s")  # an earlier boot ended before the current one began
+        return not event.get("current_boot") and uptime is not None and uptime > since["seconds"]
+    if wall is not None:
+        return bool(wall < since["epoch"])
+    boot = timer.boot_epoch
+    return not event.get("current_boot") and boot is not None and boot > since["epoch"]
+
+
+def _objects(
+    events: list[dict[str, Any]], verdicts: dict[int, dict[str, Any]], markers: list[_Marker]
+) -> list[dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in events:
+        obj = object_of(event)
+        if obj is None:
+            continue
+        entry = found.setdefault(
+            obj,
+            {"type": obj[0], "name": obj[1], "current": 0, "history": 0, "last_hour": 0,
+             "newest_age_s": None, "recoveries": 0},
+        )  # fmt: skip
+        entry["history" if id(event) in verdicts else "current"] += 1
+        age = event.get("age_s")
+        if age is not None:
+            entry["last_hour"] += age <= RECENT_WINDOW_S
+            entry["newest_age_s"] = age if entry["newest_age_s"] is None else min(entry["newest_age_s"], age)
+    for obj, entry in found.items():
+        entry["recoveries"] = sum(1 for m in markers if obj in m.objects)
+    return sorted(found.values(), key=lambda e: (e["type"], e["name"]))
+
+
+def _recount(section: dict[str, Any], history: Iterable[dict[str, Any]]) -> None:
+    """The summary, kinds and current_boot_kinds without the events now in history."""
+    gone: dict[tuple[Any, Any], list[int]] = {}
+    for event in history:
+        counts = gone.setdefault((event.get("kind"), event.get("device")), [0, 0])
+        counts[0] += 1
+        counts[1] += bool(event.get("current_boot"))
+    current_by_group: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for event in _dicts(section.get("events")):
+        current_by_group.setdefault((event.get("kind"), event.get("device")), []).append(event)
+    summary = []
+    for group in _dicts(section.get("summary")):
+        key = (group.get("kind"), group.get("device"))
+        if key not in gone:
+            summary.append(group)
+            continue
+        count = int(group.get("count") or 0) - gone[key][0]
+        if count <= 0:
+            continue
+        left = current_by_group.get(key, [])
+        boot_count = max(0, int(group.get("current_boot_count") or 0) - gone[key][1])
+        group = {**group, "count": count, "current_boot_count": boot_count}
+        if left:
+            first, last = left[0], left[-1]
+            group.update(
+                first_line=_line(first), first_timestamp=first.get("timestamp"), message=first.get("message"),
+                src=first.get("src"), last_line=_line(last), last_timestamp=last.get("timestamp"),
+            )  # fmt: skip
+        summary.append(group)
+    section["summary"] = summary
+    section["kinds"] = sorted({str(g["kind"]) for g in summary})
+    section["current_boot_kinds"] = sorted({str(g["kind"]) for g in summary if g.get("current_boot_count")})
+
+
+def with_history(facts: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``facts`` whose ``dmesg`` holds every event again, history included (in log
+    order), without ``derived``: what the node's log says, to find which findings moved to history."""
+    section = facts.get("dmesg")
+    whole = {k: v for k, v in facts.items() if k != "derived"}
+    if not isinstance(section, dict) or not section.get("history"):
+        return whole
+    events = sorted([*_dicts(section.get("events")), *_dicts(section.get("history"))], key=_line)
+    whole["dmesg"] = {**section, **(section.get("whole_log") or {}), "events": events, "history": []}
+    return whole

@@ -1,0 +1,128 @@
+"""Kernel events judged against what came after them, on real loop devices and a real kernel
+log (root only; skipped elsewhere with the reason): a shut-down XFS repaired and mounted again
+is history, and so is an ext4 journal abort on a loop device since detached and reused.
+
+Other tests (and other programs) may put events of their own loop devices in the same kernel
+log meanwhile, so each assertion is about the evidence naming this test's device."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gdsdoctor.capture.live import LiveCapture
+from gdsdoctor.pipeline import analyze_capture, check
+from tests.loopfs import loop_device, mkfs, skip_unless_root_with
+
+SHUTDOWN = "fs-errors-or-shutdown"
+
+
+@pytest.fixture(autouse=True)
+def _root_with_tools() -> None:
+    skip_unless_root_with("xfs_io", "xfs_repair", "mkfs.xfs", "mkfs.ext4", "dmesg")
+
+
+def _run(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=120)
+
+
+def _names(item: dict[str, Any], device: str) -> bool:
+    """Whether a finding's evidence quotes a kernel line about ``device`` (loop0, loop0-8)."""
+    name = device.removeprefix("/dev/")
+    return any(f"({name})" in e["text"] or f"device {name}-" in e["text"] for e in item["evidence"])
+
+
+def _about(report: dict[str, Any], key: str, device: str) -> list[dict[str, Any]]:
+    return [f for f in report[key] if f["id"] == SHUTDOWN and _names(f, device)]
+
+
+def _shut_down(mountpoint: Path) -> None:
+    (mountpoint / "checkpoint").write_bytes(b"x" * 4096)
+    _run("sync")
+    _run("xfs_io", "-x", "-c", "shutdown", str(mountpoint))  # XFS and ext4 both take it
+
+
+def test_repaired_and_remounted_xfs_is_history(tmp_path: Path) -> None:
+    point = tmp_path / "ckpt"
+    point.mkdir()
+    with loop_device("xfs", tmp_path / "xfs.img", 320 << 20) as device:
+        _run("mount", device, str(point))
+        try:
+            _shut_down(point)
+            broken = check(target_path=str(point)).report
+            current = _about(broken, "findings", device)
+            assert current and current[0]["severity"] == "critical", broken["findings"]
+            assert broken["summary"]["status"] == "CRITICAL"
+        finally:
+            _run("umount", str(point))
+        _run("xfs_repair", "-L", device)  # a shutdown leaves a dirty log
+        _run("mount", device, str(point))
+        try:
+            (point / "after").write_bytes(b"ok")  # writes work again
+            report = check(target_path=str(point)).report
+        finally:
+            _run("umount", str(point))
+    assert not _about(report, "findings", device), report["findings"]
+    past = _about(report, "history", device)
+    assert past and past[0]["severity"] == "info" and past[0]["was_severity"] == "critical"
+    assert past[0]["history_reason"].startswith("before the current mount")
+    dated = [e for e in past[0]["evidence"] if e.get("age")]
+    assert dated and all(e["age"].endswith(" ago") for e in dated)
+
+
+def test_ext4_abort_on_a_loop_name_reused_by_a_new_xfs_is_history(tmp_path: Path) -> None:
+    point = tmp_path / "ckpt"
+    point.mkdir()
+    with loop_device("ext4", tmp_path / "ext4.img", 128 << 20) as old:
+        _run("mount", old, str(point))
+        try:
+            _shut_down(point)  # ext4: "Aborting journal on device loopN-8."
+        finally:
+            _run("umount", str(point))
+    image = tmp_path / "xfs.img"
+    with image.open("wb") as handle:
+        handle.truncate(320 << 20)
+    mkfs("xfs", image)
+    attach = subprocess.run(["losetup", old, str(image)], capture_output=True, timeout=60)
+    if attach.returncode != 0:  # another program took the name meanwhile
+        image.unlink()
+        pytest.skip(f"{old} was taken before it could be reused: {attach.stderr.decode().strip()}")
+    try:
+        _run("mount", old, str(point))
+        try:
+            report = check(target_path=str(point)).report
+        finally:
+            _run("umount", str(point))
+    finally:
+        _run("losetup", "-d", old)
+        image.unlink()
+    assert not _about(report, "findings", old), report["findings"]
+    assert _about(report, "history", old), report["history"]
+
+
+def test_since_puts_the_events_before_it_in_history(tmp_path: Path) -> None:
+    point = tmp_path / "ckpt"
+    point.mkdir()
+    with loop_device("xfs", tmp_path / "xfs.img", 320 << 20) as device:
+        _run("mount", device, str(point))
+        try:
+            _shut_down(point)
+            live = LiveCapture(Path("/"), str(point))
+            capture = live.finish()
+            now = analyze_capture(capture).report
+            capture.options["since"] = "0s"  # nothing logged after the capture began
+            later = analyze_capture(capture)
+        finally:
+            _run("umount", str(point))
+    assert _about(now, "findings", device)
+    assert not _about(later.report, "findings", device)
+    name = device.removeprefix("/dev/")
+    mine = [
+        e
+        for e in later.facts["dmesg"]["history"]
+        if f"({name})" in e["message"] and "Shutting down" in e["message"]
+    ]
+    assert mine and mine[-1]["history"]["reason"] == "before --since 0s"
