@@ -91,7 +91,7 @@ INVOCATIONS: list[tuple[list[str], int | None, str, int | None]] = [
     ([*ESTIMATE, "-f", "json"], 0, "json", 0),
     ([*ESTIMATE, "--format", "markdown", "--units", "iec"], 0, "text", 0),
     ([*ESTIMATE, "--preset", "bf16-adamw", "--component", "extra=2", "--fsync", "2s", "--interval", "30m",
-      "--gpus", "64", "--budget", "5%", "--archive-throughput", "0.5GB/s"], 0, "text", 0),
+      "--gpus", "64", "--budget", "5%", "--archive-throughput", "0.5GB/s"], 1, "text", 0),  # budget missed: 1
     ([*ESTIMATE, "--units", "metric"], 3, "empty", 1),
     (["estimate", "--params", "70B"], 3, "empty", 1),
     (["bench", "{tmp}/not-there"], 3, "empty", 1),

@@ -19,13 +19,22 @@
 
 * The checkpoint interval is the wall-clock period between checkpoint starts, so the share of
   wall time lost is ``T_stall / interval`` (the textbook "hourly, about a quarter of the time":
-  933 s / 3600 s = 26 %). GPU-hours lost per day = GPUs × 24 h × that share.
+  933 s / 3600 s = 26 %). GPU-hours lost per day = GPUs × 24 h × that share. When the interval is
+  read as training time between saves ("every hour of training") the share is
+  ``T_stall / (interval + T_stall)`` (933 / 4533 = 20.6 %): both are printed; the budget uses the
+  first.
+* ``t_fsync`` (the close/fsync/metadata tail) defaults to 0, which is optimistic on a shared or
+  parallel filesystem: the output says so unless ``--fsync`` is given.
+* Several nodes and asynchronous saves: :mod:`gdsdoctor.checkpoint.async_save` (the storage rate is
+  the smallest of the aggregate, nodes × per-node and the target's ceiling; an async save stalls
+  for the device-to-host copy and must persist within the interval and fit in host memory).
 * Tiered storage: the scratch tier takes the synchronous write (it sets the stall), then an
   asynchronous flush copies the checkpoint to the archive tier; it must finish in the window
   ``interval − T_stall`` before the next checkpoint starts. The archive tier binds when it does
   not; otherwise the scratch tier binds (it alone sets the stall) and the report gives headroom.
 * Units: every input unit says its system (``GB/s`` is SI, 10⁹ B/s; ``GiB/s`` is IEC, 2³⁰ B/s;
-  ``Gbit/s``/``Gb/s``/``Gbps`` are SI bits). Output is SI unless ``units="iec"``, and says so.
+  ``Gbit/s``/``Gb/s``/``Gbps`` are SI bits, a line rate read × 0.9 goodput; see
+  :mod:`gdsdoctor.checkpoint.units`). Output is SI unless ``units="iec"``, and says so.
 
 Entry points: :func:`run` (strings in, as from a CLI) and :func:`compute` (numbers in). Bad input
 raises :class:`EstimateError` with a one-line message. :func:`rows` is the single list of
@@ -34,16 +43,59 @@ output rows that :func:`to_dict`, :func:`render_text` and :func:`render_markdown
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gdsdoctor.checkpoint import async_save
+from gdsdoctor.checkpoint.async_save import AsyncSave, Layout, Storage
+from gdsdoctor.checkpoint.estimate_report import render_markdown, render_text, rows, to_dict
+from gdsdoctor.checkpoint.presets import COMPONENTS, DEFAULT_PRESET, PRESET_PARTS
+from gdsdoctor.checkpoint.units import (
+    GOODPUT,
+    Throughput,
+    Units,
+    _number,
+    bytes_per_s,
+    format_bytes,
+    format_duration,
+    format_rate,
+    parse_count,
+    parse_duration,
+    parse_fraction,
+    parse_params,
+    parse_size,
+    parse_throughput,
+)
 from gdsdoctor.errors import EstimateError
-from gdsdoctor.patterns import lazy_compile
 
-Units = Literal["si", "iec"]
+__all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "Estimate",
+    "EstimateError",
+    "Inputs",
+    "Throughput",
+    "Units",
+    "bytes_per_s",
+    "components_for",
+    "compute",
+    "format_bytes",
+    "format_duration",
+    "format_rate",
+    "parse_count",
+    "parse_duration",
+    "parse_fraction",
+    "parse_params",
+    "parse_size",
+    "parse_throughput",
+    "render_markdown",
+    "render_text",
+    "rows",
+    "run",
+    "to_dict",
+]  # fmt: skip
 
 SECONDS_PER_DAY = 86400.0
 
@@ -58,35 +110,10 @@ class Component:
     description: str
 
 
-_COMPONENTS = {
-    c.name: c
-    for c in (
-        Component("weights_bf16", 2, "bf16 model weights"),
-        Component("weights_fp32", 4, "fp32 model weights"),
-        Component("master_fp32", 4, "fp32 master weights"),
-        Component("adam_m_fp32", 4, "Adam momentum (m), fp32"),
-        Component("adam_v_fp32", 4, "Adam variance (v), fp32"),
-        Component("grads_bf16", 2, "bf16 gradients"),
-        Component("grads_fp32", 4, "fp32 gradients"),
-    )
-}
-
-
-def _preset(*names: str) -> tuple[Component, ...]:
-    return tuple(_COMPONENTS[name] for name in names)
-
-
-_ADAMW_MIXED = ("weights_bf16", "master_fp32", "adam_m_fp32", "adam_v_fp32")
+_COMPONENTS = {name: Component(name, size, text) for name, (size, text) in COMPONENTS.items()}
 PRESETS: dict[str, tuple[Component, ...]] = {
-    "bf16-adamw": _preset(*_ADAMW_MIXED),
-    "bf16-adamw-bf16grads": _preset(*_ADAMW_MIXED, "grads_bf16"),
-    "bf16-adamw-grads": _preset(*_ADAMW_MIXED, "grads_fp32"),
-    "fp32-adamw": _preset("weights_fp32", "adam_m_fp32", "adam_v_fp32"),
-    "fp32-adamw-grads": _preset("weights_fp32", "grads_fp32", "adam_m_fp32", "adam_v_fp32"),
-    "bf16-weights": _preset("weights_bf16"),
-    "fp32-weights": _preset("weights_fp32"),
+    preset: tuple(_COMPONENTS[name] for name in parts) for preset, parts in PRESET_PARTS.items()
 }
-DEFAULT_PRESET = "bf16-adamw"  # what DeepSpeed/Megatron save by default: no gradients
 
 
 def components_for(preset: str | None, overrides: Iterable[str] = ()) -> tuple[Component, ...]:
@@ -117,173 +144,6 @@ def _parse_override(spec: str) -> tuple[str, float]:
     return name, number
 
 
-# --- input parsing ------------------------------------------------------------------------------
-
-_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-
-
-def _number(text: str, *, what: str) -> float:
-    cleaned = text.strip().replace("_", "")
-    if not re.fullmatch(_NUMBER, cleaned):
-        raise EstimateError(f"{what}: {text.strip()!r} is not a number")
-    value = float(cleaned)
-    if not math.isfinite(value):
-        raise EstimateError(f"{what}: {text.strip()!r} is not a finite number")
-    return value
-
-
-def _split_quantity(text: str, *, what: str) -> tuple[float, str]:
-    match = re.fullmatch(rf"\s*({_NUMBER})\s*(.*?)\s*", text.replace("_", ""))
-    if not match:
-        raise EstimateError(f"{what}: cannot read {text.strip()!r}")
-    value = float(match[1])
-    if not math.isfinite(value):
-        raise EstimateError(f"{what}: {text.strip()!r} is not a finite number")
-    return value, match[2]
-
-
-def _positive(value: float, text: str, *, what: str) -> float:
-    if value <= 0:
-        raise EstimateError(f"{what} must be positive: {text.strip()!r}")
-    return value
-
-
-_PARAM_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
-
-def parse_params(text: str) -> int:
-    """Parameter count: ``70B``, ``7e10``, ``1.5T``, ``405b``, ``350M`` (B = billion, not bytes)."""
-    value, suffix = _split_quantity(text, what="parameter count")
-    scale = _PARAM_SUFFIX.get(suffix.lower())
-    if scale is None:
-        raise EstimateError(f"parameter count {text.strip()!r}: unknown suffix {suffix!r} (use K, M, B or T)")
-    count = round(_positive(value, text, what="parameter count") * scale)
-    if count < 1:
-        raise EstimateError(f"parameter count must be at least 1: {text.strip()!r}")
-    return count
-
-
-@dataclass(frozen=True, slots=True)
-class Throughput:
-    bytes_per_s: float
-    text: str  # as the user wrote it
-    system: Literal["SI", "IEC"]  # what the input's prefix meant
-
-    def describe(self) -> str:
-        return f"{self.text} ({self.system}, {self.bytes_per_s:.4g} B/s)"
-
-
-_PREFIX_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_RATE_UNIT = lazy_compile(
-    r"(?P<prefix>[kmgtp]?)(?P<iec>i?)(?P<what>bytes?|bits?|b)(?:/s|/sec|ps)", re.IGNORECASE
-)
-
-
-def parse_throughput(text: str) -> Throughput:
-    """``1.2GB/s``, ``1200MB/s`` (SI bytes), ``12GiB/s`` (IEC), ``400Gbit/s``, ``400Gb/s``, ``400Gbps``.
-
-    Case matters only for b/B: ``b`` is a bit, ``B`` a byte (``MBps`` is bytes, ``Mbps`` bits).
-    """
-    value, unit = _split_quantity(text, what="throughput")
-    unit = unit.replace(" ", "")
-    match = _RATE_UNIT.fullmatch(unit)
-    if not unit:
-        raise EstimateError(f"throughput {text.strip()!r} has no unit (e.g. 1.2GB/s, 12GiB/s, 400Gbit/s)")
-    if not match:
-        raise EstimateError(f"throughput {text.strip()!r}: unknown unit {unit!r} (e.g. GB/s, GiB/s, Gbit/s)")
-    what = match["what"]
-    is_bits = what.lower().startswith("bit") or what == "b"
-    iec = bool(match["iec"])
-    base = 1024 if iec else 1000
-    scale = base ** _PREFIX_POWER[match["prefix"].lower()] / (8 if is_bits else 1)
-    rate = _positive(value, text, what="throughput") * scale
-    return Throughput(rate, text.strip(), "IEC" if iec else "SI")
-
-
-_SIZE_UNIT = lazy_compile(r"(?P<prefix>[kmgtp]?)(?P<iec>i?)b?", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """A size in bytes: ``4GiB`` (IEC), ``512MB`` (SI), ``1T``, ``65536`` (plain bytes)."""
-    value, unit = _split_quantity(text, what="size")
-    match = _SIZE_UNIT.fullmatch(unit.replace(" ", ""))
-    if not match or unit.endswith("bit"):
-        raise EstimateError(f"size {text.strip()!r}: unknown unit {unit!r} (e.g. 512MB, 4GiB)")
-    base = 1024 if match["iec"] else 1000
-    return round(_positive(value, text, what="size") * base ** _PREFIX_POWER[match["prefix"].lower()])
-
-
-def bytes_per_s(rate: float, text: str = "") -> Throughput:
-    """A throughput already in bytes/s (e.g. measured by ``gdsdoctor bench``)."""
-    if not math.isfinite(rate) or rate <= 0:
-        raise EstimateError(f"throughput must be positive: {rate!r}")
-    return Throughput(rate, text or f"{rate:.4g} B/s", "SI")
-
-
-_DURATION_UNIT = {
-    "ms": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "m": 60.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "hrs": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-}
-_DURATION_PART = lazy_compile(r"\s*(\d+\.?\d*|\.\d+)\s*([a-zA-Z]*)")
-
-
-def parse_duration(text: str, *, allow_zero: bool = False, what: str = "duration") -> float:
-    """Seconds from ``30s``, ``500ms``, ``15min``/``15m``, ``1h``, ``1h30m``, ``2d`` (``0`` if allowed)."""
-    stripped = text.strip()
-    if allow_zero and re.fullmatch(r"0*\.?0*", stripped) and stripped:
-        return 0.0
-    if stripped.startswith("-"):
-        raise EstimateError(f"{what} must not be negative: {stripped!r}")
-    total, position = 0.0, 0
-    while position < len(stripped):
-        match = _DURATION_PART.match(stripped, position)
-        if not match or match.end() == position:
-            raise EstimateError(f"{what}: cannot read {stripped!r} (e.g. 30s, 500ms, 15min, 1h)")
-        unit = match[2].lower()
-        if not unit:
-            raise EstimateError(f"{what} {stripped!r} has no unit (e.g. 30s, 15min, 1h)")
-        if unit not in _DURATION_UNIT:
-            raise EstimateError(f"{what} {stripped!r}: unknown unit {match[2]!r} (ms, s, min, h, d)")
-        total += float(match[1]) * _DURATION_UNIT[unit]
-        position = match.end()
-    if not stripped:
-        raise EstimateError(f"{what} is empty")
-    if total == 0 and not allow_zero:
-        raise EstimateError(f"{what} must be positive: {stripped!r}")
-    return total
-
-
-def parse_fraction(text: str, *, what: str = "stall budget") -> float:
-    """``2%`` or ``0.02`` → 0.02; must lie strictly between 0 and 1."""
-    stripped = text.strip()
-    percent = stripped.endswith("%")
-    value = _number(stripped.rstrip("%"), what=what)
-    if not percent and value >= 1:
-        raise EstimateError(f"{what} {stripped!r} is ambiguous: write {value:g}% or a fraction such as 0.02")
-    fraction = value / 100 if percent else value
-    if not 0 < fraction < 1:
-        raise EstimateError(f"{what} must be between 0 and 100%: {stripped!r}")
-    return fraction
-
-
-def parse_count(text: str | int, *, what: str = "GPU count") -> int:
-    value = _number(str(text), what=what)
-    if value != int(value) or value < 1:
-        raise EstimateError(f"{what} must be a whole number ≥ 1: {str(text).strip()!r}")
-    return int(value)
-
-
 # --- the model ----------------------------------------------------------------------------------
 
 
@@ -292,12 +152,25 @@ class Inputs:
     params: int
     preset: str | None
     components: tuple[Component, ...]
-    throughput: Throughput  # the tier that takes the synchronous write
+    throughput: Throughput  # the rate the whole checkpoint is written at (the tier of the synchronous write)
     fsync_s: float = 0.0
     interval_s: float = 3600.0
     gpus: int = 1
     budget_fraction: float | None = None
     archive: Throughput | None = None
+    fsync_given: bool = True  # False: the 0 s default (optimistic on shared filesystems)
+    layout: Layout | None = None  # several nodes (--nodes, --gpus-per-node)
+    storage: Storage | None = None  # how the rate was found (aggregate, per-node × nodes, target ceiling)
+    rates: tuple[Throughput, ...] = ()  # every rate as given (for the line-rate note)
+    asynchronous: AsyncOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncOptions:
+    d2h: Throughput  # per GPU
+    host_copy: Throughput | None  # per node
+    buffers: int
+    host_mem_bytes: int | None  # per node
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +179,7 @@ class Budget:
     max_stall_s: float
     met: bool
     required_bytes_per_s: float | None  # None: fsync alone exceeds the budget
+    applies_to: Literal["synchronous write", "D2H copy"] = "synchronous write"
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,12 +199,20 @@ class Estimate:
     bytes_per_param: float
     write_s: float
     stall_s: float
-    wall_fraction: float  # of wall time lost to stalls, capped at 1
+    wall_fraction: float  # of wall time lost to stalls, capped at 1 (stall / interval between starts)
     stall_exceeds_interval: bool
     gpu_hours_lost_per_day: float
     budget: Budget | None
     tiers: Tiers | None
     notes: tuple[str, ...]
+    wall_fraction_of_training: float = 0.0  # stall / (interval + stall): the interval read as training time
+    async_save: AsyncSave | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The budget (when given) is met and an asynchronous save keeps up: exit 0, else 1."""
+        budget_met = self.budget is None or self.budget.met
+        return budget_met and (self.async_save is None or async_save.keeps_up(self.async_save))
 
 
 def compute(inputs: Inputs) -> Estimate:
@@ -343,15 +225,8 @@ def compute(inputs: Inputs) -> Estimate:
     stall_s = write_s + inputs.fsync_s
     exceeds = stall_s >= inputs.interval_s
     fraction = min(1.0, stall_s / inputs.interval_s)
-    notes = [
-        f"Checkpoint = {inputs.params:,} parameters × {total / inputs.params:g} bytes/parameter "
-        f"({_preset_phrase(inputs)}).",
-        "Share of wall time lost = stall / interval (the period between checkpoint starts).",
-    ]
-    if exceeds:
-        notes.append(
-            "The stall is longer than the interval: checkpoints would never stop (share capped at 100%)."
-        )
+    saved = _async(inputs, total)
+    notes = _notes(inputs, total, exceeds, saved)
     return Estimate(
         inputs=inputs,
         component_bytes=component_bytes,
@@ -362,10 +237,60 @@ def compute(inputs: Inputs) -> Estimate:
         wall_fraction=fraction,
         stall_exceeds_interval=exceeds,
         gpu_hours_lost_per_day=inputs.gpus * 24.0 * fraction,
-        budget=_budget(inputs, total, stall_s),
+        budget=_budget(inputs, total, stall_s, saved),
         tiers=_tiers(inputs, total, stall_s),
         notes=tuple(notes),
+        wall_fraction_of_training=stall_s / (inputs.interval_s + stall_s),
+        async_save=saved,
     )
+
+
+def _async(inputs: Inputs, total: int) -> AsyncSave | None:
+    options = inputs.asynchronous
+    if options is None:
+        return None
+    return async_save.compute(
+        total,
+        inputs.layout or async_save.layout(inputs.gpus, None, None),
+        storage_bytes_per_s=inputs.throughput.bytes_per_s,
+        fsync_s=inputs.fsync_s,
+        interval_s=inputs.interval_s,
+        d2h_bytes_per_s=options.d2h.bytes_per_s,
+        host_copy_bytes_per_s=options.host_copy.bytes_per_s if options.host_copy else None,
+        buffers=options.buffers,
+        host_mem_bytes=options.host_mem_bytes,
+    )
+
+
+def _notes(inputs: Inputs, total: int, exceeds: bool, saved: AsyncSave | None) -> list[str]:
+    notes = [
+        f"Checkpoint = {inputs.params:,} parameters × {total / inputs.params:g} bytes/parameter "
+        f"({_preset_phrase(inputs)}).",
+        "Share of wall time lost = stall / interval (the period between checkpoint starts); if the interval "
+        "is training time between saves, the share is stall / (interval + stall). The budget uses the first.",
+    ]
+    if exceeds:
+        notes.append(
+            "The stall is longer than the interval: checkpoints would never stop (share capped at 100%)."
+        )
+    lines = [rate for rate in (inputs.throughput, *inputs.rates) if rate.line_rate_bytes_per_s]
+    for rate in dict.fromkeys(lines):
+        notes.append(
+            f"{rate.text} is a line rate: read as {format_rate(rate.bytes_per_s)} of checkpoint writes "
+            f"(× {GOODPUT:g} goodput: framing, headers and protocol of a large streaming write)."
+        )
+    if not inputs.fsync_given:
+        notes.append(
+            "fsync / metadata time 0 s is optimistic: on a shared or parallel filesystem (NFS, Lustre, GPFS, "
+            "WekaFS, BeeGFS) closing, fsyncing and committing the metadata of a save of thousands of files "
+            "takes seconds to tens of seconds; give --fsync."
+        )
+    if saved is not None:
+        notes.append(
+            "Asynchronous save: the GPUs stall for the device-to-host copy of their shard; a background "
+            "process then writes it from host memory (not through GDS) and must finish before the next save."
+        )
+    return notes
 
 
 def _preset_phrase(inputs: Inputs) -> str:
@@ -373,10 +298,13 @@ def _preset_phrase(inputs: Inputs) -> str:
     return f"preset {inputs.preset}: {parts}" if inputs.preset else parts
 
 
-def _budget(inputs: Inputs, total: int, stall_s: float) -> Budget | None:
+def _budget(inputs: Inputs, total: int, stall_s: float, saved: AsyncSave | None) -> Budget | None:
     if inputs.budget_fraction is None:
         return None
     max_stall = inputs.budget_fraction * inputs.interval_s
+    if saved is not None:  # the GPUs wait for the copy; the copy rate per node is what must rise
+        required = saved.shard_per_node_bytes / max_stall
+        return Budget(inputs.budget_fraction, max_stall, saved.stall_s <= max_stall, required, "D2H copy")
     write_window = max_stall - inputs.fsync_s
     required = total / write_window if write_window > 0 else None
     return Budget(inputs.budget_fraction, max_stall, stall_s <= max_stall, required)
@@ -399,194 +327,77 @@ def _tiers(inputs: Inputs, total: int, stall_s: float) -> Tiers | None:
 
 def run(
     params: str,
-    throughput: str | float,
+    throughput: str | float | None,
     *,
     preset: str | None = DEFAULT_PRESET,
     components: Sequence[str] = (),
-    fsync: str = "0s",
+    fsync: str | None = None,
     interval: str = "1h",
-    gpus: str | int = 1,
+    gpus: str | int | None = None,
     budget: str | None = None,
     archive_throughput: str | float | None = None,
+    nodes: str | int | None = None,
+    gpus_per_node: str | int | None = None,
+    per_node_throughput: str | None = None,
+    target_ceiling: str | None = None,
+    asynchronous: bool = False,
+    d2h_rate: str | None = None,
+    host_copy_limit: str | None = None,
+    buffers: str | int | None = None,
+    host_mem: str | None = None,
 ) -> Estimate:
     """Parse CLI-style strings and compute. A float throughput is taken as bytes/s (e.g. measured)."""
+    count = parse_params(params)  # first: a typo in the count is the first thing to say
+    several = nodes is not None or per_node_throughput is not None or target_ceiling is not None
+    lay = async_save.layout(
+        None if gpus is None else parse_count(gpus),
+        None if nodes is None else parse_count(nodes, what="node count"),
+        None if gpus_per_node is None else parse_count(gpus_per_node, what="GPUs per node"),
+    )
+    aggregate = None if throughput is None else _throughput(throughput)
+    per_node = None if per_node_throughput is None else parse_throughput(per_node_throughput)
+    ceiling = None if target_ceiling is None else parse_throughput(target_ceiling)
+    found = async_save.storage(
+        aggregate.bytes_per_s if aggregate else None,
+        per_node.bytes_per_s if per_node else None,
+        ceiling.bytes_per_s if ceiling else None,
+        lay.nodes,
+    )
+    rate = aggregate if found.binding == "aggregate" and aggregate else bytes_per_s(found.bytes_per_s)
     inputs = Inputs(
-        params=parse_params(params),
+        params=count,
         preset=preset,
         components=components_for(preset, components),
-        throughput=_throughput(throughput),
-        fsync_s=parse_duration(fsync, allow_zero=True, what="fsync time"),
+        throughput=rate,
+        fsync_s=0.0 if fsync is None else parse_duration(fsync, allow_zero=True, what="fsync time"),
         interval_s=parse_duration(interval, what="checkpoint interval"),
-        gpus=parse_count(gpus),
+        gpus=lay.gpus,
         budget_fraction=None if budget is None else parse_fraction(budget),
         archive=None if archive_throughput is None else _throughput(archive_throughput),
+        fsync_given=fsync is not None,
+        layout=lay if several or asynchronous else None,
+        storage=found if several else None,
+        rates=tuple(r for r in (aggregate, per_node, ceiling) if r is not None),
+        asynchronous=_async_options(d2h_rate, host_copy_limit, buffers, host_mem) if asynchronous else None,
     )
     return compute(inputs)
 
 
+def _async_options(
+    d2h: str | None, limit: str | None, buffers: str | int | None, mem: str | None
+) -> AsyncOptions:
+    default_d2h = bytes_per_s(async_save.DEFAULT_D2H_BYTES_PER_S, "25GB/s (default)")
+    default_limit = bytes_per_s(async_save.DEFAULT_HOST_COPY_BYTES_PER_S, "200GB/s (default)")
+    unlimited = limit is not None and limit.strip().lower() in ("none", "0", "off")
+    return AsyncOptions(
+        d2h=parse_throughput(d2h) if d2h else default_d2h,
+        host_copy=None if unlimited else (parse_throughput(limit) if limit else default_limit),
+        buffers=async_save.DEFAULT_BUFFERS
+        if buffers is None
+        else parse_count(buffers, what="staging buffers"),
+        host_mem_bytes=None if mem is None else parse_size(mem),
+    )
+
+
 def _throughput(value: str | float) -> Throughput:
     return parse_throughput(value) if isinstance(value, str) else bytes_per_s(float(value))
-
-
-# --- output: one list of rows, three renderers ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    section: str  # group heading key (also the JSON object the value goes in)
-    key: str  # JSON key: snake_case with the unit in the name
-    label: str  # human label
-    value: float | int | str | bool | None  # machine value, in bytes, seconds, fractions
-    text: str  # human rendering
-
-
-SECTION_TITLES = {
-    "inputs": "Inputs",
-    "size": "Checkpoint size",
-    "stall": "Stall per checkpoint",
-    "cost": "Cost",
-    "budget": "Stall budget",
-    "tiers": "Tiered storage",
-}
-
-_SI = ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
-_IEC = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
-
-
-def format_bytes(size: float, units: Units = "si") -> str:
-    for scale, name in _SI if units == "si" else _IEC:
-        if abs(size) >= scale:
-            return f"{size / scale:.3g} {name}" if size / scale < 100 else f"{size / scale:.0f} {name}"
-    return f"{size:.0f} B"
-
-
-def format_rate(rate: float, units: Units = "si") -> str:
-    return format_bytes(rate, units) + "/s"
-
-
-def format_duration(seconds: float) -> str:
-    if seconds == 0:
-        return "0 s"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds:.0f} s ({seconds / 60:.1f} min)"
-    return f"{seconds:.0f} s ({seconds / 3600:.2f} h)"
-
-
-def _seconds(section: str, key: str, label: str, seconds: float) -> Row:
-    return Row(section, key, label, seconds, format_duration(seconds))
-
-
-def _input_rate(section: str, key: str, label: str, rate: Throughput, units: Units) -> Row:
-    text = f"{format_rate(rate.bytes_per_s, units)} (input {rate.text}, {rate.system})"
-    return Row(section, key, label, rate.bytes_per_s, text)
-
-
-def rows(estimate: Estimate, units: Units = "si") -> list[Row]:
-    """Everything the report says, once; every renderer walks this list."""
-    inputs, lost = estimate.inputs, estimate.wall_fraction
-    per_param = estimate.bytes_per_param
-    out = [
-        Row("inputs", "params", "parameters", inputs.params, f"{inputs.params:,} ({inputs.params / 1e9:g}B)"),
-        Row("inputs", "preset", "preset", inputs.preset, inputs.preset or "(explicit components)"),
-        _input_rate("inputs", "throughput_bytes_per_s", "write throughput", inputs.throughput, units),
-        _seconds("inputs", "fsync_s", "fsync / metadata time", inputs.fsync_s),
-        _seconds("inputs", "interval_s", "checkpoint interval", inputs.interval_s),
-        Row("inputs", "gpus", "GPUs stalled", inputs.gpus, str(inputs.gpus)),
-    ]
-    out += [
-        Row("size", f"{c.name}_bytes", c.description, size,
-            f"{format_bytes(size, units)} ({c.bytes_per_param:g} B/param)")
-        for c, size in estimate.component_bytes
-    ]  # fmt: skip
-    out += [
-        Row("size", "bytes_per_param", "bytes per parameter", per_param, f"{per_param:g}"),
-        Row("size", "total_bytes", "total checkpoint", estimate.total_bytes,
-            format_bytes(estimate.total_bytes, units)),
-        _seconds("stall", "write_s", "write time", estimate.write_s),
-        _seconds("stall", "stall_s", "stall (write + fsync)", estimate.stall_s),
-        Row("cost", "wall_time_lost_fraction", "share of wall time lost", lost,
-            f"{lost:.1%}" + (" (stall ≥ interval)" if estimate.stall_exceeds_interval else "")),
-        Row("cost", "gpu_hours_lost_per_day", "GPU-hours lost per day", estimate.gpu_hours_lost_per_day,
-            f"{estimate.gpu_hours_lost_per_day:,.1f} (of {inputs.gpus * 24:,})"),
-    ]  # fmt: skip
-    return out + _budget_rows(estimate.budget, units) + _tier_rows(estimate, units)
-
-
-def _budget_rows(budget: Budget | None, units: Units) -> list[Row]:
-    if budget is None:
-        return []
-    required = budget.required_bytes_per_s
-    return [
-        Row("budget", "fraction", "budget (share of wall time)", budget.fraction, f"{budget.fraction:.2%}"),
-        _seconds("budget", "max_stall_s", "longest stall allowed", budget.max_stall_s),
-        Row("budget", "met", "budget met", budget.met, "yes" if budget.met else "NO"),
-        Row("budget", "required_bytes_per_s", "throughput needed", required,
-            format_rate(required, units) if required else "impossible: fsync time alone exceeds the budget"),
-    ]  # fmt: skip
-
-
-def _tier_rows(estimate: Estimate, units: Units) -> list[Row]:
-    tiers, archive = estimate.tiers, estimate.inputs.archive
-    if tiers is None or archive is None:
-        return []
-    required, headroom = tiers.required_archive_bytes_per_s, tiers.headroom_s
-    return [
-        _input_rate("tiers", "archive_bytes_per_s", "archive throughput", archive, units),
-        _seconds("tiers", "flush_s", "async flush to archive", tiers.flush_s),
-        Row("tiers", "window_s", "window before next checkpoint", tiers.window_s,
-            format_duration(max(0.0, tiers.window_s))),
-        Row("tiers", "headroom_s", "flush headroom", headroom,
-            ("" if headroom >= 0 else "−") + format_duration(abs(headroom))),
-        Row("tiers", "binding", "binding tier", tiers.binding,
-            "scratch (sets the stall; archive keeps up)" if tiers.binding == "scratch"
-            else "archive (flush does not finish before the next checkpoint)"),
-        Row("tiers", "required_archive_bytes_per_s", "archive throughput needed", required,
-            format_rate(required, units) if required else "impossible: no window left"),
-    ]  # fmt: skip
-
-
-def _units_note(units: Units) -> str:
-    return "Units: SI (1 GB = 10^9 bytes)." if units == "si" else "Units: IEC (1 GiB = 2^30 bytes)."
-
-
-def to_dict(estimate: Estimate, units: Units = "si") -> dict[str, object]:
-    """JSON-able: ``{section: {key: value}}`` in bytes, seconds and fractions, plus notes."""
-    document: dict[str, object] = {"units": units.upper()}
-    for row in rows(estimate, units):
-        section = document.setdefault(row.section, {})
-        assert isinstance(section, dict)
-        section[row.key] = row.value
-    document["notes"] = [*estimate.notes, _units_note(units)]
-    return document
-
-
-def render_text(estimate: Estimate, units: Units = "si") -> str:
-    all_rows = rows(estimate, units)
-    width = max(len(row.label) for row in all_rows)
-    lines: list[str] = []
-    for section, section_rows in _grouped(all_rows):
-        lines += ["", SECTION_TITLES[section]] if lines else [SECTION_TITLES[section]]
-        lines += [f"  {row.label:<{width}}  {row.text}" for row in section_rows]
-    lines += ["", *estimate.notes, _units_note(units)]
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(estimate: Estimate, units: Units = "si") -> str:
-    lines: list[str] = []
-    for section, section_rows in _grouped(rows(estimate, units)):
-        lines += [f"### {SECTION_TITLES[section]}", "", "| | |", "|---|---|"]
-        lines += [f"| {row.label} | {row.text.replace('|', '/')} |" for row in section_rows]
-        lines.append("")
-    lines += [f"- {note}" for note in (*estimate.notes, _units_note(units))]
-    return "\n".join(lines) + "\n"
-
-
-def _grouped(all_rows: list[Row]) -> list[tuple[str, list[Row]]]:
-    groups: dict[str, list[Row]] = {}
-    for row in all_rows:
-        groups.setdefault(row.section, []).append(row)
-    return list(groups.items())

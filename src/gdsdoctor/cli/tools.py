@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from gdsdoctor.checkpoint.presets import DEFAULT_PRESET, PRESET_PARTS, preset_names
 from gdsdoctor.cli.common import existing, progress_bar, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
@@ -208,30 +209,79 @@ def probes_list() -> list[dict[str, Any]]:
 
 
 def estimate(
-    params: Annotated[str, typer.Option("--params", help="Parameter count: 70B, 7e10, 405b.")],
-    throughput: Annotated[
-        str, typer.Option("--throughput", help="Storage write throughput: 1.2GB/s, 400Gbit/s.")
+    params: Annotated[
+        str,
+        typer.Option("--params", help="Parameter count: 70B, 7e10, 405b (below 1M is refused as a typo)."),
     ],
+    throughput: Annotated[
+        str | None,
+        typer.Option(
+            "--throughput", help="Aggregate write rate: 1.2GB/s, 12GiB/s; a line rate 400Gbit/s × 0.9."
+        ),
+    ] = None,
     preset: Annotated[
-        str, typer.Option("--preset", help="What is saved per parameter (default bf16-adamw).")
-    ] = "bf16-adamw",
+        str,
+        typer.Option(
+            "--preset",
+            help=f"What is saved per parameter: {', '.join(PRESET_PARTS)} (default {DEFAULT_PRESET}).",
+            autocompletion=preset_names,
+        ),
+    ] = DEFAULT_PRESET,
     component: Annotated[
         list[str] | None,
         typer.Option("--component", metavar="NAME=BYTES", help="Override bytes/param; repeatable."),
     ] = None,
     fsync: Annotated[
-        str, typer.Option("--fsync", help="fsync/metadata time per checkpoint: 2s, 500ms.")
-    ] = "0s",
+        str | None,
+        typer.Option(
+            "--fsync", help="fsync/metadata time per checkpoint: 20s, 500ms (default 0, optimistic)."
+        ),
+    ] = None,
     interval: Annotated[
         str, typer.Option("--interval", help="Time between checkpoint starts: 1h, 30m.")
     ] = "1h",
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs stalled by the checkpoint.")] = 1,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", help="GPUs stalled by the checkpoint (default nodes × GPUs per node)."),
+    ] = None,
     budget: Annotated[
-        str | None, typer.Option("--budget", help="Stall budget as share of wall time: 2%, 0.02.")
+        str | None,
+        typer.Option("--budget", help="Stall budget as share of wall time: 2%, 0.02 (missed: exit 1)."),
     ] = None,
     archive_throughput: Annotated[
         str | None,
         typer.Option("--archive-throughput", help="Archive tier throughput for the asynchronous flush."),
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="Nodes the checkpoint is sharded over.")
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option("--gpus-per-node", help="GPUs per node (default 8).")
+    ] = None,
+    per_node_throughput: Annotated[
+        str | None, typer.Option("--per-node-throughput", help="Write rate of one node: 45GB/s, 400Gbit/s.")
+    ] = None,
+    target_ceiling: Annotated[
+        str | None, typer.Option("--target-ceiling", help="Most the storage target absorbs from all nodes.")
+    ] = None,
+    asynchronous: Annotated[
+        bool,
+        typer.Option("--async", help="Asynchronous save: stall = D2H copy; persist and host memory checked."),
+    ] = False,
+    d2h_rate: Annotated[
+        str | None, typer.Option("--d2h-rate", help="Device-to-host copy rate per GPU (default 25GB/s).")
+    ] = None,
+    host_copy_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--host-copy-limit", help="Host memory bandwidth the GPUs of a node share (default 200GB/s)."
+        ),
+    ] = None,
+    buffers: Annotated[
+        int | None, typer.Option("--buffers", help="Staging buffers per node for --async (default 2).")
+    ] = None,
+    host_mem: Annotated[
+        str | None, typer.Option("--host-mem", help="Memory of one node for --async staging: 2TB, 1.5TiB.")
     ] = None,
     units: Annotated[
         Literal["si", "iec"],
@@ -239,7 +289,10 @@ def estimate(
     ] = "si",
     fmt: Format = "text",
 ) -> int:
-    """How long one synchronous checkpoint stalls the GPUs, and what it costs."""
+    """How long one checkpoint stalls the GPUs, and what it costs (synchronous, or --async).
+
+    Exit code 1 when the --budget is missed, an --async persist does not fit the interval, or the
+    staging does not fit --host-mem; 0 otherwise; 3 for input it cannot read."""
     from gdsdoctor.checkpoint import stall as model
 
     result = model.run(
@@ -252,6 +305,15 @@ def estimate(
         gpus=gpus,
         budget=budget,
         archive_throughput=archive_throughput,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        per_node_throughput=per_node_throughput,
+        target_ceiling=target_ceiling,
+        asynchronous=asynchronous,
+        d2h_rate=d2h_rate,
+        host_copy_limit=host_copy_limit,
+        buffers=buffers,
+        host_mem=host_mem,
     )
     if fmt == "json":
         import json
@@ -261,7 +323,7 @@ def estimate(
         sys.stdout.write(model.render_markdown(result, units))
     else:
         sys.stdout.write(model.render_text(result, units))
-    return 0
+    return 0 if result.ok else 1
 
 
 def bench(
