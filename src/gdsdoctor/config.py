@@ -33,7 +33,16 @@ from gdsdoctor.errors import UserError
 DEFAULT_PATH = Path("/etc/gdsdoctor/config.yaml")
 ENV_VAR = "GDSDOCTOR_CONFIG"
 TOP_KEYS = ("checkpoint", "acknowledge")
-JOB_KEYS = ("params", "preset", "interval", "budget", "gpus")
+JOB_KEYS = (
+    "params",
+    "preset",
+    "interval",
+    "budget",
+    "gpus",
+    "checkpoints_kept",
+    "gpus_per_node",
+    "async_buffers",
+)
 ACK_KEYS = ("id", "device", "mount", "host", "reason", "until")
 
 

@@ -1,8 +1,11 @@
 """The checkpoint job the user describes (``--params 70B`` and friends, or a site config).
 
 Section ``job``: ``params``, ``preset``, ``bytes_per_param``, ``checkpoint_bytes``,
-``interval_s``, ``budget_fraction``, ``gpus``. It is ``not_collected`` when no parameter
-count was given, so causes that need it are inconclusive rather than silently clear.
+``interval_s``, ``budget_fraction``, ``gpus``, and from a site config ``checkpoints_kept`` (how many
+checkpoints the retention keeps on the filesystem, default 1: the space the job needs free is
+``checkpoint_bytes × checkpoints_kept``), ``gpus_per_node`` (default: the GPUs the node lists) and
+``async_buffers`` (staging buffers of an asynchronous save, default 2). It is ``not_collected``
+when no parameter count was given, so causes that need it are inconclusive rather than silently clear.
 """
 
 from __future__ import annotations
@@ -35,11 +38,20 @@ def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
             ),
             "budget_fraction": estimate.parse_fraction(str(job.get("budget") or DEFAULT_BUDGET)),
             "gpus": estimate.parse_count(job.get("gpus") or 1),
+            "checkpoints_kept": estimate.parse_count(
+                job.get("checkpoints_kept") or 1, what="checkpoints kept"
+            ),
+            "gpus_per_node": _optional_count(estimate, job.get("gpus_per_node"), "GPUs per node"),
+            "async_buffers": _optional_count(estimate, job.get("async_buffers"), "staging buffers"),
         }
     except estimate.EstimateError as error:
         return {"status": "unparsable", "detail": str(error)}
     section["checkpoint_bytes"] = round(params * section["bytes_per_param"])
     return {"status": "ok", **section}
+
+
+def _optional_count(estimate: Any, value: Any, what: str) -> int | None:
+    return None if value is None else estimate.parse_count(value, what=what)
 
 
 def validate(options: dict[str, Any]) -> None:

@@ -11,6 +11,8 @@ Section ``mountinfo`` (proc(5); bind mounts and per-superblock options that /pro
       "bind": false, "src": {...}}],
      "by_mountpoint": {"/mnt2": {...last mount on that path...}}}
 
+Section ``df_i`` (``df -P -T -i``, live): the same shape with inode counts (``counts`` "inodes").
+
 Section ``df`` (``df -P -T -B1``; also plain ``df``/``df -T``/``df -h`` pastes, sizes then approximate)::
 
     /dev/nvme0n1p1 ext4 1967317618688 21474836480 1845829668864 2% /mnt/ckpt
@@ -202,5 +204,12 @@ PROBES: tuple[Probe, ...] = (
         parse=parse_df,
         recognise=recognise_df,
         paste_hint="`df -P -T -B1` (or `df -hT`)",
+    ),
+    Probe(
+        section="df_i",
+        title="filesystem inodes (df -i): a distributed checkpoint writes a file per rank",
+        sources=(Source("cmd/df-i.txt", argv=("df", "-P", "-T", "-i"), timeout=20.0),),
+        parse=parse_df,  # a pasted `df -i` is read by the df probe (its `counts` says inodes)
+        paste_hint="`df -i`",
     ),
 )

@@ -11,6 +11,8 @@ and one key per concern, each written by its own module, which documents its key
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
   throughput against line rate;
 - ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
+- ``derived.checkpoint_host`` (host_memory.py): whether the node can stage its shard of an
+  asynchronous checkpoint in its available and lockable memory (null without a job);
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor.facts.derived import core, devices, gds, storage, topology, udev
+from gdsdoctor.facts.derived import core, devices, gds, host_memory, storage, topology, udev
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
@@ -34,4 +36,5 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["udev"] = udev.derive(facts, derived)
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
     derived["path_focus"] = core.path_focus(facts, derived)
+    derived["checkpoint_host"] = host_memory.derive(facts)
     return derived

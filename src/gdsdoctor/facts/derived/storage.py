@@ -19,10 +19,21 @@
   source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
 - ``checkpoint_bytes``: the size of the next checkpoint in bytes, null unless the job
   was described (``--params 70B`` → ``job.checkpoint_bytes``).
+- ``needed_bytes``: ``checkpoint_bytes × job.checkpoints_kept`` (the space the job needs free).
 - ``capacity_short``: the ``free`` entries whose ``avail_bytes`` is below
-  ``checkpoint_bytes`` (with ``checkpoint_bytes``, ``checkpoint_text`` and
+  ``needed_bytes`` (with ``checkpoint_bytes`` = the needed bytes, ``checkpoint_text`` and
   ``shortfall_bytes``; every entry also has ``avail_text``, e.g. ``500 GB``); [] when
   either is unknown.
+- ``targets``: the storage targets of ``lfs df``/``lfs df -i``/``beegfs-df`` merged per target
+  (the ``fs_targets`` probe's shape).
+- ``full_targets``: active data targets with less free than their share of ``needed_bytes``
+  (``needed / data targets of that filesystem``: ``share_bytes``, ``share_text``, ``below_share``)
+  or 95 % used or more; with ``avail_text`` and ``label`` (``OST0006 of /lustre``).
+- ``inode_short``: metadata targets, and local filesystems of a ``df -i``, 95 % of inodes used or
+  with fewer free than the files the job's checkpoints create (``job.gpus × checkpoints_kept``);
+  ``label``, ``inodes_free_text``.
+- ``quota_short``: quotas over their limit, at 95 % of it, or leaving less than ``needed_bytes``
+  (or than the files needed): ``label``, ``reason``, ``left_bytes``.
 - ``fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
   (``{name, transport, state, subsystem, traddr, trsvcid, ctrl_loss_tmo, ctrl_loss_tmo_s,
   fast_io_fail_tmo_s, reconnect_delay_s, source, src}``), one per controller name.
@@ -64,7 +75,18 @@ from gdsdoctor.facts.derived.storage_events import (
     kernel_log,
     namespace_of,
 )
-from gdsdoctor.facts.derived.storage_space import capacity_short, checkpoint_bytes_of, free_from_df, free_of
+from gdsdoctor.facts.derived.storage_space import (
+    capacity_short,
+    checkpoint_bytes_of,
+    files_needed_of,
+    free_from_df,
+    free_of,
+    full_targets,
+    inode_short,
+    needed_bytes_of,
+    quota_short,
+    storage_targets,
+)
 
 OBJECT_STORE_FUSE = (
     "s3fs",
@@ -99,7 +121,12 @@ EMPTY: dict[str, Any] = {
     "multipath_subsystems": [],
     "free": [],
     "checkpoint_bytes": None,
+    "needed_bytes": None,
     "capacity_short": [],
+    "targets": [],
+    "full_targets": [],
+    "inode_short": [],
+    "quota_short": [],
     "fabrics_controllers": [],
     "fabrics_devices": [],
     "rdma_capable": None,
@@ -115,7 +142,12 @@ def _derive(facts: dict[str, Any], selected: list[dict[str, Any]]) -> dict[str, 
     free = [entry for entry in (free_of(facts, mount) for mount in writable) if entry]
     if not ok_section(facts, "mounts"):
         free = free or free_from_df(facts)
-    checkpoint_bytes = checkpoint_bytes_of(facts)
+    checkpoint_bytes, needed, files = (
+        checkpoint_bytes_of(facts),
+        needed_bytes_of(facts),
+        files_needed_of(facts),
+    )
+    targets = storage_targets(facts)
     fabrics = context.fabrics_controllers()
     fabrics_devices = sorted({c["name"] for c in fabrics if c.get("name")} | dmesg_fabrics_devices(facts))
     return {
@@ -126,7 +158,12 @@ def _derive(facts: dict[str, Any], selected: list[dict[str, Any]]) -> dict[str, 
         "multipath_subsystems": context.multipath_subsystems(),
         "free": free,
         "checkpoint_bytes": checkpoint_bytes,
-        "capacity_short": capacity_short(free, checkpoint_bytes),
+        "needed_bytes": needed,
+        "capacity_short": capacity_short(free, needed),
+        "targets": targets,
+        "full_targets": full_targets(targets, needed),
+        "inode_short": inode_short(facts, targets, files),
+        "quota_short": quota_short(facts, needed, files),
         "fabrics_controllers": fabrics,
         "fabrics_devices": fabrics_devices,
         "rdma_capable": _rdma_capable(facts),

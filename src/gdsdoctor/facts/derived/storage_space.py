@@ -1,5 +1,12 @@
-"""Free space on the checkpoint mounts and whether the next checkpoint fits: the ``free``,
-``checkpoint_bytes`` and ``capacity_short`` keys of ``derived.storage`` (see storage.py)."""
+"""Free space on the checkpoint mounts and whether the next checkpoints fit: the ``free``,
+``checkpoint_bytes``, ``needed_bytes``, ``capacity_short``, ``targets``, ``full_targets``,
+``inode_short`` and ``quota_short`` keys of ``derived.storage`` (see storage.py).
+
+The threshold is the job's, not a percentage: ``needed = checkpoint_bytes × checkpoints_kept``. A
+parallel filesystem spreads a checkpoint over its data targets (Lustre OSTs, BeeGFS storage targets),
+so each active target takes about ``needed / targets``; a target with less free than that share (or
+95 % used or more, where Lustre's allocator stops placing new objects and writes to the objects
+already there fail) fills before the save ends: ENOSPC with terabytes free in the aggregate."""
 
 from __future__ import annotations
 
@@ -22,16 +29,19 @@ def free_of(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | No
 
 def free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Without a mount table: the df line holding --path, else every data filesystem df lists."""
-    entries = dicts(ok_section(facts, "df").get("filesystems"))
+    entries = [e for e in checkpoint_df_entries(facts) if e.get("avail_bytes") is not None]
+    return [_free_entry(e.get("mountpoint"), e, "df") for e in entries]
+
+
+def checkpoint_df_entries(facts: dict[str, Any], section: str = "df") -> list[dict[str, Any]]:
+    """The df lines that may hold checkpoints: the one holding --path, else the data filesystems
+    (not pseudo filesystems, not / nor system trees: name the path to judge those)."""
+    entries = dicts(ok_section(facts, section).get("filesystems"))
     path = obj(facts.get("target")).get("path")
     if path:
         best = longest_prefix_mount(entries, str(path))
-        return (
-            [_free_entry(best["mountpoint"], best, "df")]
-            if best and best.get("avail_bytes") is not None
-            else []
-        )
-    data = [
+        return [best] if best else []
+    return [
         e
         for e in entries
         if e.get("fstype") not in PSEUDO_FSTYPES
@@ -41,9 +51,7 @@ def free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
             str(e.get("mountpoint")) == p or str(e.get("mountpoint")).startswith(p + "/")
             for p in SYSTEM_MOUNTPOINTS
         )
-        and e.get("avail_bytes") is not None
     ]
-    return [_free_entry(e.get("mountpoint"), e, "df") for e in data]
 
 
 def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any]:
@@ -80,19 +88,130 @@ def checkpoint_bytes_of(facts: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def capacity_short(free: list[dict[str, Any]], checkpoint_bytes: int | None) -> list[dict[str, Any]]:
-    if checkpoint_bytes is None:
+def needed_bytes_of(facts: dict[str, Any]) -> int | None:
+    """The space the job needs free: its checkpoint × the checkpoints its retention keeps."""
+    size = checkpoint_bytes_of(facts)
+    kept = ok_section(facts, "job").get("checkpoints_kept") or 1
+    return None if size is None else size * kept
+
+
+def capacity_short(free: list[dict[str, Any]], needed: int | None) -> list[dict[str, Any]]:
+    if needed is None:
         return []
     return [
         {
             **entry,
-            "checkpoint_bytes": checkpoint_bytes,
-            "checkpoint_text": human_bytes(checkpoint_bytes),
-            "shortfall_bytes": checkpoint_bytes - entry["avail_bytes"],
+            "checkpoint_bytes": needed,
+            "checkpoint_text": human_bytes(needed),
+            "shortfall_bytes": needed - entry["avail_bytes"],
         }
         for entry in free
-        if isinstance(entry.get("avail_bytes"), int) and entry["avail_bytes"] < checkpoint_bytes
+        if isinstance(entry.get("avail_bytes"), int) and entry["avail_bytes"] < needed
     ]
+
+
+# --- parallel filesystems: per target, per quota -------------------------------------------------
+
+FULL_PCT = 95  # a target this full takes no new objects (Lustre QOS) and fails writes to its old ones
+TARGET_SECTIONS = ("lfs_df", "lfs_df_i", "beegfs_df")
+_MERGED = ("size_bytes", "used_bytes", "avail_bytes", "use_pct", "inodes", "inodes_used", "inodes_free",
+           "inodes_use_pct")  # fmt: skip
+
+
+def storage_targets(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets of every listing, one per (filesystem, target): ``lfs df`` and ``lfs df -i`` merged."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for section in TARGET_SECTIONS:
+        for target in dicts(ok_section(facts, section).get("targets")):
+            key = (target.get("fs"), target.get("fsname"), target.get("mountpoint"), target.get("name"))
+            known = merged.setdefault(key, dict(target))
+            for field in _MERGED:
+                if known.get(field) is None and target.get(field) is not None:
+                    known[field] = target[field]
+    return list(merged.values())
+
+
+def _group(target: dict[str, Any]) -> tuple[Any, ...]:
+    return target.get("fs"), target.get("fsname"), target.get("mountpoint")
+
+
+def full_targets(targets: list[dict[str, Any]], needed: int | None) -> list[dict[str, Any]]:
+    """Active data targets that cannot take their share of the job's checkpoints, or are nearly full."""
+    data = [
+        t for t in targets if t.get("kind") == "data" and t.get("active") and t.get("avail_bytes") is not None
+    ]
+    counts: dict[tuple[Any, ...], int] = {}
+    for target in data:
+        counts[_group(target)] = counts.get(_group(target), 0) + 1
+    found = []
+    for target in data:
+        share = needed / counts[_group(target)] if needed else None
+        short = share is not None and target["avail_bytes"] < share
+        full = (target.get("use_pct") or 0) >= FULL_PCT
+        if short or full:
+            found.append({**target, "share_bytes": round(share) if share else None,
+                          "share_text": human_bytes(share), "avail_text": human_bytes(target["avail_bytes"]),
+                          "below_share": short, "label": _label(target)})  # fmt: skip
+    return found
+
+
+def _label(target: dict[str, Any]) -> str:
+    where = target.get("mountpoint") or target.get("fsname") or target.get("fs")
+    return f"{target.get('name')} of {where}"
+
+
+def inode_short(
+    facts: dict[str, Any], targets: list[dict[str, Any]], files: int | None
+) -> list[dict[str, Any]]:
+    """Metadata targets (and local filesystems, from `df -i`) out of inodes, or nearly."""
+    found = []
+    for target in targets:
+        free, pct = target.get("inodes_free"), target.get("inodes_use_pct")
+        if target.get("kind") != "metadata" or free is None:
+            continue
+        if (pct or 0) >= FULL_PCT or (files is not None and free < files):
+            found.append({**target, "label": _label(target), "inodes_free_text": f"{free:,}"})
+    for entry in [*checkpoint_df_entries(facts), *checkpoint_df_entries(facts, "df_i")]:
+        pct, free = entry.get("inodes_use_pct"), entry.get("inodes_free")
+        if free is None:
+            continue
+        if (pct or 0) >= FULL_PCT or (files is not None and free < files):
+            label = f"{entry.get('mountpoint')} ({entry.get('source')})"
+            found.append({**entry, "label": label, "inodes_free_text": f"{free:,}"})
+    return list({entry["label"]: entry for entry in found}.values())  # a df -i pasted and captured: once
+
+
+def quota_short(facts: dict[str, Any], needed: int | None, files: int | None) -> list[dict[str, Any]]:
+    """Quotas reached, over their soft limit, or leaving less than the job's checkpoints need."""
+    found = []
+    for quota in dicts(ok_section(facts, "fs_quota").get("quotas")):
+        used, hard, soft = quota.get("used_bytes"), quota.get("hard_bytes"), quota.get("soft_bytes")
+        limit = min((v for v in (soft, hard) if v), default=None)
+        left = limit - used if limit is not None and used is not None else None
+        count, files_limit = quota.get("files"), quota.get("files_soft") or quota.get("files_hard")
+        files_left = files_limit - count if files_limit and count is not None else None
+        reasons = []
+        if quota.get("over_soft") or (left is not None and left <= 0):
+            reasons.append("over its limit")
+        elif left is not None and needed is not None and left < needed:
+            reasons.append(f"{human_bytes(left)} left, the checkpoints need {human_bytes(needed)}")
+        elif left is not None and limit and used / limit >= FULL_PCT / 100:
+            reasons.append(f"{round(100 * used / limit)}% of its space used")
+        if files_left is not None and (files_left <= 0 or (files is not None and files_left < files)):
+            reasons.append(f"{max(files_left, 0):,} files left")
+        if reasons:
+            owner = " ".join(str(v) for v in (quota.get("kind"), quota.get("owner")) if v) or "the user"
+            found.append({**quota, "left_bytes": left, "label": f"{owner} on {quota.get('filesystem')}",
+                          "reason": "; ".join(reasons)})  # fmt: skip
+    return found
+
+
+def files_needed_of(facts: dict[str, Any]) -> int | None:
+    """Files the job's checkpoints create at least: one per rank per checkpoint kept (a DCP save)."""
+    job = ok_section(facts, "job")
+    if not job.get("checkpoint_bytes"):
+        return None
+    return (job.get("gpus") or 1) * (job.get("checkpoints_kept") or 1)
 
 
 # --- RDMA and kernel log ------------------------------------------------------------------------
