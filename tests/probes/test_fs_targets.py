@@ -59,7 +59,7 @@ def test_lfs_df_summary_and_beegfs_pools() -> None:
     [
         ("ozstar-lfs-quota.txt", 1041408 * 1024, 6291456 * 1024, None, False),
         ("sdsc-lfs-quota-h.txt", round(792.3 * 2**20), round(9.537 * 2**40), 2_000_000, False),
-        ("mila-lfs-quota-home-full.txt", round(99.99 * 2**30), 100 * 2**30, 1_048_576, False),
+        ("lfs-quota-home-full.txt", round(99.99 * 2**30), 100 * 2**30, 1_048_576, False),
         ("grex-quota-s.txt", 249 * 2**20, 105 * 2**30, 1_000_000, False),
         ("sheffield-quota-u-s-files-over-soft.txt", 3289 * 2**20, 76800 * 2**20, 350_000, True),
     ],
@@ -98,7 +98,7 @@ def test_a_healthy_lustre_stays_quiet_and_a_small_job_fits_where_a_big_one_does_
 
 
 def test_edquot_with_a_full_quota_names_the_quota() -> None:
-    found = _findings(TARGETS / "mila-lfs-quota-home-full.txt", CKPT / "hostg-7--edquot-lustre.log")
+    found = _findings(TARGETS / "lfs-quota-home-full.txt", CKPT / "hostg-7--edquot-lustre.log")
     assert "usr normandf on /home/mila" in found["capacity-quota-exceeded"]["evidence"][0]["text"]
     assert found["checkpoint-write-out-of-space"]["explained_by"] == "capacity-quota-exceeded"
     files = _findings(TARGETS / "sheffield-quota-u-s-files-over-soft.txt")["capacity-quota-exceeded"]
