@@ -122,3 +122,14 @@ def test_nvidia_fs_512_is_a_signal_not_a_storage_fault() -> None:
 )
 def test_healthy_lines_stay_quiet(line: str) -> None:
     assert checkpoint_error(1, line, "app.log") is None
+
+
+def test_an_oom_kill_days_before_the_log_ends_is_history(tmp_path: Path) -> None:
+    kill = "Out of memory: Killed process 410126 (python) total-vm:79905000kB, anon-rss:22957108kB"
+    recent = tmp_path / "recent" / "dmesg.txt"
+    old = tmp_path / "old" / "dmesg.txt"
+    for path, end in ((recent, 856999.0), (old, 856341.77 + 3 * 86400)):
+        path.parent.mkdir()
+        path.write_text(f"[856341.770960] {kill}\n[{end:.6f}] EXT4-fs (nvme0n1p1): mounted filesystem\n")
+    assert "checkpoint-save-oom-killed" in _findings(recent)
+    assert "checkpoint-save-oom-killed" not in _findings(old)  # three days before the log's end
