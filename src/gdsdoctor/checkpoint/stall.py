@@ -288,7 +288,8 @@ def _notes(inputs: Inputs, total: int, exceeds: bool, saved: AsyncSave | None) -
     if saved is not None:
         notes.append(
             "Asynchronous save: the GPUs stall for the device-to-host copy of their shard; a background "
-            "process then writes it from host memory (not through GDS) and must finish before the next save."
+            "process then writes it from host memory (not through GDS) and must finish before the next save. "
+            "'Stall per checkpoint' and 'Cost' are the same checkpoint saved synchronously, for comparison."
         )
     return notes
 
