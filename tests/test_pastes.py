@@ -328,3 +328,26 @@ def test_an_unrecognised_file_is_one_short_line_and_a_note_beside_read_files(tmp
     beside = analyze_paths([readme, log], None)
     assert beside.exit_code != 3 and line in beside.report["source"]["notes"]
     assert all(len(note) < 200 for note in beside.report["source"]["notes"])
+
+
+LSBLK = Path(__file__).resolve().parent / "data" / "lsblk"
+
+
+def test_lsblk_outputs_of_one_host_merge_column_by_column(tmp_path: Path) -> None:
+    """Issue 20.4: the tree gives models and mountpoints, -t the schedulers, -P -b exact sizes."""
+    names = ("table.txt", "t.txt", "P-b.txt")
+    result = analyze_paths([LSBLK / f"lsblk-2.38.1-sysroot-simple-nvme-{n}" for n in names], None)
+    nvme = result.facts["lsblk"]["by_name"]["nvme0n1"]
+    assert nvme["sched"] == "none" and nvme["model"] == "KINGSTON SKC1000240G" and nvme["size_exact"]
+    assert result.facts["lsblk"]["by_name"]["nvme0n1p2"]["mountpoints"] == ["/home"]
+    assert sum("merged with" in note for note in result.report["source"]["notes"]) == 2
+
+
+def test_lsblk_outputs_that_disagree_keep_the_first_and_say_so(tmp_path: Path) -> None:
+    table = (LSBLK / "lsblk-2.38.1-sysroot-simple-nvme-t.txt").read_text()
+    edited = tmp_path / "lsblk-t-later.txt"  # the same host later, its scheduler changed
+    edited.write_text(table.replace("nvme0n1             0    512      0     512     512    0 none   ",
+                                    "nvme0n1             0    512      0     512     512    0 bfq    "))  # fmt: skip
+    result = analyze_paths([LSBLK / "lsblk-2.38.1-sysroot-simple-nvme-t.txt", edited], None)
+    assert result.facts["lsblk"]["by_name"]["nvme0n1"]["sched"] == "none"
+    assert any("nvme0n1 sched 'none'/'bfq'" in note for note in result.report["source"]["notes"])

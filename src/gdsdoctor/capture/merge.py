@@ -3,7 +3,9 @@
 A ticket often holds ``dmesg``, ``kern.log`` and a journal excerpt of the same node, or a full
 ``lspci -vvv -s BDF`` beside ``lspci -vvv | grep ACSCtl``: each says something the others do not.
 Kernel logs merge on their messages in order (a line both logs hold, whatever its prefix or clock,
-is kept once); lspci listings merge per device (the fuller stanza of a device is kept). Other
+is kept once); lspci listings merge per device (the fuller stanza of a device is kept); lsblk
+outputs (tree, ``-f``, ``-t``, ``-O -P``, JSON) merge per device, column by column (each adds the
+columns the others lack; a value two outputs give differently is noted, the first kept). Other
 kinds do not merge: the first file is read and the report says the others were not.
 
 Files from different hosts never merge: :func:`host_conflict` names the identities (hostnames,
@@ -13,9 +15,13 @@ boot ids, machine ids) that differ, and the caller refuses the inputs.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Mapping
+from typing import Any
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import lsblk
 from gdsdoctor.probes.dmesg import split_line
 
 MAX_MERGED_LINES = 200_000  # beyond this the alignment costs too much: the first file is read alone
@@ -90,9 +96,65 @@ def merge_lspci(first: str, second: str) -> tuple[str, str]:
     return text, f"{words}, {len(loose)} lines naming no device"
 
 
+# lsblk columns as the reader keeps them -> the lsblk -J key they are written back under
+_LSBLK_KEYS = (
+    ("kname", "kname"), ("path", "path"), ("maj_min", "maj:min"), ("type", "type"), ("size_bytes", "size"),
+    ("fstype", "fstype"), ("tran", "tran"), ("rota", "rota"), ("ro", "ro"), ("rm", "rm"),
+    ("hotplug", "hotplug"), ("sched", "sched"), ("model", "model"), ("serial", "serial"),
+)  # fmt: skip
+MAX_NOTED_CONFLICTS = 5
+
+
+def merge_lsblk(first: str, second: str) -> tuple[str, str]:
+    """Both outputs' devices, column by column, as one ``lsblk -J -b`` document (one device a
+    line, parents by ``pkname``): the tree gives sizes and mountpoints, ``-f`` the filesystems,
+    ``-t`` the schedulers; a column both give differently keeps the first's value, noted."""
+    try:
+        a, b = lsblk.parse(first, "a")["devices"], lsblk.parse(second, "b")["devices"]
+    except ParseError:
+        return first, "the second could not be read as lsblk; only the first was read"
+    merged: dict[str, dict[str, Any]] = {d["name"]: dict(d) for d in a if d.get("name")}
+    added, conflicts = 0, []
+    for device in b:
+        name = device.get("name")
+        known = merged.get(name) if name else None
+        if not name:
+            continue
+        if known is None:
+            merged[name], added = dict(device), added + 1
+            continue
+        for key, _ in (*_LSBLK_KEYS, ("mountpoints", "")):
+            mine, theirs = known.get(key), device.get(key)
+            if key == "mountpoints":
+                known[key] = [*(mine or []), *[p for p in theirs or [] if p not in (mine or [])]]
+            elif mine in (None, "", []) or (key == "size_bytes" and device.get("size_exact")):
+                known[key] = theirs if theirs not in (None, "", []) else mine
+            elif theirs not in (None, "", []) and theirs != mine and key != "size_bytes":
+                conflicts.append(f"{name} {key} {mine!r}/{theirs!r}")
+        known["parents"] = [*known.get("parents", []), *[p for p in device.get("parents", [])
+                                                          if p not in known.get("parents", [])]]  # fmt: skip
+    lines = [
+        json.dumps({"name": d["name"], **{out: d.get(key) for key, out in _LSBLK_KEYS},
+                    "mountpoints": d.get("mountpoints") or [None], "pkname": parent})
+        for d in merged.values() for parent in (d.get("parents") or [None])
+    ]  # fmt: skip
+    text = '{"blockdevices": [\n' + ",\n".join(lines) + "\n]}"
+    words = f"{added} devices added, the columns of both kept per device"
+    if conflicts:
+        more = len(conflicts) - MAX_NOTED_CONFLICTS
+        words += (
+            "; they differ on "
+            + ", ".join(conflicts[:MAX_NOTED_CONFLICTS])
+            + (f" (+{more})" if more > 0 else "")
+            + " (the first kept)"
+        )
+    return text, words
+
+
 MERGERS: Mapping[str, Callable[[str, str], tuple[str, str]]] = {
     "dmesg": merge_kernel_logs,
     "lspci": merge_lspci,
+    "lsblk": merge_lsblk,
 }
 
 
