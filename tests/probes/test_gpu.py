@@ -197,6 +197,8 @@ def test_parsers_survive_mutations(name: str, cut: int, drop: int) -> None:
 EXPECTED_SECTION = {
     "lspci-vvv": "lspci",
     "lspci-vmm": "lspci",
+    "lspci-nnD": "lspci",
+    "lspci.": "lspci",  # plain `lspci` (| grep nvidia) lines
     "lspci-tv": "lspci_tree",
     "numactl-hardware": "numa",
     "nvidia-smi-q": "nvidia_smi",
