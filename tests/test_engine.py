@@ -34,7 +34,7 @@ causes:
       - {id: counter, when: "contains(modules.names, 'nvidia_fs_shim')", certainty: -0.9, says: "shim loaded"}
     explains: [symptom]
     vars: {mods: "modules.names"}
-    remediation: ["modprobe {mods}"]
+    remediation: [{cmd: "lsmod | grep -w {mods}", effect: read}]
   - id: symptom
     title: a symptom of the root cause
     category: gds-config
@@ -129,7 +129,8 @@ def test_remediation_values_are_shell_quoted() -> None:
     assert render_command("ls {m}", {"m": ["/a", "$(reboot)"]}) == ["ls /a", "ls '$(reboot)'"]
     withheld = render_command("ls {m}", {"m": "/a\x1b[2J"})
     assert withheld[0].startswith("# withheld")
-    assert render_command("ls {m}", {"m": None})[0].startswith("# withheld")
+    assert render_command("ls {m}", {"m": None}) == ["ls <m>"]  # not found: a placeholder that cannot run
+    assert render_command("ls {m}", {"m": {"a": 1}})[0].startswith("# withheld")
 
 
 def test_lint_reports_file_and_line(tmp_path: Path) -> None:

@@ -87,10 +87,11 @@ def test_fences_stay_inside_their_list_and_hold_the_commands(report: dict) -> No
         if not finding["remediation"]:
             continue
         fenced += 1
-        (at,) = fences
-        assert section[at].info == "sh" and section[at].content.splitlines() == finding["remediation"]
-        assert section[at].level > 0  # inside the Fix item
-        after = " ".join(t.content for t in _walk(section[at:]) if t.type == "text")
+        # the commands in order (a marked one in a fence of its own after its marker), then verify
+        held = [line for i in fences for line in section[i].content.splitlines()]
+        assert held == [step["command"] for step in finding["remediation"]] + finding["verify"]
+        assert all(section[i].info == "sh" and section[i].level > 0 for i in fences)  # inside the Fix item
+        after = " ".join(t.content for t in _walk(section[fences[-1] :]) if t.type == "text")
         assert all(reference in after for reference in finding["references"])  # still in the list
     assert fenced >= 1
 

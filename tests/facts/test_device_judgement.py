@@ -62,8 +62,9 @@ def test_scsi_medium_error_is_a_disk_cause_with_smartctl(tmp_path: Path) -> None
     assert "nvme-media-errors" not in found
     disk = found["disk-media-errors"]
     assert disk["severity"] == "critical"  # role unknown: not played down
-    assert "smartctl -H -A /dev/sdb" in disk["remediation"]
-    assert not any("nvme" in line for line in disk["remediation"])
+    commands = [step["command"] for step in disk["remediation"]]
+    assert "smartctl -H -A /dev/sdb" in commands
+    assert not any("nvme" in line for line in commands)
     assert found["blk-io-errors"]["explained_by"] == "disk-media-errors"
 
 
@@ -148,7 +149,7 @@ MD_FAILURE = (
 def test_md_member_failure(tmp_path: Path) -> None:
     found = _findings(tmp_path, MD_FAILURE)
     assert found["md-array-member-failed"]["severity"] == "critical"
-    assert "mdadm --detail /dev/md0" in found["md-array-member-failed"]["remediation"]
+    assert "mdadm --detail /dev/md0" in [s["command"] for s in found["md-array-member-failed"]["remediation"]]
 
 
 def test_near_miss_md_assembly_messages_are_not_failures(tmp_path: Path) -> None:

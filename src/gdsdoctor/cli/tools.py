@@ -128,11 +128,18 @@ def explain(
     ] = None,
     rules_dir: RulesDirs = None,
     path: TargetPath = None,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only", help="Of the cause's commands, print only those that change nothing (and verify)."
+        ),
+    ] = False,
 ) -> int:
-    """Show which facts a cause needs, their values here, and which signals held."""
+    """Show which facts a cause needs, their values here, which signals held, and its commands."""
     from gdsdoctor.commands.explain import explain_cause
 
-    sys.stdout.write(explain_cause(cause_id, existing(inputs or []), rules_dir or [], path=path))
+    inputs_found = existing(inputs or [])
+    sys.stdout.write(explain_cause(cause_id, inputs_found, rules_dir or [], path=path, read_only=read_only))
     return 0
 
 

@@ -5,8 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from gdsdoctor.engine.rules import Cause
+from gdsdoctor.engine.rules import Cause, Step
 from gdsdoctor.report.escape import markdown_inline, one_line
+from gdsdoctor.report.outline import command_lines
+
+
+def step_records(steps: Sequence[Step]) -> list[dict[str, str]]:
+    """Remediation steps as the report writes them (``command``, ``effect``, ``note``)."""
+    return [{"command": s.cmd, "effect": s.effect, "note": s.note} for s in steps]
+
+
+def _changes(cause: Cause) -> str:
+    """What running the cause's commands can do, beyond reading (in the order of EFFECTS)."""
+    effects = {s.effect for s in cause.remediation} - {"read"}
+    return ", ".join(e for e in ("live", "persistent", "disruptive", "reboot") if e in effects) or "read only"
 
 
 def _requires(cause: Cause) -> str:
@@ -24,6 +36,8 @@ def render_catalogue(causes: Sequence[Cause], fmt: str) -> str:
                 "severity": c.severity,
                 "requires": [r if isinstance(r, str) else list(r) for r in c.requires],
                 "explains": list(c.explains),
+                "effects": sorted({s.effect for s in c.remediation}),
+                "verify": list(c.verify),
             }
             for c in ordered
         ]
@@ -43,13 +57,18 @@ def _markdown(causes: Sequence[Cause]) -> str:
         "",
         f"{len(causes)} causes in {len({c.category for c in causes})} categories.",
         "",
-        "| id | severity | category | title | needs | explains |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "*commands*: what pasting the remediation does beyond reading (`live`: running state, lost",
+        "at reboot; `persistent`: writes configuration; `disruptive`: interrupts I/O or jobs;",
+        "`reboot`: takes effect at the next boot); *verify*: how many commands show the fix took.",
+        "",
+        "| id | severity | category | title | needs | explains | commands | verify |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in causes:
         explains = ", ".join(c.explains) or "-"
         title = markdown_inline(c.title)
-        lines.append(f"| `{c.id}` | {c.severity} | {c.category} | {title} | {_requires(c)} | {explains} |")
+        row = f"| `{c.id}` | {c.severity} | {c.category} | {title} | {_requires(c)} | {explains} |"
+        lines.append(f"{row} {_changes(c) if c.remediation else '-'} | {len(c.verify) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +87,7 @@ def render_cause(cause: Cause) -> str:
         lines.append(f"          when {signal.when}")
     if cause.fix:
         lines += ["", "  fix: " + one_line(cause.fix)]
-    lines += [f"    $ {command}" for command in cause.remediation]
+    lines += command_lines(step_records(cause.remediation), list(cause.verify), indent="    ")
     if cause.explains:
         lines.append("  explains: " + ", ".join(cause.explains))
     lines += [f"  see {reference}" for reference in cause.references]

@@ -10,20 +10,28 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.capture.live import capture_live
-from gdsdoctor.engine.evaluate import evaluate_cause
+from gdsdoctor.commands.catalogue import step_records
+from gdsdoctor.engine.evaluate import CauseResult, Outcome, evaluate_cause
 from gdsdoctor.engine.functions import search
+from gdsdoctor.engine.rules import Cause
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.document import build_facts
 from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
+from gdsdoctor.report.outline import command_lines
 
 
 def explain_cause(
-    cause_id: str, inputs: Sequence[Path], rules_dirs: Sequence[Path], path: str | None = None
+    cause_id: str,
+    inputs: Sequence[Path],
+    rules_dirs: Sequence[Path],
+    path: str | None = None,
+    read_only: bool = False,
 ) -> str:
     """The reasoning for one cause over the inputs (this host when none); ``path``: the
-    checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules judge its mount)."""
+    checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules judge its mount);
+    ``read_only``: of its commands, only those that change nothing (and the verify ones)."""
     causes = {c.id: c for c in rules(rules_dirs)}
     if cause_id not in causes:
         raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
@@ -65,7 +73,23 @@ def explain_cause(
             lines.append(f"        evidence {signal.evidence} → {_value(signal.evidence, facts)}")
     for name, expression in cause.vars.items():
         lines.append(f"  var {name} = {expression} → {_value(expression, facts)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _commands(cause, result, read_only)) + "\n"
+
+
+def _commands(cause: Cause, result: CauseResult, read_only: bool) -> list[str]:
+    """The cause's commands: filled with the facts' values when it fired, else as written."""
+    fired = result.outcome == Outcome.FIRED
+    steps = result.remediation if fired else list(cause.remediation)
+    verify = result.verify if fired else list(cause.verify)
+    kept = [s for s in steps if s.effect == "read"] if read_only else steps
+    if not kept and not verify:
+        return []
+    heading = "filled with the values found" if fired else "as written in the rule"
+    heading = f"  commands ({heading}):"
+    lines = ["", heading, *command_lines(step_records(kept), verify, indent="    ")]
+    if len(kept) < len(steps):
+        lines.append(f"  ({len(steps) - len(kept)} command(s) that change the host left out: --read-only)")
+    return lines
 
 
 def _value(expression: str, facts: dict[str, Any]) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
+from gdsdoctor import FLEET_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundle import is_bundle
 from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError
@@ -219,7 +219,7 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     worst = max((node["status"] for node in nodes), key=WORST_ORDER.index, default="UNKNOWN")
     return {
         "kind": FLEET_KIND,
-        "schema_version": REPORT_SCHEMA_VERSION,
+        "schema_version": FLEET_SCHEMA_VERSION,
         "tool": {"name": "gdsdoctor", "version": __version__},
         "summary": {
             "nodes": len(nodes),

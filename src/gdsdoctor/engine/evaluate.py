@@ -32,7 +32,7 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.engine.functions import truthy
 from gdsdoctor.engine.query import FactQuery
-from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal
+from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal, Step, fill
 from gdsdoctor.patterns import lazy_compile
 
 MAX_EVIDENCE_PER_SIGNAL = 12
@@ -79,7 +79,8 @@ class CauseResult:
     signals: list[SignalResult] = field(default_factory=list)
     missing: list[dict[str, str]] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
-    remediation: list[str] = field(default_factory=list)
+    remediation: list[Step] = field(default_factory=list)  # the commands filled with the facts' values
+    verify: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"CauseResult({self.cause.id!r}, {self.outcome!r}, certainty={self.certainty})"
@@ -143,8 +144,11 @@ def evaluate_cause(
             for e in _evidence(r.signal, query, values)
         )
         outcome.remediation = [
-            line for template in cause.remediation for line in render_command(template, values)
+            replace(step, cmd=line, note=fill_text(step.note, values))
+            for step in cause.remediation
+            for line in render_command(step.cmd, values)
         ]
+        outcome.verify = [line for template in cause.verify for line in render_command(template, values)]
     return outcome
 
 
@@ -302,7 +306,7 @@ def _after_end_of_options(template: str, name: str) -> bool:
 
 def fill_text(template: str, values: dict[str, Any]) -> str:
     """Fill ``{name}`` in prose; values are shown, not executed (renderers escape them)."""
-    return PLACEHOLDER.sub(lambda m: _display(values.get(m[1])), template)
+    return fill(template, lambda m: _display(values.get(m[1])))
 
 
 def _display(value: Any) -> str:
@@ -314,11 +318,14 @@ def _display(value: Any) -> str:
 def render_command(template: str, values: dict[str, Any]) -> list[str]:
     """Fill a command template with shell-quoted values; one command per element of a list value.
 
-    Quoting makes ``$(…)``, backticks, ``;`` and globs inert. A value that quoting cannot make
-    safe to paste into a root shell is withheld (the command becomes a comment saying so):
-    unknown values, control or invisible characters (see ``UNSAFE_CHARACTERS``), and values
-    starting with ``-``, which the command would read as an option (a mountpoint ``-a``),
-    unless the template ends the options with ``--`` before it.
+    Quoting makes ``$(…)``, backticks, ``;`` and globs inert. A value the facts do not have
+    (null) becomes an ``<name>`` placeholder, which the shell refuses to run (a redirect from a
+    missing file, then one with no target) until the operator fills it in. A value that quoting
+    cannot make safe to paste into a root shell is withheld (the command becomes a comment
+    saying so): control or invisible characters (see ``UNSAFE_CHARACTERS``), lists and
+    objects where one value belongs, and values starting with ``-``, which the command would
+    read as an option (a mountpoint ``-a``), unless the template ends the options with ``--``
+    before it.
     """
     names = PLACEHOLDER.findall(template)
     list_names = [n for n in names if isinstance(values.get(n), list)]
@@ -328,10 +335,19 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
         rows = [{**values, expand: item} for item in values[expand]]
     commands = []
     for row in rows:
-        bad = [n for n in names if not _safe_to_paste(row.get(n), _after_end_of_options(template, n))]
+        bad = [
+            n
+            for n in names
+            if row.get(n) is not None and not _safe_to_paste(row[n], _after_end_of_options(template, n))
+        ]
         if bad:
             names_text = ", ".join(sorted(set(bad)))
             commands.append(f"# withheld: {template.split()[0]} … ({names_text} unknown or unsafe to paste)")
             continue
-        commands.append(PLACEHOLDER.sub(lambda m, r=row: shlex.quote(str(r[m[1]])), template))
+        commands.append(fill(template, lambda m, r=row: _pasteable(r.get(m[1]), m[1])))
     return commands
+
+
+def _pasteable(value: Any, name: str) -> str:
+    """A value shell-quoted, or the ``<name>`` placeholder for one the facts do not have."""
+    return f"<{name}>" if value is None else shlex.quote(str(value))

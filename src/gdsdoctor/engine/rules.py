@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
+from gdsdoctor.engine.command_shape import Step, command_issues
 from gdsdoctor.engine.functions import compile_expression
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
@@ -25,8 +27,19 @@ from gdsdoctor.patterns import lazy_compile
 if TYPE_CHECKING:
     import yaml
 
+__all__ = ["Cause", "LintIssue", "RuleError", "Signal", "Step"]  # Step: defined beside the command lint
+
 Location = tuple[str | int, ...]
-PLACEHOLDER = lazy_compile(r"\{([a-z_][a-z0-9_]*)\}")  # {name} in says and remediation
+# {name} in says and remediation; {{name}} is the literal text {name} (a udev rule's ATTR{iopolicy}).
+PLACEHOLDER = lazy_compile(r"(?<!\{)\{([a-z_][a-z0-9_]*)\}(?!\})")
+ESCAPED_BRACES = lazy_compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
+
+
+def fill(template: str, value: Callable[[re.Match[str]], str]) -> str:
+    """``template`` with each {name} replaced by ``value(match)`` and each {{name}} by {name}."""
+    return ESCAPED_BRACES.sub(r"{\1}", PLACEHOLDER.sub(value, template))
+
+
 # A derived fact name in an expression (``derived.storage_free``; not ``x.derived.y``), to rewrite old ones.
 OLD_FACT_NAME = lazy_compile(r"(?<![\w.])derived\.[a-z0-9_]+(?![\w])")
 CHECK_REFERENCE = lazy_compile(r"\{check\.([A-Za-z0-9_]*)\}")  # a named check of the file, in an expression
@@ -65,7 +78,8 @@ class Cause:
     severity_at_most: str | None = None
     min_certainty: float = 0.2
     fix: str = ""
-    remediation: tuple[str, ...] = ()
+    remediation: tuple[Step, ...] = ()
+    verify: tuple[str, ...] = ()  # read commands that show the fix took, printed after it
     references: tuple[str, ...] = ()
     explains: tuple[str, ...] = ()
     collect: str = ""
@@ -171,7 +185,8 @@ def _cause_from_record(record: dict[str, Any], rules_dir: str) -> Cause:
     fields["file"] = os.path.join(rules_dir, record["file"])  # a str join: Path costs 10 us a cause
     fields["signals"] = tuple(Signal(**signal) for signal in record["signals"])
     fields["requires"] = tuple(r if isinstance(r, str) else tuple(r) for r in record["requires"])
-    for name in ("remediation", "references", "explains"):
+    fields["remediation"] = tuple(Step(**step) for step in record["remediation"])
+    for name in ("verify", "references", "explains"):
         fields[name] = tuple(record[name])
     return Cause(**fields)
 
@@ -401,13 +416,22 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
         min_certainty=float(raw.get("min_certainty", 0.2)),
         vars=dict(raw.get("vars", {})),
         fix=raw.get("fix", "").strip(),
-        remediation=tuple(raw.get("remediation", ())),
+        remediation=tuple(_step(item) for item in raw.get("remediation", ())),
+        verify=tuple(raw.get("verify", ())),
         references=tuple(raw.get("references", ())),
         explains=tuple(raw.get("explains", ())),
         collect=raw.get("collect", ""),
         file=file,
         line=line,
     )
+
+
+def _step(item: Any) -> Step:
+    """A remediation item; a plain string (refused by the schema) keeps no effect, so that the
+    semantic lint, which also runs where the schema is not checked, says so."""
+    if isinstance(item, dict):
+        return Step(str(item.get("cmd", "")), str(item.get("effect", "")), str(item.get("note", "")).strip())
+    return Step(str(item), "")
 
 
 def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
@@ -452,7 +476,13 @@ def _cause_checks(
         seen.add(signal.id)
         if signal.stands_alone and (signal.certainty <= 0 or signal.boost):
             issue(("signals", i, "stands_alone"), "only a confirming, non-boost signal can stand alone")
-    templates: list[tuple[Location, str]] = [(("remediation", i), t) for i, t in enumerate(cause.remediation)]
+    for where, message in command_issues(cause.remediation, cause.verify):
+        issue(where, message)
+    templates: list[tuple[Location, str]] = [
+        (("remediation", i), step.cmd) for i, step in enumerate(cause.remediation)
+    ]
+    templates += [(("remediation", i, "note"), st.note) for i, st in enumerate(cause.remediation)]
+    templates += [(("verify", i), command) for i, command in enumerate(cause.verify)]
     templates += [(("signals", i, "says"), s.says) for i, s in enumerate(cause.signals)]
     reported: set[str] = set()
     for where, template in templates:  # each unknown placeholder once, where it first appears

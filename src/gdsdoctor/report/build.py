@@ -217,7 +217,10 @@ def _finding(ranked: RankedFinding) -> dict[str, Any]:
         "explanation": cause.explanation,
         "evidence": [e.to_dict() for e in result.evidence],
         "fix": cause.fix,
-        "remediation": list(result.remediation),
+        "remediation": [
+            {"command": step.cmd, "effect": step.effect, "note": step.note} for step in result.remediation
+        ],
+        "verify": list(result.verify),
         "explains": list(ranked.explains),
         "explained_by": ranked.explained_by,
         "references": list(cause.references),

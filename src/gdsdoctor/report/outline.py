@@ -51,6 +51,14 @@ class Commands:
 
 Block = Heading | Title | Line | Bullet | Commands
 _BACKTICKED = lazy_compile(r"`([^`]+)`")
+# What a command does to the host, said before it (a ``read`` command is shown bare).
+EFFECT_LABELS = {
+    "live": "LIVE CHANGE (lost at reboot)",
+    "persistent": "PERSISTENT (writes configuration)",
+    "disruptive": "DISRUPTIVE (interrupts I/O or jobs)",
+    "reboot": "NEEDS A REBOOT",
+    "": "EFFECT NOT STATED (a report of schema 1.0: read the command first)",
+}
 STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNOWN": "unknown"}
 
 
@@ -157,8 +165,7 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
     yield from _evidence(finding["evidence"])
     if finding["fix"]:
         yield Bullet((("Fix: ", "bold"), *prose_spans(finding["fix"])))
-    if finding["remediation"]:
-        yield Commands(tuple(finding["remediation"]))
+    yield from remediation_blocks(finding["remediation"], finding.get("verify", []))
     for reference in finding["references"]:
         yield Bullet((("see ", "dim"), (reference, "link")), indent=2)
 
@@ -206,6 +213,54 @@ def _history(report: dict[str, Any]) -> Iterator[Block]:
                     ),
                     indent=2,
                 )
+
+
+def steps_of(remediation: list[Any]) -> list[dict[str, Any]]:
+    """A finding's remediation items; a report of schema 1.0 (``Report.from_json``) has bare
+    command strings, whose effect nobody stated."""
+    return [{"command": s, "effect": "", "note": ""} if isinstance(s, str) else s for s in remediation]
+
+
+def effect_marker(step: dict[str, Any]) -> str:
+    """The words said before a command that changes the host ('' for a read)."""
+    if step["effect"] == "read":
+        return ""
+    label = EFFECT_LABELS.get(step["effect"], EFFECT_LABELS[""])
+    return f"{label} — {step['note']}" if step.get("note") else label
+
+
+def remediation_blocks(steps: list[dict[str, Any]], verify: list[str]) -> Iterator[Block]:
+    """The commands in order: read ones grouped, each other one after its marker and note; then
+    the commands that show the fix took."""
+    reads: list[str] = []
+    for step in steps_of(steps):
+        marker = effect_marker(step)
+        if not marker:
+            reads.append(step["command"])
+            continue
+        if reads:
+            yield Commands(tuple(reads))
+            reads = []
+        yield Bullet((("⚠ " + marker, "warning"),), indent=2)
+        yield Commands((step["command"],))
+    if reads:
+        yield Commands(tuple(reads))
+    if verify:
+        yield Bullet((("Verify after the fix:", "bold"),), indent=2)
+        yield Commands(tuple(verify))
+
+
+def command_lines(steps: list[dict[str, Any]], verify: list[str], indent: str = "  ") -> list[str]:
+    """The same as plain lines (JUnit bodies, the catalogue): a marker is a shell comment."""
+    lines: list[str] = []
+    for step in steps_of(steps):
+        marker = effect_marker(step)
+        if marker:
+            lines.append(f"{indent}# {marker}")
+        lines.append(f"{indent}$ {step['command']}")
+    if verify:
+        lines += [f"{indent}# verify after the fix:", *(f"{indent}$ {command}" for command in verify)]
+    return lines
 
 
 def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:

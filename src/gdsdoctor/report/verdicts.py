@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gdsdoctor.report.outline import command_lines
+
 FIRED, CLEAR, INCONCLUSIVE, NOT_APPLICABLE = "fired", "clear", "inconclusive", "not_applicable"
 OUTCOMES = (FIRED, CLEAR, INCONCLUSIVE, NOT_APPLICABLE)
 
@@ -78,8 +80,8 @@ def evidence_lines(finding: dict[str, Any]) -> list[str]:
         lines.append(f"  {where}{evidence['text']}")
     if finding["fix"]:
         lines += ["", f"Fix: {finding['fix']}"]
-    if finding["remediation"]:
-        lines += ["", *(f"  $ {command}" for command in finding["remediation"])]
+    if finding["remediation"] or finding.get("verify"):
+        lines += ["", *command_lines(finding["remediation"], finding.get("verify", []))]
     if finding["explains"]:
         lines += ["", "Explains: " + ", ".join(finding["explains"])]
     return lines

@@ -8,6 +8,10 @@ configuration in effect, and which GPUs GDS can use.
   gdscheck header without the ``nvidia_fs version`` line, cufile.log ``driver not loaded``);
   a positive source wins over a negative one (a cufile.log may be older than the module).
 - ``nvidia_fs_version``: str|None — the loaded (or installed) nvidia-fs version.
+- ``gds_version``: str|None — the GDS (libcufile) release: gdscheck's ``GDS release version``,
+  else the nvidia-fs stats' ``GDS Version``. Rules gate on it where libcufile's behaviour
+  changed (1.7 non-O_DIRECT handling, 1.16 tmpfs/overlay compat, 1.17 ZFS/Btrfs compat); when
+  it is null they say which behaviour they assumed.
 - ``cufile_effective``: the cuFile configuration in effect ``{values: {json key: value},
   sources: {json key: "env"|"gdscheck"|"file"|"default"}, items: [{key, value, source, src}],
   env_overrides: [{key, env, env_value, file_value, src}]}``. Precedence: CUFILE_* environment
@@ -83,6 +87,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     return {
         "nvidia_fs_loaded": loaded,
         "nvidia_fs_version": nvidia_fs_version(facts),
+        "gds_version": gds_version(facts),
         "cufile_effective": effective,
         "rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
         "direct_io_size_misaligned": _misaligned(effective["values"].get("properties.max_direct_io_size_kb")),
@@ -146,6 +151,15 @@ def nvidia_fs_version(facts: dict[str, Any]) -> str | None:
         ok_section(facts, "nvidia_fs_stats").get("driver_version"),
         ok_section(facts, "modinfo_nvidia_fs").get("version"),
         (ok_section(facts, "app_log").get("kvikio") or {}).get("gds_driver"),
+    )
+    return next((str(c) for c in candidates if c), None)
+
+
+def gds_version(facts: dict[str, Any]) -> str | None:
+    """The GDS release the node runs (gdscheck's header, else the nvidia-fs stats' header)."""
+    candidates = (
+        (ok_section(facts, "gdscheck").get("header") or {}).get("gds_version"),
+        ok_section(facts, "nvidia_fs_stats").get("gds_version"),
     )
     return next((str(c) for c in candidates if c), None)
 

@@ -41,8 +41,8 @@ nearest device and the NUMA nodes of pastes in topology_nearest.py):
 - ``roce_ports``: active Ethernet RDMA ports ``{device, port, active_mtu, netdev, netdev_mtu,
   mtu_low, src}``; ``rdma_slow_ports``: active ports slower than the fastest active port of the same
   HCA type.
-- ``roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority,
-  ecn_on_rdma_priority, src}`` from ``mlnx_qos`` (DSCP 26 assumed when the RDMA traffic class is not shown).
+- ``roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority, ecn_on_rdma_priority,
+  pfc_vector (--pfc with the RDMA priority added), src}`` from ``mlnx_qos`` (DSCP 26 assumed when not shown).
 - ``expected_throughput``: the line rate of the checkpoint drives ``{bytes_per_s, limited_by, drives,
   components}`` (None when the drives or their links are unknown); ``throughput``: each measured
   rate against it ``{tool, what, measured_bytes_per_s, expected_bytes_per_s, ratio, level, src}``.

@@ -234,8 +234,18 @@ def roce_qos(facts: dict[str, Any]) -> dict[str, Any] | None:
         "pfc_priorities": pfc,
         "pfc_on_rdma_priority": (priority in pfc) if isinstance(pfc, list) and priority is not None else None,
         "ecn_on_rdma_priority": (priority in ecn) if isinstance(ecn, list) and priority is not None else None,
+        "pfc_vector": pfc_vector(priority, pfc),
         "src": qos.get("src"),
     }
+
+
+def pfc_vector(priority: int | None, enabled: list[Any] | None) -> str | None:
+    """``mlnx_qos --pfc`` for the priorities enabled now plus the RDMA one (8 values, one per
+    priority): a vector with only the RDMA priority would switch PFC off on the others."""
+    if priority is None or enabled is None or not 0 <= priority <= 7:
+        return None
+    on = {int(p) for p in enabled if num(p) is not None} | {priority}
+    return ",".join("1" if p in on else "0" for p in range(8))
 
 
 # --- throughput -----------------------------------------------------------------------------------
