@@ -235,13 +235,13 @@ def remediation_blocks(steps: list[dict[str, Any]], verify: list[str]) -> Iterat
     reads: list[str] = []
     for step in steps_of(steps):
         marker = effect_marker(step)
-        if not marker:
+        if not marker and not step.get("note"):
             reads.append(step["command"])
             continue
         if reads:
             yield Commands(tuple(reads))
             reads = []
-        yield Bullet((("⚠ " + marker, "warning"),), indent=2)
+        yield Bullet((("⚠ " + marker, "warning"),) if marker else ((step["note"], "dim"),), indent=2)
         yield Commands((step["command"],))
     if reads:
         yield Commands(tuple(reads))
@@ -254,7 +254,7 @@ def command_lines(steps: list[dict[str, Any]], verify: list[str], indent: str = 
     """The same as plain lines (JUnit bodies, the catalogue): a marker is a shell comment."""
     lines: list[str] = []
     for step in steps_of(steps):
-        marker = effect_marker(step)
+        marker = effect_marker(step) or step.get("note", "")
         if marker:
             lines.append(f"{indent}# {marker}")
         lines.append(f"{indent}$ {step['command']}")

@@ -1,0 +1,135 @@
+"""The review's corrections of issue 21 (remediation-review.md §1.1, §1.2), one assertion each on
+the corrected command or condition of the cause."""
+
+from __future__ import annotations
+
+from gdsdoctor.engine.rules import Cause
+from gdsdoctor.facts.derived.topology_io import pfc_vector
+from gdsdoctor.pipeline import rules
+
+
+def _cause(cause_id: str) -> Cause:
+    return next(c for c in rules() if c.id == cause_id)
+
+
+def _commands(cause_id: str) -> dict[str, str]:
+    return {step.cmd: step.effect for step in _cause(cause_id).remediation}
+
+
+def test_nfs_transport_changes_by_unmount_and_mount_never_by_remount() -> None:
+    commands = _commands("network-fs-over-tcp")
+    assert not [c for c in commands if "remount" in c]  # EINVAL: nfs_compare_remount_data()
+    assert commands["umount {nfs_mounts}"] == "disruptive" and commands["mount {nfs_mounts}"] == "live"
+    assert "--with-nfsrdma" in _cause("network-fs-over-tcp").fix
+
+
+def test_nvmeof_rdma_path_is_connected_before_the_tcp_one_is_disconnected() -> None:
+    order = [
+        s.cmd.split()[1]
+        for s in _cause("nvmeof-tcp-instead-of-rdma").remediation
+        if s.cmd.startswith("nvme ")
+    ]
+    assert order.index("connect") < order.index("list-subsys") < order.index("disconnect")
+    assert "connect-all" not in order  # the target's RDMA address and NQN, not every entry
+
+
+def test_modprobe_options_go_in_files_of_their_own_with_both_initramfs_tools() -> None:
+    for cause_id in ("p2pdma-not-enabled", "p2pdma-nvme-multipath-on"):
+        commands = _commands(cause_id)
+        assert "echo 'options nvme_core multipath=N' > /etc/modprobe.d/nvme-p2pdma.conf" in commands
+        assert not [c for c in commands if c.endswith("/etc/modprobe.d/nvme.conf")]
+        assert commands['dracut -f --kver "$(uname -r)"'] == "reboot"
+        assert commands['update-initramfs -u -k "$(uname -r)"'] == "reboot"
+        assert "cat /sys/module/nvme_core/parameters/multipath" in _cause(cause_id).verify
+    notes = " ".join(s.note for s in _cause("p2pdma-nvme-multipath-on").remediation)
+    assert "not on a node with NVMe-oF multipath" in notes
+
+
+def test_iommu_fix_prefers_passthrough_on_the_default_entry_and_says_reboot() -> None:
+    for cause_id in ("iommu-translating-gds", "iommu-translating-p2p-cross-root-complex"):
+        cause = _cause(cause_id)
+        commands = _commands(cause_id)
+        assert commands["grubby --update-kernel=DEFAULT --args=iommu=pt"] == "reboot"
+        assert not [c for c in commands if "--update-kernel=ALL" in c or c.startswith("sed -i")]
+        assert any("/etc/default/grub.d/" in c for c in commands)  # idempotent drop-in, read last
+        assert "255 logical CPUs" in cause.fix and "x2APIC" in cause.fix
+        assert "cat /sys/kernel/iommu_groups/*/type | sort | uniq -c" in cause.verify
+
+
+def test_pfc_vector_keeps_the_enabled_priorities_and_adds_the_rdma_one() -> None:
+    assert pfc_vector(3, [4]) == "0,0,0,1,1,0,0,0"
+    assert pfc_vector(3, []) == "0,0,0,1,0,0,0,0"
+    assert pfc_vector(None, [4]) is None and pfc_vector(3, None) is None
+    assert "mlnx_qos -i {netdev} --trust dscp --pfc {pfc_vector}" in _commands("roce-no-pfc-on-rdma-priority")
+    assert "ecn_on_rdma_priority" in str(_cause("roce-no-pfc-on-rdma-priority").severity_at_most)
+
+
+def test_xfs_discard_needs_an_unmount_ext4_takes_a_remount() -> None:
+    commands = _commands("online-discard-on-checkpoint-mount")
+    assert commands["mount -o remount,nodiscard {ext4_mounts}"] == "live"
+    assert commands["umount {xfs_mounts} && mount {xfs_mounts}"] == "disruptive"
+
+
+def test_peermem_is_asked_only_of_userspace_rdma_filesystems() -> None:
+    cause = _cause("nvidia-peermem-not-loaded")
+    applies = str(cause.applies_when)
+    assert "userspace_rdma_fs_mounts" in applies and "gds.rdma_fs_mounts" not in applies
+    assert "DMA-BUF" in cause.explanation and "/sys/module/nvidia_peermem" in cause.fix
+
+
+def test_compat_mode_is_proved_on_a_scratch_file_never_under_the_job() -> None:
+    commands = _commands("gds-compat-mode-in-use")
+    assert not [c for c in commands if "<your application>" in c]
+    assert any(
+        c.startswith("CUFILE_ALLOW_COMPAT_MODE=false") and "gdsio -f <scratch dir" in c for c in commands
+    )
+
+
+def test_gds_vs_cpu_is_an_ab_pair_of_gdsio_runs() -> None:
+    commands = [c for c in _commands("throughput-gds-slower-than-cpu") if "gdsio" in c]
+    assert [c.split(" -x ")[1].split()[0] for c in commands] == ["0", "2"]
+    assert not [c for c in commands if c.endswith("gdsio -h")]
+
+
+def test_acs_clears_only_redirect_bits_on_the_gpu_path_and_is_critical_only_when_translating() -> None:
+    cause = _cause("acs-redirect-on-gpu-path")
+    assert _commands(cause.id) == {
+        **{c: e for c, e in _commands(cause.id).items() if e == "read"},
+        "setpci -s {gpu_path_bridge} ECAP_ACS+0x6.w=0000:002c": "live",
+    }
+    assert "redirect_bridges" not in cause.vars["gpu_path_bridge"]  # never every bridge of the host
+    assert "passthrough" in str(cause.severity_at_most)
+
+
+def test_fast_io_fail_states_its_trade_off_and_the_nvme_cli_spelling() -> None:
+    cause = _cause("nvmeof-ctrl-loss-tmo-unbounded")
+    assert "--fast_io_fail_tmo=<s>" in cause.fix and "--ctrl-loss-tmo=<s>" in cause.fix
+    assert any("EIO" in s.note for s in cause.remediation)
+
+
+def test_container_devices_are_listed_by_the_shell_not_a_glob_glued_to_the_option() -> None:
+    commands = _commands("container-nvidia-fs-devices-missing")
+    assert any("for d in /dev/nvidia-fs*; do printf -- '--device=%s '" in c for c in commands)
+    assert "--device=/dev/nvidia-fs*`" not in _cause("container-nvidia-fs-devices-missing").fix
+
+
+def test_raid0_member_loss_is_the_array_lost() -> None:
+    cause = _cause("md-array-member-failed")
+    assert "no rebuild" in cause.fix and "archive tier" in cause.fix
+    assert "raid0-lost" in [s.id for s in cause.signals]
+
+
+def test_ext4_data_mode_is_read_where_the_kernel_prints_it_and_is_info() -> None:
+    cause = _cause("ext4-data-mode-not-explicit")
+    assert cause.severity == "info"
+    assert "grep -H data= /proc/fs/ext4/*/options" in _commands(cause.id)
+
+
+def test_drop_caches_is_for_an_idle_node_only() -> None:
+    [step] = [s for s in _cause("throughput-above-line-rate").remediation if "drop_caches" in s.cmd]
+    assert step.effect == "live" and "idle node only" in step.note
+
+
+def test_nvidia_fs_fix_offers_p2pdma_only_for_local_nvme() -> None:
+    assert "only when every" in _cause("nvidia-fs-not-loaded").fix
+    assert "remote-targets" in [s.id for s in _cause("p2pdma-not-enabled").signals]
