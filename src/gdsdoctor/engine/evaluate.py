@@ -81,6 +81,8 @@ class CauseResult:
     evidence: list[Evidence] = field(default_factory=list)
     remediation: list[Step] = field(default_factory=list)  # the commands filled with the facts' values
     verify: list[str] = field(default_factory=list)
+    # {"from": severity, "reason": why} when --path capped it (engine/rank.narrow)
+    narrowed: dict[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"CauseResult({self.cause.id!r}, {self.outcome!r}, certainty={self.certainty})"

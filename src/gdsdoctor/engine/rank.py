@@ -3,9 +3,10 @@
 1. A fired cause that another fired cause ``explains`` (directly or through a chain) is a
    symptom: it is folded under the highest-ranked cause that explains it.
 2. With ``--path`` (a ``focus`` from ``derived.path_focus``), root causes whose evidence
-   names only other mounts (their mount points or files under them), never the filesystem
-   holding the path (its mount point, a file under it, its device or a device below it), come
-   after every other cause: a GPFS mount elsewhere never outranks an ext4 journal abort on
+   names only other mounts (their mount points or files under them) or other devices the host
+   lists, never the filesystem holding the path (its mount point, a file under it, its device
+   or a device below it), come after every other cause (and ``narrow``, run before ranking,
+   caps them at WARNING): a GPFS mount elsewhere never outranks an ext4 journal abort on
    the checkpoint filesystem, or a host-wide problem (nvidia-fs not loaded) that the
    checkpoint path meets too.
 3. With ``--path``, then by severity (critical, warning, info) and, within a severity, causes
@@ -19,7 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
@@ -55,10 +56,43 @@ def place(result: CauseResult, focus: Mapping[str, Any] | None) -> int:
     names, point = set(focus.get("names") or ()), str(focus.get("mountpoint") or "")
     if words & names or (point != "/" and any(w.startswith(point.rstrip("/") + "/") for w in words)):
         return ON_PATH
-    elsewhere = [str(p) for p in focus.get("elsewhere") or ()]
-    if any(w == p or w.startswith(p + "/") for w in words for p in elsewhere):
+    if _named_elsewhere(words, focus):
         return ELSEWHERE
     return NO_MOUNT
+
+
+def _named_elsewhere(words: set[str], focus: Mapping[str, Any]) -> list[str]:
+    """The words naming other data mounts (their points or paths below) or other devices."""
+    elsewhere = [str(p) for p in focus.get("elsewhere") or ()]
+    devices = set(focus.get("elsewhere_names") or ())
+    return sorted(w for w in words if w in devices or any(w == p or w.startswith(p + "/") for p in elsewhere))
+
+
+NARROWED_TO = "warning"
+
+
+def narrow(results: Sequence[CauseResult], focus: Mapping[str, Any] | None) -> None:
+    """With ``--path``: a critical fired cause whose evidence names other devices or mounts and
+    nothing of the checkpoint path's storage stack is capped at WARNING, and says why
+    (``narrowed``): a failing disk elsewhere is worth a look, not a page about the checkpoint.
+    The path's own stack, and what names no device (a host-wide cause), keep their severity."""
+    if not focus:
+        return
+    for result in results:
+        if result.outcome is not Outcome.FIRED or result.cause.severity != "critical":
+            continue
+        if place(result, focus) != ELSEWHERE:
+            continue
+        named = _named_elsewhere(evidence_words(result), focus)
+        devices = [n for n in named if not n.startswith("/") or n.startswith("/dev/")]
+        what = "device" if devices else "mount"
+        shown = ", ".join(dict.fromkeys(n.removeprefix("/dev/") for n in (devices or named)))
+        on = f" ({focus['device']})" if focus.get("device") else ""
+        result.narrowed = {
+            "from": result.cause.severity,
+            "reason": f"not the checkpoint's {what}: {shown}; --path is on {focus['mountpoint']}{on}",
+        }
+        result.cause = replace(result.cause, severity=NARROWED_TO)
 
 
 def evidence_words(result: CauseResult) -> set[str]:

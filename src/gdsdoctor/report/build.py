@@ -224,6 +224,7 @@ def _finding(ranked: RankedFinding) -> dict[str, Any]:
         "explains": list(ranked.explains),
         "explained_by": ranked.explained_by,
         "references": list(cause.references),
+        **({"narrowed": dict(result.narrowed)} if result.narrowed else {}),
     }
 
 

@@ -160,6 +160,10 @@ def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
 def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
     yield Title(((number + " ", "bold"), *_severity_spans(finding)))
     yield Bullet(((finding["title"], "bold"),))
+    if finding.get("narrowed"):
+        narrowed = finding["narrowed"]
+        capped = f"{narrowed['from']} → {finding['severity']}, {narrowed['reason']}"
+        yield Bullet((("Capped: ", "bold"), (capped, "")))
     yield Bullet(prose_spans(finding["explanation"]))
     yield Bullet((("Evidence:", "bold"),))
     yield from _evidence(finding["evidence"])

@@ -7,8 +7,10 @@
   are then inconclusive rather than checked (an empty ``--host-root`` must not diagnose GPUs).
 - ``target_mount``: the mount holding ``--path`` (findmnt, else longest prefix over mounts).
 - ``path_focus``: with ``--path``, the names of the filesystem holding it (mount point,
-  device, devices below it) and the other data mounts' points; ranking puts findings whose
-  evidence names the former first and those naming only the latter last.
+  device, devices below it: ``names``), the other data mounts' points (``elsewhere``) and every
+  other device the host lists (``elsewhere_names``: the block listing, the mount table, their
+  NVMe controllers); ranking puts findings whose evidence names the former first and those
+  naming only the latter last, and caps the latter at WARNING (engine/rank.narrow).
 - ``checkpoint_stall``: the stall model applied to the measured write rate, when the job was
   described.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.facts.derived.access import items, ok_section
+from gdsdoctor.patterns import lazy_compile
 
 PSEUDO_FSTYPES = frozenset(
     (
@@ -30,6 +33,7 @@ PSEUDO_FSTYPES = frozenset(
         "overlay nfsd"
     ).split()
 )
+_NVME_NAMESPACE = lazy_compile(r"^(nvme\d+)(?:c\d+)?n\d+")  # nvme0n1p2 → its controller nvme0
 SYSTEM_MOUNTPOINTS = ("/boot", "/efi", "/snap", "/proc", "/sys", "/dev", "/run")
 
 
@@ -70,7 +74,27 @@ def path_focus(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]
         names |= {str(n) for n in mount.get("nvme_namespaces") or []}
         names |= {str(c["name"]) for c in mount.get("nvme_controllers") or [] if c.get("name")}
     elsewhere = {str(m["mountpoint"]) for m in _data_mounts(_mounts(facts))} - {str(target["mountpoint"])}
-    return {"mountpoint": str(target["mountpoint"]), "names": sorted(names), "elsewhere": sorted(elsewhere)}
+    return {
+        "mountpoint": str(target["mountpoint"]),
+        "device": device or None,
+        "names": sorted(names),
+        "elsewhere": sorted(elsewhere),
+        "elsewhere_names": sorted(_listed_devices(facts) - names),
+    }
+
+
+def _listed_devices(facts: dict[str, Any]) -> set[str]:
+    """Every block device the host lists (the block listing, the mount table), with the NVMe
+    controller of each namespace, by name and /dev path: what is known to exist somewhere."""
+    lsblk = ok_section(facts, "lsblk")
+    by_name = lsblk.get("by_name") if isinstance(lsblk.get("by_name"), dict) else {}
+    found = {str(name) for name in by_name}
+    for mount in _mounts(facts):
+        device = str(mount.get("device") or "")
+        if device.startswith("/dev/"):
+            found.add(device.rsplit("/", 1)[1])
+    found |= {m[1] for name in list(found) if (m := _NVME_NAMESPACE.match(name))}
+    return found | {f"/dev/{name}" for name in found}
 
 
 def _nvidia_present(facts: dict[str, Any]) -> bool | None:
