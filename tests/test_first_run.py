@@ -202,7 +202,7 @@ def test_inconclusive_hints_are_commands_to_run_in_plain_english(
     assert hints["infiniband"] == "run `ls /sys/class/infiniband` or `ibstat`"
     assert hints["pci"] == "run `lspci -vvv`"
     assert hints["app_log"].startswith("paste the application's output around the error")
-    assert hints["modules"] == "run `cat /proc/modules` or `lsmod`"
+    assert hints["modules"] == "run `cat /proc/modules` or `lsmod` or `ls /sys/module`"
     details = {p["name"]: p["detail"] for p in report["probes"]}
     assert details["app_log"].startswith("not in this capture; paste the application's output")
     every_hint = [*hints.values(), *details.values()]

@@ -10,6 +10,8 @@ from gdsdoctor.model import Artifact
 # The trees of a host's / that a --host-root must hold some of (capture/live.py); those it
 # lacks are recorded in ``options["absent_trees"]``, carried by bundles, and make a run partial.
 HOST_TREES = ("proc", "sys", "etc")
+# The detail of a source no capture reads itself (fio's result: `gdsdoctor bench` makes it).
+PRODUCED_ELSEWHERE = "produced only by another command"
 
 
 @dataclass(slots=True)

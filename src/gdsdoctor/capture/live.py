@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor import DEFAULT_DEADLINE_S
-from gdsdoctor.capture.capture import HOST_TREES, Capture
+from gdsdoctor.capture.capture import HOST_TREES, PRODUCED_ELSEWHERE, Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.errors import Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
@@ -170,7 +170,7 @@ def capture_source(source: Source, host_root: Path, same_host: bool = True) -> A
         return _run_reader(source, host_root)
     if source.path:
         return read_host_file(source.artifact, host_root, source.path)
-    return Artifact(source.artifact, ArtifactStatus.MISSING, detail="produced only by another command")
+    return Artifact(source.artifact, ArtifactStatus.MISSING, detail=PRODUCED_ELSEWHERE)
 
 
 def read_host_file(name: str, host_root: Path, path: str) -> Artifact:

@@ -130,8 +130,10 @@ def read_ib_device(root: str, entry: Path) -> dict[str, Any]:
 
 def read_infiniband(host_root: Path) -> bytes:
     base = host_root / IB_CLASS
-    if not base.is_dir():  # no RDMA stack loaded (or not readable): the ibstat fallback may still tell
-        return MISSING
+    if not base.is_dir():
+        if (host_root / "sys" / "class").is_dir():  # the kernel lists no RDMA device: an answer
+            return json_bytes({"reader": "infiniband", "devices": [], "class_absent": True})
+        return MISSING  # no sysfs to ask (a root without sys/): the ibstat fallback may still tell
     root = os.path.realpath(host_root)
     devices = [read_ib_device(root, base / name) for name in list_inside(root, base, raise_denied=True)]
     return json_bytes({"reader": "infiniband", "devices": devices})

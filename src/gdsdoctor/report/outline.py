@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gdsdoctor.capture.capture import PRODUCED_ELSEWHERE
 from gdsdoctor.patterns import lazy_compile
 
 Span = tuple[str, str]  # (text, style name or "")
@@ -109,10 +110,19 @@ def _partial(report: dict[str, Any]) -> Iterator[Block]:
         yield Bullet((("To read it: ", "bold"), (how, "")))
 
 
+def could_read(probe: dict[str, Any]) -> bool:
+    """Whether this capture could have read the source: not one only pasted (``not_collected``)
+    nor one another command produces (fio's result: ``gdsdoctor bench``)."""
+    return probe["status"] != "not_collected" and probe["detail"] != PRODUCED_ELSEWHERE
+
+
 def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
     probes = report["probes"]
     ok = sum(1 for p in probes if p["status"] == "ok")
-    yield Line(((f"Sources read: {ok} of {len(probes)}", "dim"),))
+    if report["source"]["kind"] == "files":
+        yield Line(((f"Sources read: {ok} (pasted)", "dim"),))
+    else:
+        yield Line(((f"Sources read: {ok} of {sum(1 for p in probes if could_read(p))}", "dim"),))
     for probe in probes:
         if probe["status"] != "ok" and (verbose or probe["status"] not in ("not_collected", "missing")):
             detail = _dim(prose_spans(f": {probe['detail']}"))

@@ -2,6 +2,12 @@
 
 - ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck),
   False if the sources that would show it were read and do not, None if none was readable.
+- ``rdma_present``: True if the RDMA device list (``infiniband``: sysfs, ibstat, ibv_devinfo)
+  shows a device, False if it was read and shows none (no ``/sys/class/infiniband``: the RDMA
+  and RoCE causes do not apply), None when it was not read (pasted files: they are checked).
+- ``grub_defaults_absent``: True when ``/etc/default/grub`` does not exist on a host whose
+  ``etc/`` was read (``os-release``): a distribution that boots without GRUB's defaults file,
+  so the causes comparing it with the running kernel do not apply (rather than asking for it).
 - ``undecided``: for a derived fact left None although the sources that would tell were
   looked for (a live capture or bundle, not pasted files), those sources: causes gated on it
   are then inconclusive rather than checked (an empty ``--host-root`` must not diagnose GPUs).
@@ -41,6 +47,8 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     """The node-wide facts; ``path_focus`` comes later (see ``path_focus``), from the storage ones."""
     derived: dict[str, Any] = {
         "nvidia_present": _nvidia_present(facts),
+        "rdma_present": _rdma_present(facts),
+        "grub_defaults_absent": _grub_defaults_absent(facts),
         "target_mount": _target_mount(facts, _mounts(facts), target_path),
         "checkpoint_stall": checkpoint_stall(facts),
     }
@@ -113,6 +121,19 @@ def _nvidia_present(facts: dict[str, Any]) -> bool | None:
     if any(seen):
         return True
     return False if seen else None
+
+
+def _rdma_present(facts: dict[str, Any]) -> bool | None:
+    infiniband = ok_section(facts, "infiniband")
+    if not infiniband:
+        return None
+    return bool(infiniband.get("devices"))
+
+
+def _grub_defaults_absent(facts: dict[str, Any]) -> bool:
+    grub = facts.get("etc_default_grub") or {}
+    not_there = grub.get("status") == "missing" and str(grub.get("detail", "")).endswith("does not exist")
+    return not_there and bool(ok_section(facts, "os_release"))
 
 
 # The sources that show whether a GPU is there: the PCI device list, from sysfs or lspci.
