@@ -210,15 +210,22 @@ def load_inputs(
     deadline_s: float = DEFAULT_DEADLINE_S,
     since: str | None = None,
 ) -> Capture:
-    """A bundle (directory or archive) or any number of pasted text files of one host; pasted
-    files are read within ``deadline_s`` seconds in all (see ``capture_files``)."""
-    from gdsdoctor.capture.bundle import is_bundle, read_bundle  # tarfile: not for `check`
+    """A bundle (a gdsdoctor bundle, a sos report, an nvidia-bug-report log) or any number of
+    pasted text files of one host, a folder of them standing for its files; pasted files are
+    read within ``deadline_s`` seconds in all (see ``capture_files``)."""
+    from gdsdoctor.capture import bundles as kinds  # tarfile: not for `check`
     from gdsdoctor.errors import BundleError
 
-    bundles = [p for p in paths if is_bundle(p)]
+    bundles = [p for p in paths if kinds.is_bundle(p)]
     if bundles and len(paths) > 1:
         raise BundleError("give either one bundle or several pasted files, not both")
-    capture = read_bundle(bundles[0]) if bundles else capture_files(paths, deadline_s)
+    if bundles:
+        capture = kinds.read(bundles[0])
+    else:
+        files = [f for p in paths for f in (kinds.pasted_files(p) if p.is_dir() else [p])]
+        if not files:
+            raise BundleError(f"{paths[0]}: an empty folder (no bundle, no pasted files)")
+        capture = capture_files(files, deadline_s)
     if target_path:
         capture.options["target_path"] = target_path
     if job:

@@ -12,6 +12,10 @@ bundle is untrusted, and nothing is ever extracted to disk:
   directory with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` (a fifo never blocks);
 - the manifest is bounded and every value in it is type-checked and cut to size;
   a member name present twice is ambiguous and not analysed.
+
+Longer than 600 lines: the writer, the manifest and the two untrusted readers (directory and
+archive, with the selection and link records other tools' bundles need: ``capture.sos``) share
+one set of limits and checks, kept in one place so that every front door has the same guards.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
+from gdsdoctor.capture import compress
 from gdsdoctor.capture.capture import HOST_TREES, Capture
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
@@ -43,8 +48,8 @@ from gdsdoctor.outputs import write_new
 
 MANIFEST = "manifest.json"
 # Names read as an archive bundle (the compression is told by the content, not the name: gzip,
-# bzip2, xz or none, all under the same size and member limits).
-BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+# bzip2, xz, zstd or none, all under the same size and member limits).
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst")
 MAX_MEMBERS = 10_000
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
@@ -224,14 +229,37 @@ def _encodable(text: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which members of a foreign bundle (a sos report) are worth reading. Names are relative to
+    the bundle's top (an archive's one top folder is tried both ways): ``file(name)`` keeps a
+    regular file, ``directory(name)`` says whether a directory walk enters it. Members not
+    selected are passed over without being kept, so a report of 100,000 files costs the memory
+    of the few the probes read; the header count and decompressed bytes stay capped."""
+
+    file: Callable[[str], bool]
+    directory: Callable[[str], bool] = lambda name: True
+    max_headers: int = 20 * MAX_MEMBERS  # entries looked at, kept or not
+    max_stream: int = 8 * MAX_TOTAL_BYTES  # decompressed bytes worked through, kept or not
+
+    def keeps(self, name: str) -> bool:
+        return self.file(name) or self.file(name.partition("/")[2])
+
+    def enters(self, name: str) -> bool:
+        return self.directory(name) or self.directory(name.partition("/")[2])
+
+
 @dataclass(slots=True)
-class _Members:
+class Members:
     """What an archive or directory holds: regular files read, and what was set aside."""
 
     files: dict[str, bytes] = field(default_factory=dict)
     duplicates: set[str] = field(default_factory=set)
     ignored: list[str] = field(default_factory=list)  # "name (why)"
     total: int = 0
+    # Symbolic and hard links seen (name -> what they name), never opened on disk: a foreign
+    # bundle's reader may resolve them by name among the members (``resolve_link``).
+    links: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, data: bytes) -> None:
         if name in self.files:
@@ -248,10 +276,44 @@ class _Members:
         self.total += size
 
 
+def read_members(path: Path, select: Selection | None = None) -> Members:
+    """The members of a bundle directory or archive, read as untrusted input (module docstring);
+    with ``select``, only the members it keeps."""
+    return _read_tar(path, select) if path.is_file() else _read_dir(path, select)
+
+
+def resolve_link(name: str, members: Members, hops: int = 16, must_exist: bool = True) -> str | None:
+    """The member a name stands for once the links on its way are resolved *by name among the
+    members* (as ``openat2(RESOLVE_IN_ROOT)`` would: an absolute target starts again at the top,
+    ``..`` never climbs above it); None when it leads nowhere, out, or round in circles. Nothing
+    is opened on disk. ``must_exist=False``: where it leads, whether or not that member was read."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        here = "/".join([*done, part])
+        target = members.links.get(here)
+        if target is None:
+            done.append(part)
+            continue
+        hops -= 1
+        if hops < 0:
+            return None
+        parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+        if target.startswith("/"):
+            done = []
+    found = "/".join(done)
+    return found if found in members.files or not must_exist else None
+
+
 def read_bundle(path: Path) -> Capture:
     """Read a bundle directory or archive into a Capture; raises BundleError if unusable."""
-    members = _read_tar(path) if path.is_file() else _read_dir(path)
-    _strip_common_top(members)
+    members = read_members(path)
+    strip_common_top(members)
     manifest = _load_manifest(path, members)
     capture = _capture_from(path, manifest, members)
     if members.ignored:
@@ -261,7 +323,7 @@ def read_bundle(path: Path) -> Capture:
     return capture
 
 
-def _load_manifest(path: Path, members: _Members) -> dict[str, Any]:
+def _load_manifest(path: Path, members: Members) -> dict[str, Any]:
     if MANIFEST in members.duplicates:
         raise BundleError(f"{path}: more than one {MANIFEST} (ambiguous; refused)")
     raw = members.files.get(MANIFEST)
@@ -283,7 +345,7 @@ def _load_manifest(path: Path, members: _Members) -> dict[str, Any]:
     return manifest
 
 
-def _capture_from(path: Path, manifest: dict[str, Any], members: _Members) -> Capture:
+def _capture_from(path: Path, manifest: dict[str, Any], members: Members) -> Capture:
     capture = Capture(origin="bundle", host=_host(manifest), options=_options(manifest), label=str(path))
     entries = manifest.get("artifacts") if isinstance(manifest.get("artifacts"), list) else []
     if len(entries) > MAX_MEMBERS:
@@ -340,7 +402,7 @@ def _text(value: Any, limit: int = MAX_TEXT) -> str:
     return str(value)[:limit].encode("utf-8", errors="replace").decode("utf-8")
 
 
-def _artifact_from(entry: Any, members: _Members, notes: list[str]) -> Artifact | None:
+def _artifact_from(entry: Any, members: Members, notes: list[str]) -> Artifact | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         notes.append("manifest: skipped a malformed artifact entry")
         return None
@@ -389,19 +451,21 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def _read_dir(root: Path) -> _Members:
+def _read_dir(root: Path, select: Selection | None = None) -> Members:
     """Walk a bundle directory iteratively, never deeper than MAX_DIR_DEPTH: a bundle's names are
     a few levels deep, and a hostile tree 1,000 levels deep must be refused in one line, not
-    exhaust the recursion limit (os.fwalk recurses) or the open files (one per level)."""
+    exhaust the recursion limit (os.fwalk recurses) or the open files (one per level). With
+    ``select``, only the directories it enters are walked and the files it keeps read."""
     if not root.is_dir():
         raise BundleError(f"{root}: no such file or directory")
     top = root.resolve()  # the path the user named is trusted; nothing under it is followed
-    members, seen = _Members(), [0]
+    members, seen = Members(), [0]
     stack: list[tuple[int, str, Iterator[str]]] = []  # the open directories, top first
 
     def enter(dirfd: int, relative: str) -> None:
         stack.append((dirfd, relative, iter(())))  # on the stack first: closed should reading fail
-        stack[-1] = (dirfd, relative, iter(_read_dir_level(root, members, dirfd, relative, seen)))
+        level = _read_dir_level(root, members, dirfd, relative, seen, select)
+        stack[-1] = (dirfd, relative, iter(level))
 
     try:
         enter(os.open(top, _DIR_FLAGS), "")
@@ -413,6 +477,8 @@ def _read_dir(root: Path) -> _Members:
                 continue
             if len(stack) > MAX_DIR_DEPTH:
                 raise BundleError(f"{root}: more than {MAX_DIR_DEPTH} directory levels (not a bundle?)")
+            if select is not None and not select.enters(f"{relative}{name}"):
+                continue
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
             except OSError as error:
@@ -427,27 +493,43 @@ def _read_dir(root: Path) -> _Members:
     return members
 
 
-def _read_dir_level(root: Path, members: _Members, dirfd: int, relative: str, seen: list[int]) -> list[str]:
+def _read_dir_level(
+    root: Path, members: Members, dirfd: int, relative: str, seen: list[int], select: Selection | None
+) -> list[str]:
     """Read the files of one directory (``relative`` to the bundle, ``/``-terminated unless
     the top); returns its subdirectories' names, links not counted as directories."""
     with os.scandir(dirfd) as entries:
         listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
     seen[0] += len(listed)
-    if seen[0] > MAX_DIR_ENTRIES:
-        raise BundleError(f"{root}: more than {MAX_DIR_ENTRIES} entries (not a bundle?)")
+    limit = MAX_DIR_ENTRIES if select is None else select.max_headers
+    if seen[0] > limit:
+        raise BundleError(f"{root}: more than {limit} entries (not a bundle?)")
     for filename in sorted(name for name, is_directory in listed if not is_directory):
         raw_name = relative + filename
         name = safe_member_name(raw_name)
         if name is None:
             members.ignored.append(f"{raw_name!r} (unsafe name)")
             continue
+        if select is not None:
+            _note_dir_link(members, name, filename, dirfd)
+            if name in members.links or not select.keeps(name):
+                continue
         _read_dir_file(root, members, name, filename, dirfd)
         if len(members.files) > MAX_MEMBERS:
             raise BundleError(f"{root}: more than {MAX_MEMBERS} files")
     return sorted(name for name, is_directory in listed if is_directory)
 
 
-def _read_dir_file(root: Path, members: _Members, name: str, filename: str, dirfd: int) -> None:
+def _note_dir_link(members: Members, name: str, filename: str, dirfd: int) -> None:
+    """A symbolic link's target, read with readlink (never followed), for name resolution."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.stat(filename, dir_fd=dirfd, follow_symlinks=False).st_mode):
+            target = os.readlink(filename, dir_fd=dirfd)
+            if len(target) <= 1024 and _encodable(target):
+                members.links[name] = target
+
+
+def _read_dir_file(root: Path, members: Members, name: str, filename: str, dirfd: int) -> None:
     try:
         fd = os.open(filename, _OPEN_FLAGS, dir_fd=dirfd)
     except OSError as error:  # ELOOP: a symbolic link; ENXIO: a socket; EACCES…
@@ -528,44 +610,80 @@ _MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
     (b"BZh", bz2.BZ2File),
     (b"\xfd7zXZ\x00", lzma.LZMAFile),
 )
-_DECOMPRESS_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
+DECOMPRESS_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
 
 
 @contextlib.contextmanager
-def _decompressed(path: Path) -> Iterator[_CountingReader]:
+def _decompressed(path: Path, cap: int | None = None) -> Iterator[_CountingReader]:
     with open(path, "rb") as raw:
         magic = raw.read(6)
         raw.seek(0)
-        opener = next((opener for prefix, opener in _MAGIC if magic.startswith(prefix)), None)
-        inner = opener(raw) if opener is not None else raw
-        with contextlib.closing(inner):
-            yield _CountingReader(inner, max_stream_bytes(), path)
+        with decompressor(raw, magic) as inner:
+            yield _CountingReader(inner, cap or max_stream_bytes(), path)
 
 
-def _read_tar(path: Path) -> _Members:
-    members = _Members()
+@contextlib.contextmanager
+def decompressor(raw: IO[bytes], magic: bytes) -> Iterator[IO[bytes]]:
+    """The decompressed stream of ``raw`` by its first bytes (gzip, bzip2, xz, zstd or none).
+    zstd has no decoder in Python's standard library before 3.14: Debian's ``zstd`` program
+    decodes it (``compress.zstd_stream``), in its own process killed when we stop reading."""
+    if magic.startswith(compress.ZSTD_MAGIC):
+        with compress.zstd_stream(raw) as stream:
+            yield stream
+        return
+    opener = next((opener for prefix, opener in _MAGIC if magic.startswith(prefix)), None)
+    inner = opener(raw) if opener is not None else raw
+    with contextlib.closing(inner):
+        yield inner
+
+
+def member_names(path: Path, at_most: int) -> Iterator[tuple[str, str]]:
+    """The first ``at_most`` member names of an archive and their link targets ("" if none),
+    read through the same guards as a whole bundle; raises BundleError or DECOMPRESS_ERRORS."""
+    with (
+        _decompressed(path) as stream,
+        tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo) as tar,
+    ):
+        for count, member in enumerate(tar):
+            if count >= at_most:
+                return
+            yield member.name[:1024], member.linkname[:1024] if member.issym() or member.islnk() else ""
+
+
+def _read_tar(path: Path, select: Selection | None = None) -> Members:
+    members = Members()
+    max_headers = MAX_MEMBERS if select is None else select.max_headers
     try:
         with (
-            _decompressed(path) as stream,
+            _decompressed(path, None if select is None else select.max_stream) as stream,
             tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo) as tar,
         ):
             for count, member in enumerate(tar):
-                if count >= MAX_MEMBERS:
+                if count >= max_headers:
+                    raise BundleError(f"{path}: more than {max_headers} members")
+                _read_member(path, tar, member, members, select)
+                if len(members.files) > MAX_MEMBERS:
                     raise BundleError(f"{path}: more than {MAX_MEMBERS} members")
-                _read_member(path, tar, member, members)
     except BundleError as error:
         message = str(error)
         raise BundleError(message if message.startswith(str(path)) else f"{path}: {message}") from None
-    except _DECOMPRESS_ERRORS as error:
+    except DECOMPRESS_ERRORS as error:
         raise BundleError(f"{path}: not a readable tar.gz bundle ({type(error).__name__})") from None
     return members
 
 
-def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, members: _Members) -> None:
+def _read_member(
+    path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, members: Members, select: Selection | None
+) -> None:
+    name = safe_member_name(member.name)
+    if select is not None and name is not None and not select.keeps(name):
+        _note_tar_link(member, name, members)
+        return  # passed over: tarfile skips its data (still decompressed: the stream cap counts it)
     if member.size > MAX_MEMBER_BYTES:  # any type: even skipping it would cost the decompression
         raise BundleError(f"{path}: member {member.name[:100]!r} is larger than {MAX_MEMBER_BYTES} bytes")
-    name = safe_member_name(member.name)
     if member.isdir():
+        return
+    if select is not None and name is not None and _note_tar_link(member, name, members):
         return
     if not member.isreg():
         members.ignored.append(f"{member.name[:100]!r} (link, device or fifo)")
@@ -578,7 +696,18 @@ def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, memb
     members.add(name, handle.read(member.size) if handle else b"")
 
 
-def _strip_common_top(members: _Members) -> None:
+def _note_tar_link(member: tarfile.TarInfo, name: str, members: Members) -> bool:
+    """Record a link member's target (a symbolic link's path, a hard link's member name)."""
+    if not (member.issym() or member.islnk()) or len(member.linkname) > 1024:
+        return False
+    target = member.linkname
+    if member.islnk():  # a hard link names another member of the archive, from the top
+        target = "/" + target
+    members.links[name] = target
+    return True
+
+
+def strip_common_top(members: Members) -> None:
     """Accept archives made with a top-level folder (tar czf x.tgz bundle-dir/)."""
     if MANIFEST in members.files:
         return
@@ -587,3 +716,11 @@ def _strip_common_top(members: _Members) -> None:
         top = tops.pop() + "/"
         members.files = {n[len(top) :]: d for n, d in members.files.items() if n.startswith(top)}
         members.duplicates = {n[len(top) :] for n in members.duplicates if n.startswith(top)}
+        members.links = {
+            n[len(top) :]: _under_top(t, top) for n, t in members.links.items() if n.startswith(top)
+        }
+
+
+def _under_top(target: str, top: str) -> str:
+    """A hard link's target (``/TOP/name``) renamed as the top folder was stripped."""
+    return "/" + target[len(top) + 1 :] if target.startswith("/" + top) else target

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gdsdoctor import DEFAULT_DEADLINE_S
+from gdsdoctor.capture import compress
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
 from gdsdoctor.capture.recognition import recognise_text
@@ -222,14 +223,36 @@ class ReadDeadline(Exception):
     """The time for reading inputs ran out while reading this one."""
 
 
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file, decompressed when it is compressed (what a
+    reader needs to tell a file's kind); b"" for anything else. Never blocks."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        data = os.read(fd, max(size, 1024 * 1024))
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+    return compress.head(data, size) if compress.kind_of(data) else data[:size]
+
+
 def read_pasted(
-    path: Path, ends_at: float | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+    path: Path,
+    ends_at: float | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    max_bytes: int | None = None,
 ) -> tuple[bytes, str]:
     """The file's bytes, or a one-line reason it was not read. Never blocks: a fifo is read only
     while a writer feeds it (``<(command)`` works), up to ``FIFO_WAIT_S`` of silence and never
     past ``ends_at`` (a monotonic time; the deadline of ``deadline_s`` seconds it stands for is
     named in the reason)."""
     ends_at = time.monotonic() + deadline_s if ends_at is None else ends_at
+    max_bytes = MAX_PASTE_BYTES if max_bytes is None else max_bytes  # read now: tests lower the cap
     if time.monotonic() >= ends_at:
         return b"", f"not read: the {deadline_s:g} s deadline for reading inputs had passed"
     try:
@@ -248,18 +271,35 @@ def read_pasted(
             data = _read_pipe(fd, ends_at)
         elif not stat.S_ISREG(info.st_mode):
             return b"", "not a regular file (a device or socket); not read"
-        elif info.st_size > MAX_PASTE_BYTES:
-            return b"", _too_large()
+        elif info.st_size > max_bytes:
+            return b"", _too_large(max_bytes)
         else:
-            data = _read_at_most(fd, MAX_PASTE_BYTES + 1)
+            data = _read_at_most(fd, max_bytes + 1)
     except ReadDeadline:
         return b"", f"still being written at the {deadline_s:g} s deadline for reading inputs; not read"
     except OSError as error:  # EIO, EISDIR on odd filesystems, /proc/self/mem…
         return b"", f"cannot read ({error.strerror or error})"
     finally:
         os.close(fd)
+    data, problem = _decompressed(data, max_bytes)
+    if problem:
+        return b"", problem
     data = _utf16_without_bom(data)
-    return data, _problem(data)
+    return data, _problem(data, max_bytes)
+
+
+def _decompressed(data: bytes, max_bytes: int) -> tuple[bytes, str]:
+    """A gzip, bzip2, xz or zstd paste (``dmesg.txt.gz``) decompressed within the paste cap,
+    counted as it decompresses; the name is not asked, the content says it."""
+    kind = compress.kind_of(data)
+    if not kind:
+        return data, ""
+    try:
+        return compress.decompress(data, max_bytes), ""
+    except compress.TooLarge:
+        return b"", f"{kind} data that decompresses to more than {max_bytes // (1024 * 1024)} MiB; not read"
+    except ValueError as error:
+        return b"", f"{kind} data that cannot be decompressed ({error or 'corrupt'}); not read"
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
@@ -304,13 +344,14 @@ def _read_pipe(fd: int, ends_at: float) -> bytes:
     return b"".join(chunks)
 
 
-def _too_large() -> str:
-    return f"larger than {MAX_PASTE_BYTES // (1024 * 1024)} MiB; not read"
+def _too_large(max_bytes: int | None = None) -> str:
+    max_bytes = MAX_PASTE_BYTES if max_bytes is None else max_bytes
+    return f"larger than {max_bytes // (1024 * 1024)} MiB; not read"
 
 
-def _problem(data: bytes) -> str:
-    if len(data) > MAX_PASTE_BYTES:
-        return _too_large()
+def _problem(data: bytes, max_bytes: int) -> str:
+    if len(data) > max_bytes:
+        return _too_large(max_bytes)
     if not data.strip():
         return "empty"
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):

@@ -123,13 +123,16 @@ def run_command(
 
 
 @contextlib.contextmanager
-def streamed_output(argv: Sequence[str]) -> Iterator[subprocess.Popen[bytes] | None]:
+def streamed_output(
+    argv: Sequence[str], stdin: int | None = None
+) -> Iterator[subprocess.Popen[bytes] | None]:
     """``argv`` started, for its stdout to be read as it comes (an output too large to hold,
     taken in pieces); None when it cannot be started. Tracked like every command: its group
     is killed when the block ends and on every way out of gdsdoctor. No timeout of its own:
-    the reader stops reading at the capture's deadline, and the command is killed then."""
+    the reader stops reading at the capture's deadline, and the command is killed then.
+    ``stdin``: a descriptor it reads (a file to decompress), else nothing."""
     try:
-        process: subprocess.Popen[bytes] | None = _start(argv, command_env(), None)
+        process: subprocess.Popen[bytes] | None = _start(argv, command_env(), None, stdin)
     except (OSError, ValueError, _Exiting):
         process = None
     try:
@@ -143,7 +146,9 @@ class _Exiting(Exception):
     """Raised instead of starting a command once the final kill has begun."""
 
 
-def _start(argv: Sequence[str], env: dict[str, str], lock: int | None) -> subprocess.Popen[bytes]:
+def _start(
+    argv: Sequence[str], env: dict[str, str], lock: int | None, stdin: int | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a session of its own, holding ``lock``, and register its group, unless
     gdsdoctor is exiting: no command may start after :func:`kill_running` took its list."""
     global _starting
@@ -156,7 +161,7 @@ def _start(argv: Sequence[str], env: dict[str, str], lock: int | None) -> subpro
         _adopt_orphans()
         process = subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,

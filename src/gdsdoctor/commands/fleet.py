@@ -33,7 +33,7 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import FLEET_SCHEMA_VERSION, __version__
-from gdsdoctor.capture.bundle import is_bundle
+from gdsdoctor.capture.bundles import is_bundle
 from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError
 from gdsdoctor.pipeline import analyze_paths, rules

@@ -76,14 +76,29 @@ def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
     yield _status_line(report)
 
 
+SOURCE_KINDS = {
+    "live": "live check",
+    "bundle": "bundle",
+    "files": "pasted files",
+    "sos": "sos report",
+    "nvidia-bug-report": "nvidia-bug-report log",
+}
+FOREIGN_KINDS = ("sos", "nvidia-bug-report")
+
+
 def _header(report: dict[str, Any]) -> Iterator[Block]:
     source = report["source"]
-    where = {"live": "live check", "bundle": "bundle", "files": "pasted files"}[source["kind"]]
+    where = SOURCE_KINDS.get(source["kind"], source["kind"])
     spans: list[Span] = [
         (f"gdsdoctor {report['tool']['version']}", "bold"),
         (f" — {where}: ", ""),
         (source["label"], ""),
     ]
+    if source["kind"] in FOREIGN_KINDS:  # another tool's bundle: its own header names the host
+        host = report["host"]
+        for key, label in (("hostname", "host"), ("created", "captured")):
+            if host.get(key):
+                spans += [(f"  {label}: ", "dim"), (host[key], "")]
     if source.get("target_path"):
         spans += [("  path: ", "dim"), (source["target_path"], "code")]
     yield Line(tuple(spans))

@@ -1,0 +1,183 @@
+"""nvidia-bug-report.log (``nvidia-bug-report.sh``, shipped with the NVIDIA driver) as input.
+
+The script writes one text file (gzip-compressed: ``nvidia-bug-report.log.gz``): a prologue
+(``Date:``, ``uname:``), then sections each opened by a line of underscores. A section starts
+with one of three headers, the same across driver releases (the 304 to 580 scripts):
+
+- ``*** /path`` for a file, followed by ``*** ls: <ls -l line>`` and the file's content
+  (``*** /path does not exist`` / ``is not readable`` when it could not be read);
+- a command line (``/usr/bin/lspci -d "10de:*" -v -xxx``, ``/usr/bin/nvidia-smi --query``),
+  a blank line, and its output; several commands of one program may follow each other in one
+  section (``nvidia-smi --query`` then ``--query --unit``);
+- a label ending in ``:`` (``dmesg:``, ``xset -q:``) and the output.
+
+:func:`split_sections` cuts the log into ``(header, text)`` pairs; :data:`SECTIONS` names the
+ones gdsdoctor reads and the facts section each feeds. Each artifact is named after the log and
+its header (``nvidia-bug-report.log: /proc/cmdline``) and keeps the log's own line numbers
+(blank lines stand in for the rest of the log), so evidence cites the line of the log file.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from pathlib import Path
+
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.errors import BundleError
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+
+SEPARATOR = re.compile(r"^_{20,}[ \t]*$")
+START = "Start of NVIDIA bug report log file"
+PEEK_BYTES = 64 * 1024  # the prologue is in the first lines
+# Facts section <- headers (regular expressions, matched whole; the program's directory
+# varies: /usr/bin/lspci, /sbin/lspci, lspci). In order of preference within a section.
+_PROGRAM = r"(?:\S*/)?"
+_FILE = r"(?:\*\*\* )?"  # the 2009 scripts wrote the bare path, later ones `*** PATH`
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("cmdline", _FILE + r"/proc/cmdline"),
+    ("modules", _FILE + r"/proc/modules"),
+    ("kernel", _FILE + r"/proc/version"),
+    ("os_release", _FILE + r"/etc/os-release"),
+    ("os_release", _FILE + r"/usr/lib/os-release"),
+    ("nvidia_driver", _FILE + r"/proc/driver/nvidia(?:/\.)?/version"),
+    ("nvidia_fs_version", _FILE + r"/proc/driver/nvidia-fs/version"),
+    ("nvidia_fs_stats", _FILE + r"/proc/driver/nvidia-fs/stats"),
+    ("nvidia_fs_modules", _FILE + r"/proc/driver/nvidia-fs/modules"),
+    ("dmesg", r"dmesg:"),
+    ("dmesg", r"journalctl -b -0(?: -k)?:?"),
+    ("nvidia_smi", _PROGRAM + r"nvidia-smi (?:--query|-q)"),
+    ("nvidia_topo", _PROGRAM + r"nvidia-smi topo -m"),
+    ("lspci", _PROGRAM + r"lspci (?:-nn )?-vvv?(?: -nn)?(?: -D)?"),
+    ("lspci", _PROGRAM + r"lspci -d \"?10de:\*\"? -v(?:vv)? -xxx"),
+    ("lspci_tree", _PROGRAM + r"lspci -tv?"),
+    ("modinfo_nvidia", _PROGRAM + r"modinfo nvidia"),
+    ("modinfo_nvidia_fs", _PROGRAM + r"modinfo nvidia[-_]fs"),
+    ("dkms_status", _PROGRAM + r"dkms status"),
+    ("cufile_json", _FILE + r"/etc/cufile\.json"),
+)
+_COMPILED = tuple((section, re.compile(pattern)) for section, pattern in SECTIONS)
+MAX_LOG_BYTES = 256 * 1024 * 1024  # decompressed: the bundle cap (SECURITY.md)
+
+
+def is_bug_report(path: Path) -> bool:
+    """An nvidia-bug-report log: a file (compressed or not) whose prologue says so."""
+    from gdsdoctor.capture.detect import read_head  # detect imports the probes: not for `check`
+
+    if not path.is_file():
+        return False
+    return START in decode_text(read_head(path, PEEK_BYTES))
+
+
+def read_bug_report(path: Path) -> Capture:
+    from gdsdoctor.capture.detect import read_pasted
+
+    data, problem = read_pasted(path, max_bytes=MAX_LOG_BYTES)
+    if problem:
+        raise BundleError(f"{path}: {problem}")
+    return capture_log(path.name, decode_text(data), str(path))
+
+
+def capture_log(name: str, text: str, where: str) -> Capture:
+    """The sections gdsdoctor knows, as artifacts of one capture."""
+    capture = Capture(origin="nvidia-bug-report", label=where)
+    for first_line, header, body in split_sections(text):
+        section = _section_of(header)
+        if section is None or _missing(header):
+            continue
+        artifact = f"{name}: {header[4:] if header.startswith('*** ') else header}"[:200]
+        padded = "\n" * (first_line - 1) + body  # the log's own line numbers
+        status = ArtifactStatus.OK if body.strip() else ArtifactStatus.MISSING
+        detail = "" if body.strip() else "empty in the log"
+        capture.add(section, Artifact(artifact, status, padded.encode(), f"{where}: {header}"[:300], detail))
+    capture.host = _prologue(text)
+    if not capture.artifacts:
+        raise BundleError(f"{where}: an nvidia-bug-report log holding none of the sections gdsdoctor reads")
+    return capture
+
+
+def split_sections(text: str) -> list[tuple[int, str, str]]:
+    """``(first line number of the body, header, body)`` for every section of the log."""
+    sections: list[tuple[int, str, str]] = []
+    lines = text.split("\n")
+    starts = [n for n, line in enumerate(lines) if SEPARATOR.match(line)]
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        sections.extend(_pieces(lines, start + 1, end))
+    return sections
+
+
+def _pieces(lines: list[str], start: int, end: int) -> list[tuple[int, str, str]]:
+    """One section's header and body; a command section split at each further command line
+    of the same program (``append_command`` writes them one after another)."""
+    head = start
+    while head < end and not lines[head].strip():
+        head += 1
+    if head >= end:
+        return []
+    header = lines[head].strip()
+    body_start = head + 1
+    if header.startswith("*** ") and body_start < end and lines[body_start].startswith("*** ls:"):
+        body_start += 1
+    program = header.split(" ", 1)[0] if not header.startswith("*** ") and "/" in header.split(" ")[0] else ""
+    pieces, piece_start, piece_header = [], body_start, header
+    for number in range(body_start, end):
+        line = lines[number].strip()
+        if program and line.startswith(program + " ") and number > piece_start:
+            pieces.append((piece_start + 1, piece_header, "\n".join(lines[piece_start:number])))
+            piece_start, piece_header = number + 1, line
+    pieces.append((piece_start + 1, piece_header, "\n".join(lines[piece_start:end])))
+    return pieces
+
+
+def _section_of(header: str) -> str | None:
+    return next((section for section, pattern in _COMPILED if pattern.fullmatch(header)), None)
+
+
+def _missing(header: str) -> bool:
+    return header.startswith("*** ") and header.endswith((" does not exist", " is not readable"))
+
+
+def _prologue(text: str) -> dict[str, str]:
+    """Host name and kernel from the prologue's ``uname:`` line, the capture time from ``Date:``
+    (as ``created``, UTC ISO 8601 when the date names UTC, else as written)."""
+    host: dict[str, str] = {}
+    head = text[:PEEK_BYTES]
+    uname = re.search(r"^uname: Linux (\S+) (\S+)", head, re.M)
+    if uname:
+        host["hostname"], host["kernel"] = uname[1][:200], uname[2][:200]
+    date = re.search(r"^Date: (.+)$", head, re.M)
+    if date:
+        when = _date(date[1].strip())
+        host["created" if when.endswith("Z") else "date_as_written"] = when
+    version = re.search(r"^nvidia-bug-report\.sh Version: (\S+)", head, re.M)
+    if version:
+        host["nvidia_bug_report_version"] = version[1][:40]
+    return {k: v for k, v in host.items() if v}
+
+
+def _date(value: str) -> str:
+    """``date`` output as ISO 8601 UTC (``…Z``) when its zone says the offset (``UTC``, ``-03``,
+    ``+0530``), in the C locale's 24-hour form or a 12-hour one (``08:50:11 PM``); else as
+    written (``IST``, ``EDT``: a zone name does not say its offset for sure)."""
+    words = " ".join(value.split())
+    found = re.fullmatch(
+        r"(\w{3} \w{3} \d{1,2} [\d:]{8}(?: [AP]M)?) (UTC|GMT|[+-]\d{2}(?::?\d{2})?) (\d{4})",
+        words,
+    )
+    if not found:
+        return words[:60]
+    clock, zone, year = found.groups()
+    offset = 0 if zone in ("UTC", "GMT") else _offset_s(zone)
+    form = "%a %b %d %I:%M:%S %p %Y" if clock.endswith("M") else "%a %b %d %H:%M:%S %Y"
+    try:
+        local = calendar.timegm(time.strptime(f"{clock} {year}", form))
+    except ValueError:
+        return words[:60]
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(local - offset))
+
+
+def _offset_s(zone: str) -> int:
+    digits = zone[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    return (1 if zone[0] == "+" else -1) * (hours * 3600 + minutes * 60)

@@ -1,0 +1,352 @@
+"""sos reports (``sos report``, ``sosreport``; sos 3.x and 4.x) read as a bundle of another tool.
+
+A sos report is an archive (``.tar.xz``, ``.tar.gz``, ``.tar.bz2``, ``.tar.zst``) or the tree it
+unpacks to: the host's files under their own paths (``proc/cmdline``, ``etc/os-release``) and
+command outputs under ``sos_commands/PLUGIN/COMMAND_LINE`` (spaces as ``_``, ``/`` as ``.``).
+:data:`SOS_SOURCES` maps those paths onto the facts sections the probes already parse; the
+probes' parsers read the text as they read a paste. Each artifact keeps its path in the
+report as its name, so a finding cites ``sos_commands/kernel/dmesg`` line 812.
+
+Read as untrusted as a gdsdoctor bundle (``capture.bundle``: same name checks, size caps,
+nothing extracted, nothing followed on disk), and only the members the table names are kept:
+a 100,000-file report costs the memory of the few dozen files read. sos itself writes links
+(``proc/mounts -> self/mounts``, ``proc/self -> 15152``): they are resolved *by name among the
+report's members*, never opened, never out of the report (``bundle.resolve_link``).
+
+The header: the host name (``sos_commands/host/hostname``, ``etc/hostname``), the kernel
+(``uname -a``), and the capture time as ``host.created`` (UTC ISO 8601), from
+``sos_commands/date/date_--utc`` or, failing that, ``sos_reports/manifest.json``'s start time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import re
+import time
+from pathlib import Path
+
+from gdsdoctor.capture import bundle
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.errors import BundleError
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+
+# Facts section -> paths in the report, in order of preference (fnmatch patterns; where a
+# pattern matches several files, in name order). The first one that parses feeds the section.
+# Documented in docs/bundle.md ("sos reports"); a path sos 3.x and 4.x spell differently is
+# listed in both spellings.
+SOS_SOURCES: dict[str, tuple[str, ...]] = {
+    "kernel": ("proc/version", "sos_commands/kernel/uname_-a", "uname"),
+    "os_release": ("etc/os-release", "usr/lib/os-release"),
+    "cmdline": ("proc/cmdline",),
+    "etc_default_grub": ("etc/default/grub",),
+    "kallsyms": ("proc/kallsyms",),
+    "modules": ("proc/modules", "sos_commands/kernel/lsmod", "lsmod"),
+    "dmesg": (
+        "sos_commands/kernel/dmesg",
+        "sos_commands/logs/journalctl_--no-pager_--catalog_--boot",
+        "var/log/kern.log",
+        "var/log/dmesg",
+    ),
+    "mounts": ("proc/mounts", "sos_commands/filesys/mount_-l", "mount"),
+    "mountinfo": ("proc/self/mountinfo", "proc/1/mountinfo"),
+    "df": ("sos_commands/filesys/df_-al_-x_autofs", "sos_commands/filesys/df_-al", "df"),
+    "lsblk": (
+        "sos_commands/block/lsblk_-O_-P",
+        "sos_commands/block/lsblk",
+        "sos_commands/block/lsblk_-f_-a_-l",
+    ),
+    "lspci": ("sos_commands/pci/lspci_-nnvv", "sos_commands/pci/lspci_-nvv", "sos_commands/pci/lspci_-vvnn"),
+    "lspci_tree": ("sos_commands/pci/lspci_-tv",),
+    "nvme_list": ("sos_commands/nvme/nvme_list",),
+    "nvme_subsys": ("sos_commands/nvme/nvme_list-subsys",),
+    "netdev": (
+        "sos_commands/networking/ip_-d_address",
+        "sos_commands/networking/ip_address",
+        "sos_commands/networking/ip_-s_-d_link",
+        "sos_commands/networking/ip_link",
+    ),
+    "infiniband": ("sos_commands/infiniband/ibstat", "sos_commands/infiniband/ibv_devinfo_-v"),
+    "nvidia_smi": ("sos_commands/nvidia/nvidia-smi_-q",),
+    "nvidia_topo": ("sos_commands/nvidia/nvidia-smi_topo_-m",),
+    "nvidia_driver": ("proc/driver/nvidia/version",),
+    "nvidia_fs_version": ("proc/driver/nvidia-fs/version",),
+    "nvidia_fs_modules": ("proc/driver/nvidia-fs/modules",),
+    "nvidia_fs_stats": ("proc/driver/nvidia-fs/stats",),
+    "dkms_status": ("sos_commands/dkms/dkms_status",),
+    "cufile_json": ("etc/cufile.json",),
+}
+# `modinfo` of every loaded module in one file (sos 3.5 and later): cut into one artifact per
+# module for the modinfo probes (``NAME#MODULE``).
+MODINFO_ALL = "sos_commands/kernel/modinfo_ALL_MODULES"
+MODINFO_SECTIONS = {"nvidia": "modinfo_nvidia", "nvidia_fs": "modinfo_nvidia_fs", "nvme": "modinfo_nvme"}
+# Read for the header only.
+HOSTNAME_PATHS = ("sos_commands/host/hostname", "hostname", "etc/hostname", "sos_commands/general/hostname")
+DATE_PATHS = ("sos_commands/date/date_--utc", "sos_commands/general/date_--utc")
+SOS_MANIFEST = "sos_reports/manifest.json"
+_HEADER_PATHS = (*HOSTNAME_PATHS, *DATE_PATHS, SOS_MANIFEST, "version.txt", MODINFO_ALL)
+_ALL_PATTERNS = tuple(p for paths in SOS_SOURCES.values() for p in paths) + _HEADER_PATHS
+_MARKERS = ("sos_commands", "sos_reports", "sos_logs")
+PEEK_HEADERS = 64  # archive members looked at to tell a sos report from a gdsdoctor bundle
+MAX_HEADER_FILE = 1024 * 1024  # the header's files (hostname, date, manifest) are small
+
+
+def _selected(name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _ALL_PATTERNS)
+
+
+def _directories() -> frozenset[str]:
+    """Every directory on the way to a path of the table (a walk enters only these)."""
+    found = set()
+    for pattern in _ALL_PATTERNS:
+        parts = pattern.split("/")[:-1]
+        found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
+    return frozenset(found | {"proc/self", "proc/1"})
+
+
+_DIRECTORIES = _directories()
+SELECTION = bundle.Selection(file=_selected, directory=lambda name: name in _DIRECTORIES)
+
+
+# --- is it one -------------------------------------------------------------------------------
+
+
+def is_sos_report(path: Path) -> bool:
+    """A sos report: a directory holding ``sos_commands``/``sos_reports``/``sos_logs`` (or
+    whose one sub-directory does: an unpacked archive keeps its top folder), or an archive
+    whose first members say so. Never raises: an unreadable input is not one."""
+    try:
+        if path.is_dir():
+            return _is_sos_dir(path) or any(_is_sos_dir(child) for child in _only_subdirectory(path))
+        return path.is_file() and path.name.endswith(bundle.BUNDLE_SUFFIXES) and _archive_says_sos(path)
+    except OSError:
+        return False
+
+
+def _is_sos_dir(path: Path) -> bool:
+    return any((path / marker).is_dir() for marker in _MARKERS)
+
+
+def _only_subdirectory(path: Path) -> list[Path]:
+    children = [child for child in path.iterdir() if child.is_dir() and not child.is_symlink()]
+    return children if len(children) == 1 else []
+
+
+def _archive_says_sos(path: Path) -> bool:
+    """Whether the first members of the archive are a sos report's (its top folder named
+    ``sosreport-…``, a ``sos_commands`` path, or a top-level link into one)."""
+    with contextlib.suppress(BundleError, *bundle.DECOMPRESS_ERRORS):
+        for name, link in bundle.member_names(path, PEEK_HEADERS):
+            parts = name.split("/")
+            if parts[0].startswith(("sosreport-", "sos-collector-")) or any(p in _MARKERS for p in parts):
+                return True
+            if link.startswith(_MARKERS):
+                return True
+    return False
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_sos(path: Path) -> Capture:
+    """Read a sos report (archive or directory) into a Capture; raises BundleError if unusable."""
+    if path.is_dir() and not _is_sos_dir(path):
+        path = next(iter(_only_subdirectory(path)), path)  # an unpacked archive's top folder
+    members = _members(path)
+    capture = Capture(origin="sos", label=str(path))
+    for section, patterns in SOS_SOURCES.items():
+        for name in _matching(members, patterns):
+            capture.add(section, _artifact(name, members))
+    _add_modinfo(capture, members)
+    capture.host = _header(members, path)
+    capture.options = {"host_root": None, "target_path": None}
+    if not any(a.status is ArtifactStatus.OK for a in capture.artifacts.values()):
+        raise BundleError(f"{path}: a sos report holding none of the files gdsdoctor reads")
+    if members.ignored:
+        shown = ", ".join(members.ignored[:5]) + (" …" if len(members.ignored) > 5 else "")
+        capture.notes.append(f"sos report: ignored {len(members.ignored)} member(s): {shown}")
+    return capture
+
+
+def _members(path: Path) -> bundle.Members:
+    """The selected members, the report's top folder stripped; a second pass fetches what the
+    links among them name (``proc/mounts -> self/mounts -> 15152/mounts``)."""
+    members = bundle.read_members(path, SELECTION)
+    _strip_top(members)
+    wanted = {name for name in _link_targets(members) if name not in members.files}
+    if wanted:
+        top = _top_of(path)
+        names = {f"{top}{name}" for name in wanted} | wanted
+        parents = {"/".join(n.split("/")[: i + 1]) for n in names for i in range(n.count("/"))}
+        extra = bundle.read_members(
+            path, bundle.Selection(file=names.__contains__, directory=parents.__contains__)
+        )
+        _strip_top(extra)
+        for name, data in extra.files.items():
+            members.files.setdefault(name, data)
+    return members
+
+
+def _link_targets(members: bundle.Members) -> set[str]:
+    """The members the table's paths stand for through links, as names to read."""
+    targets = set()
+    for patterns in (*SOS_SOURCES.values(), _HEADER_PATHS):
+        for pattern in patterns:
+            if any(c in pattern for c in "*?["):
+                continue
+            target = bundle.resolve_link(pattern, members, must_exist=False)
+            if target and target != pattern:
+                targets.add(target)
+    return targets
+
+
+def _top_of(path: Path) -> str:
+    """The archive's (or directory's) one top folder as a prefix ("" for an unpacked tree)."""
+    if path.is_dir():
+        children = [] if _is_sos_dir(path) else _only_subdirectory(path)
+        return f"{children[0].name}/" if children else ""
+    with contextlib.suppress(BundleError, *bundle.DECOMPRESS_ERRORS):
+        for name, _ in bundle.member_names(path, 1):
+            return name.split("/", 1)[0] + "/" if "/" in name or name.endswith("/") else ""
+    return ""
+
+
+def _strip_top(members: bundle.Members) -> None:
+    names = [*members.files, *members.links]
+    tops = {name.split("/", 1)[0] for name in names}
+    if len(tops) != 1 or not any("/" in name for name in names):
+        return
+    top = tops.pop()
+    if top in _MARKERS or top in ("proc", "etc", "sys", "var", "usr"):
+        return  # the report itself, not a folder around it
+    prefix = top + "/"
+    members.files = {n[len(prefix) :]: d for n, d in members.files.items() if n.startswith(prefix)}
+    members.duplicates = {n[len(prefix) :] for n in members.duplicates if n.startswith(prefix)}
+    members.links = {
+        n[len(prefix) :]: t.replace("/" + prefix, "/", 1) if t.startswith("/" + prefix) else t
+        for n, t in members.links.items()
+        if n.startswith(prefix)
+    }
+
+
+def _matching(members: bundle.Members, patterns: tuple[str, ...]) -> list[str]:
+    """The report's names for ``patterns``, in order, each once (files and links to files)."""
+    names = [*members.files, *members.links]
+    found: list[str] = []
+    for pattern in patterns:
+        hits = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern)) if "*" in pattern else [pattern]
+        for name in hits:
+            if name not in found and (name in members.files or name in members.links):
+                found.append(name)
+    return found
+
+
+def _artifact(name: str, members: bundle.Members) -> Artifact:
+    source = f"sos report: {name}"
+    if name in members.duplicates:
+        return Artifact(
+            name, ArtifactStatus.ERROR, b"", source, "present more than once in the report; not analysed"
+        )
+    real = bundle.resolve_link(name, members) if name in members.links or name not in members.files else name
+    if real is None:
+        detail = "a link in the report that leads to no file of the report; not read"
+        return Artifact(name, ArtifactStatus.MISSING, b"", source, detail)
+    if real != name:
+        source = f"sos report: {name} (-> {real})"
+    data = members.files[real]
+    if not data.strip():
+        return Artifact(name, ArtifactStatus.MISSING, b"", source, "empty in the sos report")
+    return Artifact(name, ArtifactStatus.OK, data, source)
+
+
+def _add_modinfo(capture: Capture, members: bundle.Members) -> None:
+    """``modinfo_ALL_MODULES`` cut at each ``filename:`` line, one artifact per module the
+    probes read. The lines before a cut belong to the module they follow."""
+    data = members.files.get(MODINFO_ALL)
+    if not data:
+        return
+    for module, text in split_modinfo(decode_text(data)).items():
+        section = MODINFO_SECTIONS.get(module.replace("-", "_"))
+        if section:
+            name = f"{MODINFO_ALL}#{module}"
+            capture.add(section, Artifact(name, ArtifactStatus.OK, text.encode(), f"sos report: {name}"))
+
+
+_FILENAME = re.compile(r"^filename:\s+(\S+)", re.M)
+_NAME = re.compile(r"^name:\s+(\S+)", re.M)
+
+
+def split_modinfo(text: str) -> dict[str, str]:
+    """Concatenated ``modinfo`` outputs by module name (its ``name:`` field, else the file's)."""
+    starts = [m.start() for m in _FILENAME.finditer(text)]
+    modules: dict[str, str] = {}
+    for start, end in zip(starts, [*starts[1:], len(text)][: len(starts)], strict=True):
+        block = text[start:end]
+        named = _NAME.search(block)
+        module = named[1] if named else _module_of(_FILENAME.match(block)[1])  # type: ignore[index]
+        modules.setdefault(module, block)
+    return modules
+
+
+def _module_of(filename: str) -> str:
+    base = filename.rsplit("/", 1)[-1]
+    return re.sub(r"\.ko(\.(xz|gz|zst))?$", "", base)
+
+
+# --- the header ------------------------------------------------------------------------------
+
+
+def _header(members: bundle.Members, path: Path) -> dict[str, str]:
+    host: dict[str, str] = {}
+    hostname = _first_line(members, HOSTNAME_PATHS)
+    if hostname and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,252}", hostname):
+        host["hostname"] = hostname
+    uname = _first_line(members, ("sos_commands/kernel/uname_-a", "uname"))
+    if uname and len(uname.split()) >= 3 and uname.startswith("Linux "):
+        host["kernel"] = uname.split()[2][:200]
+    created = _utc_date(_first_line(members, DATE_PATHS)) or _manifest_time(members)
+    if created:
+        host["created"] = created
+    version = _sos_version(members)
+    if version:
+        host["sos_version"] = version
+    return host
+
+
+def _first_line(members: bundle.Members, paths: tuple[str, ...]) -> str:
+    for name in paths:
+        real = bundle.resolve_link(name, members)
+        data = members.files.get(real or "", b"")[:MAX_HEADER_FILE]
+        line = decode_text(data).strip().split("\n", 1)[0].strip()
+        if line:
+            return line[:300]
+    return ""
+
+
+def _utc_date(line: str) -> str:
+    """``date --utc`` output (``Tue Dec  1 14:25:03 UTC 2026``) as ISO 8601 UTC."""
+    with contextlib.suppress(ValueError):
+        parsed = time.strptime(" ".join(line.split()), "%a %b %d %H:%M:%S UTC %Y")
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", parsed)
+    return ""
+
+
+def _manifest_time(members: bundle.Members) -> str:
+    """sos 4's manifest start time. sos writes the host's local time without its zone: kept as
+    written (no ``Z``), since its offset from UTC is unknown."""
+    raw = members.files.get(SOS_MANIFEST, b"")
+    if not raw or len(raw) > bundle.MAX_MANIFEST_BYTES:
+        return ""
+    with contextlib.suppress(ValueError, RecursionError):
+        manifest = json.loads(raw)
+        start = manifest.get("start_time") if isinstance(manifest, dict) else None
+        if isinstance(start, str) and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?", start):
+            return start.split(".")[0].replace(" ", "T")
+    return ""
+
+
+def _sos_version(members: bundle.Members) -> str:
+    text = decode_text(members.files.get("version.txt", b"")[:MAX_HEADER_FILE])
+    found = re.search(r"^(?:sosreport|sos report)[: ]\s*(\S+)", text, re.M)
+    return found[1][:40] if found else ""

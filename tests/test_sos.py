@@ -1,0 +1,290 @@
+"""sos reports: a real one made on the test machine by Debian's `sosreport` (archive and
+directory), a real tree from hotsos's test data, the same findings as `check` for what both
+hold, and sos reports read as hostile as gdsdoctor bundles."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor.capture import bundle, bundles, sos
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.live import capture_live
+from gdsdoctor.errors import BundleError
+from gdsdoctor.model import ArtifactStatus
+from gdsdoctor.pipeline import analyze_capture, analyze_paths
+
+DATA = Path(__file__).parent / "data" / "sos"
+HOTSOS = DATA / "hotsos-openstack"
+# The plugins holding what the probes read; the others cost seconds and give nothing here.
+PLUGINS = "kernel,block,filesys,pci,nvme,host,date,release"
+
+
+@pytest.fixture(scope="module")
+def real_sos(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Capture]:
+    """A sos report of this machine (archive and its unpacked tree) and a live capture taken
+    right before it, for comparing the two."""
+    if shutil.which("sos") is None:
+        pytest.skip("Debian's sosreport package is not installed (.ci/run installs it)")
+    if os.geteuid() != 0:
+        pytest.skip("sos report runs as root only")
+    where = tmp_path_factory.mktemp("sos")
+    live = capture_live(Path("/"))
+    done = subprocess.run(
+        ["sos", "report", "--batch", "-q", "--tmp-dir", str(where), "-o", PLUGINS],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    archives = sorted(where.glob("sosreport-*.tar.*[!5]"))  # not the .md5 beside it
+    if done.returncode != 0 or not archives:
+        pytest.skip(f"sos report failed here ({done.returncode}): {done.stderr.decode()[-200:]}")
+    tree = where / "tree"
+    tree.mkdir()
+    subprocess.run(["tar", "-xf", str(archives[0]), "-C", str(tree)], check=True)
+    return archives[0], tree, live
+
+
+def _ids(analysis) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return sorted((f["id"], f["severity"]) for f in analysis.report["findings"])
+
+
+def test_real_sos_report_archive_and_directory_read_alike(real_sos: tuple[Path, Path, Capture]) -> None:
+    archive, tree, _ = real_sos
+    assert bundles.kind(archive) == "sos" and bundles.kind(tree) == "sos"
+    from_archive, from_tree = analyze_paths([archive]), analyze_paths([tree])
+    assert from_archive.report["source"]["kind"] == "sos"
+    assert _ids(from_archive) == _ids(from_tree)
+    ok = {p: s.get("status") for p, s in from_archive.facts.items() if isinstance(s, dict)}
+    for section in ("kernel", "cmdline", "mounts", "dmesg", "df", "lsblk", "lspci", "os_release"):
+        assert ok[section] == "ok", (section, from_archive.facts[section])
+    assert {p: s.get("status") for p, s in from_tree.facts.items() if isinstance(s, dict)} == ok
+    host = from_archive.report["host"]
+    assert host["hostname"] == os.uname().nodename
+    assert host["kernel"] == os.uname().release
+    assert host["created"].endswith("Z") and host["created"][:4].isdigit()
+    # proc/mounts is a link in the report (-> self/mounts -> PID/mounts), resolved by name
+    mounts = from_archive.capture.artifacts["proc/mounts"]
+    assert mounts.status is ArtifactStatus.OK and "-> proc/" in mounts.source
+
+
+def test_sos_report_gives_the_findings_check_gives_for_what_both_hold(
+    real_sos: tuple[Path, Path, Capture],
+) -> None:
+    archive, _, live = real_sos
+    report = bundles.read(archive)
+    shared = _sections_both_read(live, report)
+    assert {"kernel", "cmdline", "mounts", "df", "lsblk", "lspci"} <= shared
+    same_log = _same_kernel_log(live, report)
+    if not same_log:
+        shared.discard("dmesg")  # the kernel log moved on between the two captures (other tests)
+    live_analysis = analyze_capture(_only(live, shared))
+    sos_analysis = analyze_capture(_only(report, shared))
+    assert _ids(sos_analysis) == _ids(live_analysis)
+    for section in sorted(shared & {"cmdline", "os_release", "kallsyms"}):
+        # the same file read the same way: equal facts but for provenance (artifact names)
+        assert _facts(sos_analysis, section) == _facts(live_analysis, section), section
+
+
+def _sections_both_read(live: Capture, report: Capture) -> set[str]:
+    live_facts = analyze_capture(live).facts
+    sos_facts = analyze_capture(report).facts
+    return {
+        name
+        for name, section in sos_facts.items()
+        if isinstance(section, dict)
+        and section.get("status") == "ok"
+        and live_facts.get(name, {}).get("status") == "ok"
+    }
+
+
+def _same_kernel_log(live: Capture, report: Capture) -> bool:
+    """Whether the report's kernel log is the live one (later lines allowed: sos ran after)."""
+    live_log = next((live.artifacts[n] for n in live.assignments.get("dmesg", [])), None)
+    sos_log = report.artifacts.get("sos_commands/kernel/dmesg")
+    if live_log is None or sos_log is None:
+        return False
+    if sos_log.data.startswith(live_log.data):
+        report.artifacts["sos_commands/kernel/dmesg"] = dataclasses.replace(sos_log, data=live_log.data)
+        return True
+    return False
+
+
+def _only(capture: Capture, sections: set[str]) -> Capture:
+    kept = Capture(origin=capture.origin, host=dict(capture.host), label=capture.label)
+    kept.options = dict(capture.options)
+    for section in sections:
+        for name in capture.assignments.get(section, []):
+            kept.add(section, capture.artifacts[name])
+    return kept
+
+
+def _facts(analysis, section: str) -> object:  # type: ignore[no-untyped-def]
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("artifact", "source", "src")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(analysis.facts[section])
+
+
+def test_hotsos_sos_tree_is_read_with_its_header() -> None:
+    analysis = analyze_paths([HOTSOS])
+    host = analysis.report["host"]
+    assert host == {"hostname": "compute4", "kernel": "5.4.0-97-generic", "created": "2022-02-10T16:19:17Z"}
+    status = {k: v["status"] for k, v in analysis.facts.items() if isinstance(v, dict) and "status" in v}
+    assert status["kernel"] == status["df"] == status["lsblk"] == status["modules"] == "ok"
+    assert analysis.facts["kernel"]["release"] == "5.4.0-97-generic"
+    # each source is named by its path in the report
+    assert analysis.facts["df"]["artifact"] == "sos_commands/filesys/df_-al_-x_autofs"
+    assert "sos report: hotsos-openstack" not in analysis.report["source"]["label"]
+
+
+def test_hotsos_tree_as_every_archive_kind(tmp_path: Path) -> None:
+    expected = _ids(analyze_paths([HOTSOS]))
+    for suffix, mode in ((".tar.xz", "w:xz"), (".tar.gz", "w:gz"), (".tar.bz2", "w:bz2")):
+        archive = tmp_path / f"sosreport-compute4-2022-02-10-abcdef{suffix}"
+        with tarfile.open(archive, mode) as tar:
+            tar.add(HOTSOS, arcname="sosreport-compute4-2022-02-10-abcdef")
+        assert bundles.kind(archive) == "sos"
+        assert _ids(analyze_paths([archive])) == expected
+    if shutil.which("zstd"):
+        plain = tmp_path / "r.tar"
+        with tarfile.open(plain, "w") as tar:
+            tar.add(HOTSOS, arcname="sosreport-compute4")
+        zst = tmp_path / "sosreport-compute4.tar.zst"
+        subprocess.run(["zstd", "-q", "-o", str(zst), str(plain)], check=True)
+        analysis = analyze_paths([zst])
+        assert analysis.report["host"]["hostname"] == "compute4" and _ids(analysis) == expected
+
+
+def test_split_modinfo_cuts_at_each_module() -> None:
+    text = (
+        "filename:       /lib/modules/6.1/kernel/nvme.ko\nname:           nvme\nlicense:        GPL\n"
+        "filename:       /lib/modules/6.1/updates/dkms/nvidia.ko.xz\nlicense:        NVIDIA\n"
+    )
+    modules = sos.split_modinfo(text)
+    assert list(modules) == ["nvme", "nvidia"]
+    assert "NVIDIA" in modules["nvidia"] and "GPL" in modules["nvme"]
+    assert sos.split_modinfo("modinfo: ERROR: Module nvme not found.\n") == {}
+
+
+# --- hostile sos reports ------------------------------------------------------------------
+
+
+def _sos_archive(path: Path, members: list[tarfile.TarInfo | tuple[str, bytes]]) -> Path:
+    top = "sosreport-evil-2026-01-01-aaaaaa"
+    with tarfile.open(path, "w:xz") as tar:
+        for item in members:
+            if isinstance(item, tarfile.TarInfo):
+                item.name = f"{top}/{item.name}"
+                tar.addfile(item)
+                continue
+            name, data = item
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+def test_links_in_a_sos_report_never_leave_it(tmp_path: Path) -> None:
+    archive = _sos_archive(
+        tmp_path / "sosreport-evil.tar.xz",
+        [
+            ("sos_commands/kernel/uname_-a", b"Linux evil 6.1.0 #1 SMP x86_64 GNU/Linux\n"),
+            _link("proc/cmdline", "/etc/shadow"),  # absolute: the report's own etc/shadow, absent
+            _link("proc/mounts", "../../../../../../etc/passwd"),  # climbs: stops at the top
+            _link("etc/os-release", "etc/os-release"),  # a loop
+            _link("proc/modules", "sos_commands/kernel/uname_-a", tarfile.LNKTYPE),
+        ],
+    )
+    capture = bundles.read(archive)
+    for name in ("proc/cmdline", "proc/mounts", "etc/os-release"):
+        assert capture.artifacts[name].status is ArtifactStatus.MISSING, name
+        assert capture.artifacts[name].data == b""
+    assert b"root:" not in b"".join(a.data for a in capture.artifacts.values())
+    assert capture.artifacts["proc/modules"].data.startswith(b"Linux evil")  # a hard link, by name
+
+
+def test_devices_fifos_and_escaping_names_in_a_sos_report(tmp_path: Path) -> None:
+    device = tarfile.TarInfo("proc/cmdline")
+    device.type, device.devmajor, device.devminor = tarfile.CHRTYPE, 1, 5
+    fifo = tarfile.TarInfo("etc/os-release")
+    fifo.type = tarfile.FIFOTYPE
+    archive = _sos_archive(
+        tmp_path / "sosreport-evil.tar.xz",
+        [("sos_commands/kernel/uname_-a", b"Linux evil 6.1.0 #1 SMP x86_64 GNU/Linux\n"), device, fifo],
+    )
+    capture = bundles.read(archive)
+    assert "proc/cmdline" not in capture.artifacts and "etc/os-release" not in capture.artifacts
+    assert any("ignored 2 member(s)" in note for note in capture.notes), capture.notes
+
+
+def test_a_sos_report_of_many_members_costs_only_what_is_kept(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sos, "SELECTION", dataclasses.replace(sos.SELECTION, max_headers=500))
+    members: list = [("sos_commands/kernel/uname_-a", b"Linux evil 6.1.0 #1 SMP x86_64 GNU/Linux\n")]
+    members += [(f"sys/block/x{n}/stat", b"0 " * 1000) for n in range(400)]
+    capture = bundles.read(_sos_archive(tmp_path / "sosreport-many.tar.xz", members))
+    assert list(capture.artifacts) == ["sos_commands/kernel/uname_-a"]
+    members += [(f"sys/block/y{n}/stat", b"0") for n in range(200)]
+    with pytest.raises(BundleError, match="more than 500 members"):
+        bundles.read(_sos_archive(tmp_path / "sosreport-more.tar.xz", members))
+
+
+def test_a_sos_bomb_is_stopped_by_bytes_decompressed(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sos, "SELECTION", dataclasses.replace(sos.SELECTION, max_stream=4 * 1024 * 1024))
+    members = [
+        ("sos_commands/kernel/uname_-a", b"Linux evil 6.1.0 #1 SMP x86_64 GNU/Linux\n"),
+        ("var/log/huge", b"\0" * (8 * 1024 * 1024)),  # not kept, but decompressed to be passed over
+    ]
+    with pytest.raises(BundleError, match="decompresses to more than"):
+        bundles.read(_sos_archive(tmp_path / "sosreport-bomb.tar.xz", members))
+
+
+def test_directory_sos_report_links_are_resolved_inside_it_only(tmp_path: Path) -> None:
+    root = tmp_path / "sosreport-dir"
+    (root / "sos_commands" / "kernel").mkdir(parents=True)
+    (root / "proc" / "4242").mkdir(parents=True)
+    (root / "sos_commands/kernel/uname_-a").write_text("Linux dirhost 6.1.0 #1 SMP x86_64 GNU/Linux\n")
+    (root / "proc/4242/mounts").write_text("/dev/nvme0n1 /mnt/ckpt xfs rw,noatime 0 0\n")
+    (root / "proc/self").symlink_to("4242")
+    (root / "proc/mounts").symlink_to("self/mounts")
+    outside = tmp_path / "secret"
+    outside.write_text("root:x:0:0\n")
+    (root / "proc/cmdline").symlink_to(outside)  # absolute, out of the report: its own name instead
+    capture = bundles.read(root)
+    assert capture.artifacts["proc/mounts"].data.startswith(b"/dev/nvme0n1")
+    assert capture.artifacts["proc/cmdline"].status is ArtifactStatus.MISSING
+    assert b"root:x" not in b"".join(a.data for a in capture.artifacts.values())
+
+
+def test_a_sos_report_holding_nothing_we_read_is_one_line(tmp_path: Path) -> None:
+    archive = _sos_archive(tmp_path / "sosreport-empty.tar.xz", [("sos_logs/sos.log", b"x\n")])
+    with pytest.raises(BundleError, match="none of the files gdsdoctor reads"):
+        bundles.read(archive)
+    done = subprocess.run(
+        ["gdsdoctor", "analyze", str(archive)], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 3 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_selection_reads_only_the_table(tmp_path: Path) -> None:
+    assert sos.SELECTION.keeps("sosreport-x/proc/cmdline") and sos.SELECTION.keeps("proc/cmdline")
+    assert not sos.SELECTION.keeps("var/log/journal/big")
+    assert sos.SELECTION.enters("sos_commands") and not sos.SELECTION.enters("sys/devices")
+    assert bundle.Members().links == {}
