@@ -17,7 +17,6 @@ from gdsdoctor.capture import bundles, compress, detect
 from gdsdoctor.capture.bundle import write_bundle
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.commands.fleet import expand_inputs, is_fleet
-from gdsdoctor.errors import BundleError
 from gdsdoctor.pipeline import analyze_paths
 
 DATA = Path(__file__).parent / "data"
@@ -87,8 +86,7 @@ def test_a_folder_without_manifest_is_a_set_of_pastes(tmp_path: Path) -> None:
     assert not any("passwd" in a.source for a in analysis.capture.artifacts.values())
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(BundleError, match="empty folder"):
-        analyze_paths([empty])
+    assert analyze_paths([empty]).capture.notes == [f"{empty}: an empty folder (no bundle, no pasted file)"]
 
 
 def test_a_folder_of_mixed_bundles_is_a_fleet(tmp_path: Path) -> None:

@@ -222,10 +222,14 @@ def load_inputs(
     if bundles:
         capture = kinds.read(bundles[0])
     else:
-        files = [f for p in paths for f in (kinds.pasted_files(p) if p.is_dir() else [p])]
-        if not files:
-            raise BundleError(f"{paths[0]}: an empty folder (no bundle, no pasted files)")
+        folders = {p: kinds.pasted_files(p) for p in paths if p.is_dir()}
+        files = [f for p in paths for f in folders.get(p, [p])]
         capture = capture_files(files, deadline_s)
+        if folders:
+            capture.label = ", ".join(p.name for p in paths)
+        capture.notes[:0] = [
+            f"{p}: an empty folder (no bundle, no pasted file)" for p, f in folders.items() if not f
+        ]
     if target_path:
         capture.options["target_path"] = target_path
     if job:
