@@ -84,6 +84,8 @@ def test_a_folder_without_manifest_is_a_set_of_pastes(tmp_path: Path) -> None:
     assert analysis.report["source"]["kind"] == "files"
     assert analysis.facts["dmesg"]["status"] == analysis.facts["mounts"]["status"] == "ok"
     assert not any("passwd" in a.source for a in analysis.capture.artifacts.values())
+    assert analysis.capture.notes[0] == f"{folder}: a folder without a manifest, read as 2 pasted file(s)"
+    assert analysis.capture.artifacts["mounts.txt.gz"].source == "ticket-4711/more/mounts.txt.gz"
     empty = tmp_path / "empty"
     empty.mkdir()
     assert analyze_paths([empty]).capture.notes == [f"{empty}: an empty folder (no bundle, no pasted file)"]

@@ -224,12 +224,11 @@ def load_inputs(
     else:
         folders = {p: kinds.pasted_files(p) for p in paths if p.is_dir()}
         files = [f for p in paths for f in folders.get(p, [p])]
-        capture = capture_files(files, deadline_s)
+        shown = {f: f"{p.name}/{f.relative_to(p)}" for p, found in folders.items() for f in found}
+        capture = capture_files(files, deadline_s, shown)
         if folders:
             capture.label = ", ".join(p.name for p in paths)
-        capture.notes[:0] = [
-            f"{p}: an empty folder (no bundle, no pasted file)" for p, f in folders.items() if not f
-        ]
+        capture.notes[:0] = [_folder_note(p, found) for p, found in folders.items()]
     if target_path:
         capture.options["target_path"] = target_path
     if job:
@@ -237,6 +236,12 @@ def load_inputs(
     if since:  # overrides the one a bundle's manifest recorded
         capture.options["since"] = since
     return capture
+
+
+def _folder_note(folder: Path, files: list[Path]) -> str:
+    if not files:
+        return f"{folder}: an empty folder (no bundle, no pasted file)"
+    return f"{folder}: a folder without a manifest, read as {len(files)} pasted file(s)"
 
 
 def analyze_paths(

@@ -36,20 +36,24 @@ def recognise(text: str, probes: Sequence[Probe] = RECOGNISABLE) -> Probe | None
 NOT_RECOGNISED = "not recognised — `gdsdoctor probes` lists what is read"
 
 
-def capture_files(paths: Sequence[Path], deadline_s: float = DEFAULT_DEADLINE_S) -> Capture:
+def capture_files(
+    paths: Sequence[Path], deadline_s: float = DEFAULT_DEADLINE_S, shown: dict[Path, str] | None = None
+) -> Capture:
     """Recognise each file and assign it to its section; unrecognised files become notes.
     Reading all of them stops at ``deadline_s`` (a fifo fed by a slow writer would otherwise
     keep it reading for as long as the writer trickles): a file still being read then, and
-    the files after it, are notes, not input."""
+    the files after it, are notes, not input. ``shown``: what to call a file in the report
+    (a file of a folder of pastes by its path in the folder) instead of its path."""
     capture = Capture(origin="files", label=", ".join(p.name for p in paths))
     ends_at = time.monotonic() + deadline_s
     reader = PasteReader(capture)
     for path in paths:
+        where = (shown or {}).get(path, str(path))
         data, problem = read_pasted(path, ends_at, deadline_s)
         if problem:
-            capture.notes.append(f"{path}: {problem}")
+            capture.notes.append(f"{where}: {problem}")
             continue
-        reader.add(path.name, data, str(path))
+        reader.add(path.name, data, where)
     reader.finish()
     return capture
 
