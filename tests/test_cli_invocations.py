@@ -70,7 +70,7 @@ INVOCATIONS: list[tuple[list[str], int | None, str, int | None]] = [
     # collect, redact, explain, topo, probes, estimate, bench
     (["collect", "-o", "{tmp}/node.tar.gz", "--host-root", BUNDLE, "--deadline", "20"], 0, "empty", 1),
     (["collect", "--output", "{tmp}/node.tar.gz"], 3, "empty", 1),
-    (["collect"], 3, "empty", 1),
+    (["collect", "--case-id", "no spaces!"], 3, "empty", 1),
     (["redact", "{tmp}/paste.txt"], 0, "empty", ANY),
     (["redact", "{tmp}/paste.txt", "--output-dir", "{tmp}/redacted"], 0, "empty", ANY),
     (["redact"], 3, "empty", 1),

@@ -27,11 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.capture import command_lock, redact
+from gdsdoctor.capture import command_lock, redact_io
 from gdsdoctor.capture.bundle import manifest_for, read_bundle, write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.live import capture_live
-from gdsdoctor.capture.redact import Mapper, Redactor, redact_files
+from gdsdoctor.capture.redact import Mapper, Redactor
+from gdsdoctor.capture.redact_io import redact_files
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import Artifact, ArtifactStatus
@@ -420,7 +421,7 @@ def test_a_failed_redact_removes_the_copies_it_wrote(tmp_path: Path, monkeypatch
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "redaction-map.json"))
 
-    monkeypatch.setattr(redact, "write_private_map", disk_full)
+    monkeypatch.setattr(redact_io, "write_private_map", disk_full)
     with pytest.raises(UserError, match=r"cannot write .*redaction-map\.json: No space left on device"):
         redact_files(pasted)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]  # a retry is not blocked
@@ -445,10 +446,10 @@ def test_a_failed_redacted_collect_leaves_no_map_and_its_retry_succeeds(tiny_fil
     retry then refused because the map existed."""
     output = tiny_filesystem / "node.tar.gz"
     with pytest.raises(OSError) as raised:
-        redact.write_redacted_bundle(small_capture(os.urandom(2**20)), output)
+        redact_io.write_redacted_bundle(small_capture(os.urandom(2**20)), output)
     assert raised.value.errno == errno.ENOSPC
     assert list(tiny_filesystem.iterdir()) == []
-    map_path = redact.write_redacted_bundle(small_capture(), output)  # the retry, with room enough
+    map_path = redact_io.write_redacted_bundle(small_capture(), output)  # the retry, with room enough
     assert map_path == tiny_filesystem / "node.tar.gz.redaction-map.json"
     assert stat.S_IMODE(map_path.stat().st_mode) == 0o600
     assert json.loads(map_path.read_text())["maps"]["hostname"] == {

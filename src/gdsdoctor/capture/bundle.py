@@ -123,6 +123,11 @@ def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path
     return output
 
 
+def write_tar(files: dict[str, bytes], output: Path) -> None:
+    """``files`` (name -> bytes) as a ``.tar.gz`` at ``output``, created whole or not at all."""
+    write_new(output, lambda raw: _write_tar(files, output.name, raw))
+
+
 def _write_tar(files: dict[str, bytes], name: str, raw: IO[bytes]) -> None:
     """The archive into ``raw``; its gzip header names the bundle (``gzip -N`` restores that
     name), not the temporary file it is written to."""

@@ -22,32 +22,26 @@ and are kept. Dotted numbers after ``version``/``release``/``driver``/``firmware
 versions, not addresses.
 
 The private map (original → replacement) is returned to the caller, who writes it next to
-the bundle, never into it.
+the bundle, never into it (``redact_io``: files, bundles, sos reports and the map).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import hmac
 import ipaddress
-import json
-import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.detect import read_pasted
-from gdsdoctor.errors import UserError
-from gdsdoctor.outputs import write_new_bytes
 from gdsdoctor.patterns import lazy_compile
 
 HEX = "0123456789abcdef"
+MAP_FORMAT = "gdsdoctor.redaction-map"
 _KEPT_HOSTNAMES = frozenset(
     "localhost localhost.localdomain localdomain ip6-localhost ip6-loopback none unknown (none) "
     "linux kernel nvidia nvme root server host node gpu".split()
@@ -102,6 +96,23 @@ _TEXT_ID = lazy_compile(
 _MOUNT_SERVER = lazy_compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
 _CIFS_SERVER = lazy_compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs
 _LUSTRE_SERVER = lazy_compile(r"(?<![\w.\-])(?P<value>[A-Za-z][A-Za-z0-9.\-]*)@(?:tcp|o2ib|rdma)\d*")
+# Where a text names its host by position (each value one bounded token, so each is linear):
+# a pasted `uname -a` (and nvidia-bug-report's `uname:` line), systemd's boot message, a shell
+# prompt (`root@gpunode19:~#`, `[user@host dir]$`), the host field of a syslog line (BSD
+# `Mmm dd hh:mm:ss HOST ident:` or RFC 3339), and NCCL's `HOST:PID:TID [GPU] NCCL` prefix.
+_HOST_CONTEXTS = tuple(
+    lazy_compile(expression, re.M)
+    for expression in (
+        r"^(?:uname: )?Linux (?!version )(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252}) \d+\.\d+",
+        r"Hostname set to <(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252})>",
+        r"(?<![\w.@-])\[?[A-Za-z_][\w.-]{0,31}@(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})"
+        r"(?=:[~/]| [~/\w.-]{0,64}\][#$])",
+        r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
+        r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) "
+        r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) [\w./()-]{1,64}(?:\[\d{1,10}\])?:",
+        r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",
+    )
+)
 _COLUMN_KEYS = {
     "SN": "serial",
     "SERIAL": "serial",
@@ -110,6 +121,21 @@ _COLUMN_KEYS = {
     "HOSTNAME": "hostname",
 }
 _VERSION_CONTEXT = lazy_compile(r"(?i)(version|release|driver|firmware|\bfw|\bver|\bv)[\s:=]*$")
+
+_TLDS = tuple(
+    "com net org edu gov mil io ai cloud biz local lan internal intranet corp localdomain example "
+    "private de uk fr jp cn ca au nl se fi dk pl ru kr tw br cz sg hk".split()
+)
+# Domains of the software and vendors whose names appear in outputs (URLs, NQN authorities,
+# driver banners): not identifying, kept with their sub-domains.
+_PUBLIC_DOMAINS = frozenset(
+    "nvidia.com kernel.org github.com redhat.com ubuntu.com canonical.com debian.org fedoraproject.org "
+    "centos.org suse.com suse.de microsoft.com mellanox.com intel.com amd.com broadcom.com samsung.com "
+    "kioxia.com micron.com wdc.com seagate.com python.org gnu.org freedesktop.org x.org kernel.dk "
+    "example.com example.org example.net nvmexpress.org spdk.io linux-nvme.org ibm.com dell.com hpe.com "
+    "netapp.com purestorage.com vastdata.com weka.io ddn.com lustre.org whamcloud.com openfabrics.org "
+    "systemd.io ietf.org docs.rs pypi.org".split()
+)
 
 _SHAPES = [
     ("nqn", r"nqn\.\d{4}[-.]\d{2}\.[A-Za-z0-9][A-Za-z0-9.\-]*(?::[^\s\"',;<>()\[\]{}]*)?"),
@@ -120,9 +146,22 @@ _SHAPES = [
     ("wwid", r"(?<![\w.])(?:eui|naa|t10)\.[0-9A-Fa-f]{8,32}(?![\w])"),
     ("nvmewwid", r"(?<![\w.])nvme\.[0-9A-Fa-f]{4}-[0-9A-Fa-f]+-[0-9A-Fa-f]+-[0-9A-Fa-f]{8}(?![\w])"),
     # The dotted tail first: `::ffff:10.1.2.3` must not stop at `::ffff:10`.
-    ("colonhex", r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,19}(?:\d+\.\d+\.\d+\.\d+|[0-9A-Fa-f]{1,4})?(?![\w:])"),
+    # `inet6 addr:fe80::…` (net-tools' ifconfig) glues the address to its label.
+    (
+        "colonhex",
+        r"(?:(?<=addr:)|(?<![\w:.]))(?:[0-9A-Fa-f]{0,4}:){2,19}(?:\d+\.\d+\.\d+\.\d+|[0-9A-Fa-f]{1,4})?(?![\w:])",
+    ),
+    # A MAC inside a predictable interface name (systemd: enx + the MAC's 12 hex digits).
+    ("enxmac", r"(?<![\w])enx[0-9a-f]{12}(?![\w])"),
+    ("dotmac", r"(?<![\w.])[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}(?![\w.])"),  # Cisco form
     ("dashhex", r"(?<![\w-])(?:[0-9A-Fa-f]{2}-){5,19}[0-9A-Fa-f]{2}(?![\w-])"),
     ("ipv4", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
+    # A fully qualified name under a known top-level domain (a bare dotted word is not one:
+    # file names, module names, sysctl keys); public vendors' domains are kept (_PUBLIC_DOMAINS).
+    (
+        "fqdn",
+        r"(?<![\w.@/-])(?:[A-Za-z0-9][A-Za-z0-9-]{0,62}+\.){1,8}(?i:" + "|".join(_TLDS) + r")(?![\w.-])",
+    ),
     ("guid0x", r"(?<![\w])0x[0-9A-Fa-f]{16}(?![\w])"),
     ("hex32", r"(?<![\w])[0-9a-fA-F]{32}(?![\w])"),
     ("home", r"(?<=/home/)[A-Za-z_][A-Za-z0-9_.\-]{0,31}(?=[/\s\"':,]|$)"),
@@ -223,7 +262,7 @@ class Redactor:
             self._learn(_ID_KEYS[match["key"].lower()], match["value"])
         for match in _TEXT_ID.finditer(text):
             self._learn(_ID_KEYS[match["key"].lower()], match["value"])
-        for finder in (_MOUNT_SERVER, _CIFS_SERVER, _LUSTRE_SERVER):
+        for finder in (_MOUNT_SERVER, _CIFS_SERVER, _LUSTRE_SERVER, *_HOST_CONTEXTS):
             for match in finder.finditer(text):
                 self._learn("hostname", match["value"])
         self._learn_columns(text)
@@ -300,7 +339,10 @@ class Redactor:
     def _replace(self, match: re.Match[str]) -> str:
         kind, value = match.lastgroup or "", match[0]
         if kind == "literal":
-            return self._literal(self._lower.get(value.lower(), "serial"), value)
+            literal_kind = self._lower.get(value.lower(), "serial")
+            if literal_kind == "hostname" and _not_a_host_here(match):
+                return value
+            return self._literal(literal_kind, value)
         handler = getattr(self, f"_{kind}")
         return handler(value, match)
 
@@ -358,11 +400,11 @@ class Redactor:
     def _colonhex(self, value: str, match: re.Match[str]) -> str:
         groups = value.split(":")
         if len(groups) == 6 and all(len(g) == 2 for g in groups):
-            return self.mapper.hex_like("mac", value)
+            return self._mac(value)
         if len(groups) == 4 and all(len(g) == 4 for g in groups):  # ibv_devinfo node_guid
             return self._guid(value)
         if len(groups) >= 8 and all(len(g) == 2 for g in groups):  # IPoIB hardware address
-            return self.mapper.hex_like("mac", value)
+            return self._mac(value)
         try:
             address = ipaddress.IPv6Address(value)
         except ValueError:
@@ -370,7 +412,28 @@ class Redactor:
         return self._ipv6(value, address)
 
     def _dashhex(self, value: str, match: re.Match[str]) -> str:
-        return self.mapper.hex_like("mac", value)
+        return self._mac(value)
+
+    def _enxmac(self, value: str, match: re.Match[str]) -> str:
+        return "enx" + self._mac(value[3:])
+
+    def _dotmac(self, value: str, match: re.Match[str]) -> str:
+        return self._mac(value)
+
+    def _mac(self, value: str) -> str:
+        """A hardware address mapped by its digits, so that ``0C:42:A1:…``, ``0c-42-a1-…``,
+        ``0c42.a1…`` and ``enx0c42a1…`` are one address with one pseudonym, each written back in
+        its own spelling (separators and case)."""
+        digits = "".join(c for c in value.lower() if c in HEX)
+        mapped = iter(self.mapper.hex_like("mac", digits))
+        spelled = "".join(next(mapped) if c.lower() in HEX else c for c in value)
+        return spelled.upper() if value.upper() == value else spelled
+
+    def _fqdn(self, value: str, match: re.Match[str]) -> str:
+        name = value.lower()
+        if any(name == domain or name.endswith("." + domain) for domain in _PUBLIC_DOMAINS):
+            return value
+        return self.hostname(value)
 
     def _guid(self, value: str) -> str:
         """A 64-bit GUID in any notation: mapped by value, so ``0x0002c9030001`` in ibstat and
@@ -447,6 +510,13 @@ def _same_case(digit: str, like: str) -> str:
     return digit.upper() if like.isupper() else digit
 
 
+def _not_a_host_here(match: re.Match[str]) -> bool:
+    """A word spelled like a learned host name that is something else where it stands: a key
+    (`data=journal` is the option, not a host called `data`); replacing it would change the
+    diagnosis (`host1=journal` is no journal mode)."""
+    return match.string[match.end() : match.end() + 1] == "="
+
+
 def _looks_like_address(value: str) -> bool:
     try:
         ipaddress.ip_address(value)
@@ -495,81 +565,27 @@ def redact_capture(capture: Capture, redactor: Redactor | None = None) -> tuple[
 
 
 def private_map(redactor: Redactor) -> dict[str, Any]:
+    """The map to keep: every original and its replacement by kind, and the key that maps
+    addresses (so that ``--map`` keeps a ticket's pseudonyms across runs)."""
     maps = {
         kind: dict(sorted(table.items())) for kind, table in sorted(redactor.mapper.maps.items()) if table
     }
-    return {"format": "gdsdoctor.redaction-map", "format_version": 1, "maps": maps}
+    return {"format": MAP_FORMAT, "format_version": 1, "key": redactor.mapper.key.hex(), "maps": maps}
 
 
-def map_path_for(output: Path) -> Path:
-    """Where the private map of a redacted bundle goes: next to it, never inside it."""
-    return output.with_name(output.name.rstrip("/") + ".redaction-map.json")
-
-
-def write_private_map(mapping: dict[str, Any], path: Path) -> None:
-    """Create ``path`` (never over anything, not even a link) readable by its owner only,
-    whole or not at all."""
-    text = json.dumps(mapping, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
-    write_new_bytes(path, text.encode("ascii"), mode=0o600)
-
-
-def write_redacted_bundle(capture: Capture, output: Path) -> Path:
-    """Redact ``capture``, write it as a bundle at ``output`` and its private map beside it;
-    returns the map's path. The map is created first (so an existing one refuses the run before
-    anything is written) and removed again if the bundle cannot be written or the run is
-    interrupted: a failed run leaves nothing that would block its retry."""
-    from gdsdoctor.capture.bundle import write_bundle  # tarfile: not for `redact FILE`
-
-    redacted, mapping = redact_capture(capture)
-    map_path = map_path_for(output)
-    write_private_map(mapping, map_path)
-    try:
-        write_bundle(redacted, output, redacted=True)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            map_path.unlink()
-        raise
-    return map_path
-
-
-def redact_files(paths: Sequence[Path], output_dir: Path | None = None) -> list[str]:
-    """Write a redacted copy of each pasted file (``NAME.redacted``) and one private map; the
-    same identifier gets the same replacement in every file. Returns one line per file. Nothing
-    is written through or over an existing name (a link included), and a failed or interrupted
-    run removes what it wrote."""
-    texts: dict[Path, bytes] = {}
-    lines = []
-    for path in paths:
-        data, problem = read_pasted(path)
-        if problem:
-            lines.append(f"{path}: {problem}; skipped")
-        else:
-            texts[path] = data
-    if lines and not texts:  # nothing to write: an error, not a run that "succeeded" doing nothing
-        more = f" (and {len(lines) - 1} more file(s) skipped)" if len(lines) > 1 else ""
-        raise UserError(f"nothing redacted: {lines[0].removesuffix('; skipped')}{more}")
-    targets = {p: (output_dir or p.parent) / f"{p.name}.redacted" for p in texts}
-    map_path = (output_dir or (paths[0].parent if paths else Path("."))) / "redaction-map.json"
-    clashes = [t for t in [*targets.values(), map_path] if os.path.lexists(t)]
-    if clashes:
-        raise UserError(f"{clashes[0]} already exists; remove it or choose --output-dir")
-    redactor = Redactor()
-    for data in texts.values():
-        redactor.learn(data.decode("utf-8", errors="replace"))
-    written: list[Path] = []
-    try:
-        for path, data in texts.items():
-            write_new_bytes(targets[path], redactor.data(data))
-            written.append(targets[path])
-            lines.append(f"{path}: redacted copy in {targets[path]}")
-        if texts:
-            write_private_map(private_map(redactor), map_path)
-            lines.append(f"private map (keep it, never attach it): {map_path}")
-    except BaseException as error:
-        for done in written:
-            with contextlib.suppress(OSError):
-                done.unlink()
-        if isinstance(error, OSError):
-            raise UserError(f"cannot write {error.filename}: {error.strerror or error}") from None
-        raise
-    return lines
+def redactor_from_map(mapping: dict[str, Any]) -> Redactor:
+    """A redactor that goes on where a saved map left off: the same key (so addresses map as
+    before) and every earlier replacement kept, new originals numbered after the old ones."""
+    if mapping.get("format") != MAP_FORMAT or not isinstance(mapping.get("maps"), dict):
+        raise ValueError("not a gdsdoctor redaction map")
+    key = mapping.get("key")
+    mapper = Mapper(key=bytes.fromhex(key)) if isinstance(key, str) and len(key) == 64 else Mapper()
+    for kind, table in mapping["maps"].items():
+        if isinstance(kind, str) and isinstance(table, dict):
+            pairs = {str(k): str(v) for k, v in table.items() if isinstance(k, str) and isinstance(v, str)}
+            mapper.maps[kind] = pairs
+            mapper._taken[kind] = set(pairs.values())
+    redactor = Redactor(mapper=mapper)
+    for name in mapper.maps.get("hostname", {}):
+        redactor.learn_hostname(name)  # a host named in an earlier file is replaced in this one
+    return redactor

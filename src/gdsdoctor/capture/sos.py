@@ -350,3 +350,31 @@ def _sos_version(members: bundle.Members) -> str:
     text = decode_text(members.files.get("version.txt", b"")[:MAX_HEADER_FILE])
     found = re.search(r"^(?:sosreport|sos report)[: ]\s*(\S+)", text, re.M)
     return found[1][:40] if found else ""
+
+
+# --- writing (a redacted copy) ---------------------------------------------------------------
+
+
+def write_sos(capture: Capture, output: Path, top: str) -> None:
+    """``capture`` (read from a sos report, then redacted) as a sos report again: a ``.tar.gz``
+    holding, under ``top/``, each file gdsdoctor read at its path in the report (links written
+    as the files they named), ``modinfo_ALL_MODULES`` of the modules read, and the header's
+    files (host name, date, sos version), so that it reads back with the same findings."""
+    files: dict[str, bytes] = {}
+    modinfo: list[bytes] = []
+    for name, artifact in capture.artifacts.items():
+        if name.startswith(MODINFO_ALL + "#"):
+            modinfo.append(artifact.data)
+        elif artifact.status is ArtifactStatus.OK and bundle.safe_member_name(name) == name:
+            files[name] = artifact.data
+    if modinfo:
+        files[MODINFO_ALL] = b"".join(modinfo)
+    host = capture.host
+    if host.get("hostname"):
+        files[HOSTNAME_PATHS[0]] = f"{host['hostname']}\n".encode()
+    if str(host.get("created", "")).endswith("Z"):
+        when = time.strptime(host["created"], "%Y-%m-%dT%H:%M:%SZ")
+        files[DATE_PATHS[0]] = time.strftime("%a %b %d %H:%M:%S UTC %Y\n", when).encode()
+    if host.get("sos_version"):
+        files["version.txt"] = f"sosreport: {host['sos_version']}\n".encode()
+    bundle.write_tar({f"{top}/{name}": data for name, data in files.items()}, output)

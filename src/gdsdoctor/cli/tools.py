@@ -1,6 +1,7 @@
 """The commands around the diagnosis: collect and redact inputs, explain a cause, draw the
 topology, list the probes, estimate and measure the checkpoint stall, and the rules."""
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -60,9 +61,15 @@ def bundle_target(raw: str, option: str = "-o") -> Path:
 
 def collect(
     output: Annotated[
-        str,
-        typer.Option("--output", "-o", metavar="OUTPUT", help="Bundle to write: NAME.tar.gz or a directory."),
-    ],
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="OUTPUT",
+            help="Bundle to write: NAME.tar.gz or a directory "
+            "(default: gdsdoctor-HOST-YYYYMMDD-HHMMSS[-CASE].tar.gz in the current directory).",
+        ),
+    ] = None,
     path: TargetPath = None,
     host_root: HostRoot = Path("/"),
     deadline: Deadline = DEFAULT_DEADLINE_S,
@@ -75,18 +82,27 @@ def collect(
         ),
     ] = False,
     since: Since = None,
+    case_id: Annotated[
+        str | None,
+        typer.Option(
+            "--case-id", metavar="CASE", help="Support case number: into the manifest and the default name."
+        ),
+    ] = None,
 ) -> int:
     """Capture this host into a bundle (manifest + raw outputs) for offline analysis."""
-    from gdsdoctor.capture.redact import map_path_for, write_redacted_bundle
+    from gdsdoctor.capture.redact_io import map_path_for, write_redacted_bundle
     from gdsdoctor.cli.diagnose import since_of
 
     since = since_of(since)
-    target = bundle_target(output)
+    case = _case_id(case_id)
+    target = bundle_target(output if output is not None else default_bundle_name(case))
     if redact and map_path_for(target).exists():
         raise UserError(f"{map_path_for(target)} already exists; choose a new name")
     capture = capture_live(host_root, path, deadline_s=deadline)
     if since:  # recorded in the manifest: `analyze` of the bundle judges events by it
         capture.options["since"] = since
+    if case:
+        capture.options["case_id"] = case
     try:  # the redacted writer removes its map again if the bundle fails: a retry is not blocked
         if redact:
             write_redacted_bundle(capture, target)
@@ -101,21 +117,71 @@ def collect(
     return 0
 
 
+def _case_id(raw: str | None) -> str | None:
+    """A case id as it may stand in a file name: letters, digits, ``.``, ``_`` and ``-``."""
+    if raw is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", raw):
+        raise UserError(f"--case-id {raw!r}: letters, digits, '.', '_' and '-' only (64 at most)")
+    return raw
+
+
+def default_bundle_name(case_id: str | None = None, when: float | None = None) -> str:
+    """``gdsdoctor-HOST-YYYYMMDD-HHMMSS[-CASE].tar.gz`` (sos report's convention), UTC: the host
+    name cut to what a file name may hold."""
+    import os
+    import time
+
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", os.uname().nodename)[:64] or "host"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(when))
+    return f"gdsdoctor-{host}-{stamp}{'-' + case_id if case_id else ''}.tar.gz"
+
+
 def redact(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Pasted text files to redact.")],
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE...|BUNDLE",
+            help="Pasted text files, or one bundle (a gdsdoctor bundle or a sos report).",
+        ),
+    ],
     output_dir: Annotated[
         Path | None,
         typer.Option(
-            "--output-dir", metavar="DIR", help="Where to write the copies (default: next to each)."
+            "--output-dir", metavar="DIR", help="Where to write the copies (default: next to each; created)."
+        ),
+    ] = None,
+    map_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--map",
+            metavar="FILE",
+            help="Private map to go on from and update: one ticket's pseudonyms stay the same "
+            "across files and runs (created when missing, mode 0600; never attach it).",
+        ),
+    ] = None,
+    hostname: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hostname", metavar="NAME", help="Another host name to replace everywhere (repeatable)."
         ),
     ] = None,
 ) -> int:
-    """Write redacted copies (NAME.redacted) of pasted files, and the private map beside them."""
-    from gdsdoctor.capture.redact import redact_files
+    """Write redacted copies beside the originals (never in place): NAME.redacted for pasted
+    files, NAME.redacted[.tar.gz] for a bundle or sos report; and the private map."""
+    from gdsdoctor.capture import bundles
+    from gdsdoctor.capture.redact_io import redact_bundle, redact_files
 
-    if output_dir is not None and not output_dir.is_dir():
-        raise UserError(f"--output-dir {output_dir}: no such directory")
-    for line in redact_files(existing(files), output_dir):
+    paths = existing(inputs)
+    names = hostname or []
+    found = [p for p in paths if bundles.kind(p) in ("bundle", "sos")]
+    if found and len(paths) > 1:
+        raise UserError("give either one bundle or several pasted files, not both")
+    if found:
+        lines = redact_bundle(found[0], output_dir, map_file, names)
+    else:
+        lines = redact_files(paths, output_dir, map_file, names)
+    for line in lines:
         print(line, file=sys.stderr)
     return 0
 
