@@ -36,11 +36,16 @@ def test_an_input_that_does_not_exist_is_one_line(args: list[str]) -> None:
     one_line_exit_3(gdsdoctor(*args), f"{MISSING}: no such file or directory")
 
 
-def test_redact_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
-    write_tree(tmp_path, {"mounts.txt": PROC_MOUNTS})
-    result = gdsdoctor("redact", "--output-dir", "/nonexistent", str(tmp_path / "mounts.txt"))
-    one_line_exit_3(result, "--output-dir /nonexistent: no such directory")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mounts.txt"]
+def test_redact_into_a_missing_directory_creates_it_and_a_file_there_is_one_line(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mounts.txt": PROC_MOUNTS, "taken": "a file\n"})
+    result = gdsdoctor("redact", "--output-dir", str(tmp_path / "new" / "dir"), str(tmp_path / "mounts.txt"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "new" / "dir").iterdir()) == [
+        "mounts.txt.redacted",
+        "redaction-map.json",
+    ]
+    result = gdsdoctor("redact", "--output-dir", str(tmp_path / "taken"), str(tmp_path / "mounts.txt"))
+    one_line_exit_3(result, "cannot create")
 
 
 def test_collect_refuses_a_file_name_that_is_not_a_bundle(tmp_path: Path) -> None:
