@@ -57,7 +57,7 @@ def _ids(analysis) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 
 def test_real_sos_report_archive_and_directory_read_alike(real_sos: tuple[Path, Path, Capture]) -> None:
-    archive, tree, _ = real_sos
+    archive, tree, live = real_sos
     assert bundles.kind(archive) == "sos" and bundles.kind(tree) == "sos"
     from_archive, from_tree = analyze_paths([archive]), analyze_paths([tree])
     assert from_archive.report["source"]["kind"] == "sos"
@@ -70,6 +70,9 @@ def test_real_sos_report_archive_and_directory_read_alike(real_sos: tuple[Path, 
     assert host["hostname"] == os.uname().nodename
     assert host["kernel"] == os.uname().release
     assert host["created"].endswith("Z") and host["created"][:4].isdigit()
+    # the event clock: the wall time and the uptime sos recorded (`date --utc`, `uptime`)
+    assert from_archive.capture.options["created"] == host["created"]
+    assert abs(float(host["uptime_s"]) - float(live.host["uptime_s"])) < 600
     # proc/mounts is a link in the report (-> self/mounts -> PID/mounts), resolved by name
     mounts = from_archive.capture.artifacts["proc/mounts"]
     assert mounts.status is ArtifactStatus.OK and "-> proc/" in mounts.source

@@ -92,6 +92,8 @@ def capture_log(name: str, text: str, where: str) -> Capture:
         detail = "" if body.strip() else "empty in the log"
         capture.add(section, Artifact(artifact, status, padded.encode(), f"{where}: {header}"[:300], detail))
     capture.host = _prologue(text)
+    if capture.host.get("created"):  # the capture's time, for events' ages (facts.event_clock)
+        capture.options["created"] = capture.host["created"]
     if not capture.artifacts:
         raise BundleError(f"{where}: an nvidia-bug-report log holding none of the sections gdsdoctor reads")
     return capture

@@ -20,6 +20,7 @@ The header: the host name (``sos_commands/host/hostname``, ``etc/hostname``), th
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import fnmatch
 import json
@@ -84,8 +85,9 @@ MODINFO_SECTIONS = {"nvidia": "modinfo_nvidia", "nvidia_fs": "modinfo_nvidia_fs"
 # Read for the header only.
 HOSTNAME_PATHS = ("sos_commands/host/hostname", "hostname", "etc/hostname", "sos_commands/general/hostname")
 DATE_PATHS = ("sos_commands/date/date_--utc", "sos_commands/general/date_--utc")
+UPTIME_PATHS = ("sos_commands/host/uptime", "uptime", "sos_commands/general/uptime")
 SOS_MANIFEST = "sos_reports/manifest.json"
-_HEADER_PATHS = (*HOSTNAME_PATHS, *DATE_PATHS, SOS_MANIFEST, "version.txt", MODINFO_ALL)
+_HEADER_PATHS = (*HOSTNAME_PATHS, *DATE_PATHS, *UPTIME_PATHS, SOS_MANIFEST, "version.txt", MODINFO_ALL)
 _ALL_PATTERNS = tuple(p for paths in SOS_SOURCES.values() for p in paths) + _HEADER_PATHS
 _MARKERS = ("sos_commands", "sos_reports", "sos_logs")
 PEEK_HEADERS = 64  # archive members looked at to tell a sos report from a gdsdoctor bundle
@@ -161,6 +163,8 @@ def read_sos(path: Path) -> Capture:
     _add_modinfo(capture, members)
     capture.host = _header(members, path)
     capture.options = {"host_root": None, "target_path": None}
+    if capture.host.get("created", "").endswith("Z"):  # the capture's time, for events' ages
+        capture.options["created"] = capture.host["created"]
     if not any(a.status is ArtifactStatus.OK for a in capture.artifacts.values()):
         raise BundleError(f"{path}: a sos report holding none of the files gdsdoctor reads")
     if members.ignored:
@@ -308,6 +312,12 @@ def _header(members: bundle.Members, path: Path) -> dict[str, str]:
     created = _utc_date(_first_line(members, DATE_PATHS)) or _manifest_time(members)
     if created:
         host["created"] = created
+    uptime = uptime_s(_first_line(members, UPTIME_PATHS))
+    if uptime is not None and created.endswith("Z"):
+        # the event clock (facts.event_clock): the wall time and the uptime of one moment, as a
+        # live capture records them; sos ran `date` and `uptime` seconds apart, `uptime` to the minute
+        host["captured_at_epoch"] = f"{calendar.timegm(time.strptime(created, '%Y-%m-%dT%H:%M:%SZ'))}"
+        host["uptime_s"] = f"{uptime}"
     version = _sos_version(members)
     if version:
         host["sos_version"] = version
@@ -322,6 +332,21 @@ def _first_line(members: bundle.Members, paths: tuple[str, ...]) -> str:
         if line:
             return line[:300]
     return ""
+
+
+_UPTIME = re.compile(
+    r"\bup\s+(?:(?P<days>\d{1,6}) days?,\s*)?(?:(?P<hours>\d{1,2}):(?P<minutes>\d\d)|(?P<only>\d{1,2}) min)"
+)
+
+
+def uptime_s(line: str) -> int | None:
+    """``uptime``'s ``up 5 days,  3:02`` / ``up 21 min`` / ``up 12 days, 43 min`` in seconds
+    (to the minute, as it prints it); None when the line says otherwise."""
+    found = _UPTIME.search(line)
+    if not found:
+        return None
+    minutes = int(found["only"] or 0) + int(found["minutes"] or 0) + 60 * int(found["hours"] or 0)
+    return (int(found["days"] or 0) * 1440 + minutes) * 60
 
 
 def _utc_date(line: str) -> str:
