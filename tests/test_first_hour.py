@@ -96,3 +96,150 @@ def test_topo_exits_as_the_diagnosing_commands(
     assert cli.run(["topo", str(FIXTURES / bundle / "bundle"), "--format", "json"]) == code
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["exit_code"] == code and causes <= set(summary["causes"])
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("r.json", "json"),
+        ("node.prom", "prometheus"),
+        ("r.xml", "junit"),
+        ("r.md", "markdown"),
+        ("r.txt", "text"),
+    ],
+)
+def test_output_format_follows_the_extension(tmp_path: Path, name: str, kind: str) -> None:
+    mounts = FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt"
+    assert cli.run(["analyze", str(mounts), "-o", str(tmp_path / name)]) == 1
+    written = (tmp_path / name).read_text()
+    looks = {
+        "json": lambda t: json.loads(t)["summary"]["status"] == "WARNING",
+        "prometheus": lambda t: "gdsdoctor_status 1" in t,
+        "junit": lambda t: t.startswith("<?xml") and "<testsuite" in t,
+        "markdown": lambda t: "## Findings" in t,
+        "text": lambda t: t.startswith("gdsdoctor ") and "Findings" in t,
+    }
+    assert looks[kind](written), written[:200]
+
+
+def test_output_with_an_unknown_extension_is_one_line_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mounts = FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt"
+    assert cli.run(["analyze", str(mounts), "-o", str(tmp_path / "r.yaml")]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "FORMAT=PATH" in err[0] and ".prom" in err[0]
+
+
+def test_fleet_merge_help_example_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundles = [
+        str(FIXTURES / n / "bundle") for n in ("topo-sysfs-degraded-links", "h200-node-without-nvidia-fs")
+    ]
+    cli.run(["analyze", *bundles, "-o", str(tmp_path / "shard.json")])
+    assert cli.run(["fleet", "merge", "--help"]) == 0
+    helped = capsys.readouterr().out
+    assert "-o fleet.json" in " ".join(helped.split())
+    code = cli.run(["fleet", "merge", str(tmp_path / "shard.json"), "-o", str(tmp_path / "fleet.json")])
+    assert code == 2 and json.loads((tmp_path / "fleet.json").read_text())["summary"]["nodes"] == 2
+
+
+def test_quiet_prints_the_findings_and_the_status(capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(str(p) for p in (FIXTURES / "gds-cufile-json-misconfigured/files").iterdir())
+    assert cli.run(["analyze", *files, "--quiet"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in lines[:-1]] == [
+        "cufile-direct-io-size-invalid", "cufile-denylist-disables-gds",
+        "gds-compat-forced-per-filesystem", "cufile-pinned-memory-limit-low",
+    ]  # fmt: skip
+    assert all(line.startswith("WARNING  ") for line in lines[:-1])
+    assert lines[-1].startswith("Status: WARNING (exit 1)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        (["rules", "show", "fs-errors"], "fs-errors-or-shutdown"),
+        (
+            ["explain", "ext4-data-jornal", str(FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt")],
+            "ext4-data-journal",
+        ),
+    ],
+)
+def test_a_mistyped_cause_id_gets_a_suggestion(
+    argv: list[str], suggestion: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.run(argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"(did you mean {suggestion}" in err[0]
+
+
+def _complete(words: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "_GDSDOCTOR_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "gdsdoctor"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    return run.stdout.split()
+
+
+def test_shell_completion_offers_cause_ids_presets_and_formats() -> None:
+    assert "fs-errors-or-shutdown" in _complete("gdsdoctor rules show fs-err")
+    assert "bf16-adamw" in _complete("gdsdoctor check --preset bf16")
+    assert {"json", "prometheus", "junit"} <= set(_complete("gdsdoctor check --format "))
+
+
+def _helps() -> dict[str, str]:
+    import os
+    import subprocess
+    import sys
+
+    commands = ["", "check", "analyze", "collect", "redact", "explain", "topo", "probes", "estimate", "bench",
+                "watch", "rules list", "rules show", "rules lint", "fleet merge"]  # fmt: skip
+    found = {}
+    for command in commands:
+        run = subprocess.run(
+            [sys.executable, "-m", "gdsdoctor", *command.split(), "--help"],
+            env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        found[command or "gdsdoctor"] = run.stdout
+    return found
+
+
+def test_help_is_consistent() -> None:
+    """American spelling (the command is `analyze`), one metavar style (NAMES, not typer's
+    <str>), each default stated once, --bench-size's limits stated."""
+    import re
+
+    helps = _helps()
+    for command, text in helps.items():
+        assert not re.search(r"(?i)\b(analys(e|ed|es|ing)|summaris|recognis|behaviour|colour)", text), command
+        options = [
+            line for line in text.splitlines() if re.match(r"^│ [* ] *--", line) or line.startswith("│ --")
+        ]
+        assert options, command if command not in ("gdsdoctor",) else "ok"
+        for line in options:
+            assert not re.search(r"<(str|int|float|text|integer)>", line), (command, line)
+        rows = " ".join(text.split())
+        for row in rows.split("│ --")[1:]:
+            assert not ("(default" in row and "[default:" in row), (command, row[:120])
+    check = " ".join(helps["check"].split())
+    assert "64 MiB to 8 GiB" in check and "half the free space" in check
+
+
+def test_explain_shows_a_lowered_severity(capsys: pytest.CaptureFixture[str]) -> None:
+    """Polled completions (the interrupt lost, the I/O done) cap nvme-io-timeouts below critical:
+    explain says so, as the report does."""
+    log = REPO / "tests/data/device_judgement/nvme-completion-polled.log"
+    assert cli.run(["explain", "nvme-io-timeouts", str(log)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("severity:"))
+    assert "lowered from critical by derived.devices.ceiling.nvme_timeouts" in line
+    report = analyze_paths([log]).report
+    assert {f["id"]: f["severity"] for f in report["findings"]}["nvme-io-timeouts"] in line

@@ -16,6 +16,8 @@ The classes that were ``ValueError``/``RuntimeError`` before the tree keep that 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class GdsdoctorError(Exception):
     """The root of every exception gdsdoctor raises on purpose."""
@@ -49,3 +51,15 @@ class ParseError(GdsdoctorError, ValueError):
 class Unavailable(GdsdoctorError):
     """Raised by a reader whose source does not exist on this host (no libudev, say): the
     capture records the source as missing, with the message as the reason."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for a mistyped name: the choices that begin with it or hold it
+    (``fs-errors`` → ``fs-errors-or-shutdown``), else the closest spellings; empty when none is
+    near."""
+    import difflib
+
+    known = sorted(set(choices))
+    near = [c for c in known if c.startswith(word)] or [c for c in known if len(word) >= 3 and word in c]
+    near = near or difflib.get_close_matches(word, known, n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(near[:2])}?)" if near else ""

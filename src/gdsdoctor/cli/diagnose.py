@@ -16,6 +16,7 @@ from gdsdoctor.cli.options import (
     Budget,
     Deadline,
     FailOn,
+    FleetOutputs,
     Format,
     Gpus,
     HostRoot,
@@ -25,6 +26,7 @@ from gdsdoctor.cli.options import (
     Outputs,
     Params,
     Preset,
+    Quiet,
     ReportFormat,
     RulesDirs,
     Since,
@@ -75,16 +77,26 @@ def since_of(since: str | None) -> str | None:
 
 
 def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
-    """``FORMAT=PATH`` options, checked before any work is done."""
+    """``--output`` options, checked before any work is done: ``FORMAT=PATH``, or a PATH whose
+    extension names the format (``r.json``, ``node.prom``, ``r.xml``, ``r.md``, ``r.txt``)."""
     targets = []
     for option in outputs or []:
         fmt, sep, path = option.partition("=")
-        if not sep or not path or fmt not in REPORT_FORMATS:
+        if not (sep and path and fmt in REPORT_FORMATS):
+            fmt, path = OUTPUT_SUFFIXES.get(Path(option).suffix.lower(), ""), option
+        if not fmt:
+            suffixes = ", ".join(OUTPUT_SUFFIXES)
             raise UserError(
-                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(REPORT_FORMATS)}"
+                f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(REPORT_FORMATS)}, "
+                f"or a PATH ending in {suffixes}"
             )
         targets.append((fmt, path))
     return targets
+
+
+# The format an --output PATH's extension names (`-o r.json`): the extensions each format's
+# consumers expect (node_exporter's textfile collector reads *.prom, CI reads JUnit *.xml).
+OUTPUT_SUFFIXES = {".json": "json", ".prom": "prometheus", ".xml": "junit", ".md": "markdown", ".txt": "text"}
 
 
 def write_output(text: str, path: str) -> None:
@@ -106,6 +118,7 @@ def finish(
     outputs: Sequence[tuple[str, str]] = (),
     fail_on: str | None = None,
     npd: bool = False,
+    quiet: bool = False,
 ) -> int:
     """Write every requested output and return the exit code the report (and --fail-on) says;
     the last line printed says why (stdout's status line for text and markdown, else stderr)."""
@@ -124,7 +137,7 @@ def finish(
     shown = fmt if fmt is not None else (None if outputs else "text")
     if shown is not None:
         color = shown == "text" and sys.stdout.isatty()
-        sys.stdout.write(render(report, shown, verbose, color=color))
+        sys.stdout.write(render(report, shown, verbose, color=color, quiet=quiet))
     if shown is None or shown in MACHINE_FORMATS:
         print(exit_line(report), file=sys.stderr)
     return int(report["summary"]["exit_code"])
@@ -139,6 +152,7 @@ def check(
     npd: Npd = False,
     rules_dir: RulesDirs = None,
     verbose: Verbose = False,
+    quiet: Quiet = False,
     deadline: Deadline = DEFAULT_DEADLINE_S,
     since: Since = None,
     bench: Annotated[
@@ -151,7 +165,10 @@ def check(
     bench_size: Annotated[
         str | None,
         typer.Option(
-            "--bench-size", metavar="SIZE", help="Data --bench writes: 4GiB (default 5% of free space)."
+            "--bench-size",
+            metavar="SIZE",
+            help="Data --bench writes, e.g. 4GiB (default 5% of the free space, within 64 MiB to 8 GiB); "
+            "refused above half the free space or when it would leave less than 10% free.",
         ),
     ] = None,
     params: Params = None,
@@ -162,7 +179,7 @@ def check(
     site_config: SiteConfig = None,
     no_config: NoConfig = False,
 ) -> int:
-    """Diagnose this host (read-only unless --bench): capture every source, analyse, print ranked findings."""
+    """Diagnose this host (read-only unless --bench): capture every source, analyze, print ranked findings."""
     from gdsdoctor.pipeline import check as run_check
 
     targets = targets_of(output)
@@ -178,7 +195,7 @@ def check(
         report = run_check(
             host_root, path, rules_dir or [], deadline, job, measure, acknowledgements, since
         ).report
-    return finish(report, fmt, verbose, targets, fail_on, npd)
+    return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
 
 
 def analyze(
@@ -197,13 +214,14 @@ def analyze(
     npd: Npd = False,
     rules_dir: RulesDirs = None,
     verbose: Verbose = False,
+    quiet: Quiet = False,
     jobs: Annotated[
         int | None,
         typer.Option(
             "--jobs", "-j", min=1, metavar="N", help="Fleet: parallel processes (default: every core)."
         ),
     ] = None,
-    fleet: Annotated[bool, typer.Option("--fleet", help="Summarise as a fleet even for one bundle.")] = False,
+    fleet: Annotated[bool, typer.Option("--fleet", help="Summarize as a fleet even for one bundle.")] = False,
     deadline: Deadline = DEFAULT_DEADLINE_S,
     since: Since = None,
     params: Params = None,
@@ -214,7 +232,7 @@ def analyze(
     site_config: SiteConfig = None,
     no_config: NoConfig = False,
 ) -> int:
-    """Analyse a bundle or text files pasted into a ticket (recognised by content), or a fleet."""
+    """Analyze a bundle or text files pasted into a ticket (recognized by content), or a fleet."""
     from gdsdoctor.commands.fleet import expand_inputs, is_fleet
     from gdsdoctor.pipeline import analyze_paths
 
@@ -231,7 +249,7 @@ def analyze(
         return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose)
     acknowledgements = config.get("acknowledge") or ()
     report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements, since).report
-    return finish(report, fmt, verbose, targets, fail_on, npd)
+    return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
 
 
 def _fleet(
@@ -297,7 +315,7 @@ def fleet_merge(
         list[Path], typer.Argument(metavar="SUMMARY...", help="Fleet summaries (`analyze … --format json`).")
     ],
     fmt: Format = "text",
-    output: Outputs = None,
+    output: FleetOutputs = None,
     fail_on: FailOn = None,
 ) -> int:
     """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""

@@ -23,7 +23,8 @@ ReportFormatName = Literal[REPORT_FORMATS]  # type: ignore[valid-type]
 FormatName = Literal[FORMATS]  # type: ignore[valid-type]
 
 TargetPath = Annotated[
-    str | None, typer.Option("--path", help="Narrow the diagnosis to the checkpoint directory PATH.")
+    str | None,
+    typer.Option("--path", metavar="PATH", help="Narrow the diagnosis to the checkpoint directory PATH."),
 ]
 HostRoot = Annotated[
     Path,
@@ -60,7 +61,11 @@ ReportFormat = Annotated[
 Format = Annotated[
     FormatName,
     typer.Option(
-        "--format", "-f", metavar="FORMAT", help=f"Output format: {', '.join(FORMATS)} (default text)."
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        show_default=False,
+        help=f"Output format: {', '.join(FORMATS)} (default text).",
     ),
 ]
 Outputs = Annotated[
@@ -68,9 +73,20 @@ Outputs = Annotated[
     typer.Option(
         "--output",
         "-o",
-        metavar="FORMAT=PATH",
-        help="Also write FORMAT to PATH, atomically (e.g. prometheus=/var/lib/node_exporter/gdsdoctor.prom); "
-        "repeatable; PATH - is stdout.",
+        metavar="[FORMAT=]PATH",
+        help="Also write the report to PATH, atomically, as FORMAT or as its extension says (.json, "
+        ".prom, .xml for junit, .md, .txt): e.g. -o /var/lib/node_exporter/gdsdoctor.prom; repeatable; "
+        "PATH - is stdout.",
+    ),
+]
+FleetOutputs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="[FORMAT=]PATH",
+        help="Also write the merged summary to PATH, atomically, as FORMAT (text, json, markdown) or "
+        "as its extension says: e.g. -o fleet.json; repeatable; PATH - is stdout.",
     ),
 ]
 FailOn = Annotated[
@@ -100,34 +116,79 @@ Since = Annotated[
     ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show every source and inconclusive cause.")]
-CauseId = Annotated[str, typer.Argument(metavar="CAUSE_ID", help="Cause id, as in `gdsdoctor rules list`.")]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="Text and markdown: only the findings, one line each, and the status."
+    ),
+]
+
+
+def complete_cause_ids(incomplete: str) -> list[str]:
+    """The cause ids the shell completes (the built-in rules; a completion has no --rules-dir)."""
+    from gdsdoctor.pipeline import rules
+
+    return [c.id for c in rules() if c.id.startswith(incomplete)]
+
+
+def complete_presets(incomplete: str) -> list[str]:
+    from gdsdoctor.checkpoint.stall import PRESETS
+
+    return [name for name in PRESETS if name.startswith(incomplete)]
+
+
+CauseId = Annotated[
+    str,
+    typer.Argument(
+        metavar="CAUSE_ID",
+        help="Cause id, as in `gdsdoctor rules list`.",
+        autocompletion=complete_cause_ids,
+    ),
+]
 
 # The checkpoint job (see ``diagnose.job_of``): turns a measured throughput into the stall it causes.
 Params = Annotated[
     str | None,
     typer.Option(
         "--params",
+        metavar="COUNT",
         help="Model parameter count (70B): judge the checkpoint stall and space.",
         rich_help_panel=JOB_PANEL,
     ),
 ]
 Preset = Annotated[
     str | None,
-    typer.Option("--preset", help="What a checkpoint saves (see `estimate`).", rich_help_panel=JOB_PANEL),
+    typer.Option(
+        "--preset",
+        metavar="NAME",
+        help="What a checkpoint saves (see `estimate`; default bf16-adamw).",
+        autocompletion=complete_presets,
+        rich_help_panel=JOB_PANEL,
+    ),
 ]
 Interval = Annotated[
     str | None,
-    typer.Option("--interval", help="Time between checkpoints (default 1h).", rich_help_panel=JOB_PANEL),
+    typer.Option(
+        "--interval",
+        metavar="DURATION",
+        help="Time between checkpoints (default 1h).",
+        rich_help_panel=JOB_PANEL,
+    ),
 ]
 Budget = Annotated[
     str | None,
     typer.Option(
-        "--budget", help="Stall budget, share of wall time (default 5%).", rich_help_panel=JOB_PANEL
+        "--budget",
+        metavar="SHARE",
+        help="Stall budget, share of wall time (default 5%).",
+        rich_help_panel=JOB_PANEL,
     ),
 ]
 Gpus = Annotated[
     int | None,
-    typer.Option("--gpus", help="GPUs the checkpoint stalls (default 1).", rich_help_panel=JOB_PANEL),
+    typer.Option(
+        "--gpus", metavar="N", help="GPUs the checkpoint stalls (default 1).", rich_help_panel=JOB_PANEL
+    ),
 ]
 SiteConfig = Annotated[
     Path | None,

@@ -21,7 +21,7 @@ from gdsdoctor.cli.options import (
     Since,
     TargetPath,
 )
-from gdsdoctor.errors import UserError
+from gdsdoctor.errors import UserError, did_you_mean
 
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
 # `rules lint` found problems in the rules it read: 1, as linters report findings to CI; a path
@@ -224,6 +224,7 @@ def topo(
             "--format",
             "-f",
             metavar="FORMAT",
+            show_default=False,
             help=f"{', '.join(TOPO_FORMATS)}: a rich tree (terminal), plain text or markdown for tickets, "
             "json "
             "(default auto: rich on a terminal, else text).",
@@ -284,18 +285,26 @@ def probes_list() -> list[dict[str, Any]]:
 def estimate(
     params: Annotated[
         str,
-        typer.Option("--params", help="Parameter count: 70B, 7e10, 405b (below 1M is refused as a typo)."),
+        typer.Option(
+            "--params",
+            metavar="COUNT",
+            help="Parameter count: 70B, 7e10, 405b (below 1M is refused as a typo).",
+        ),
     ],
     throughput: Annotated[
         str | None,
         typer.Option(
-            "--throughput", help="Aggregate write rate: 1.2GB/s, 12GiB/s; a line rate 400Gbit/s × 0.9."
+            "--throughput",
+            metavar="RATE",
+            help="Aggregate write rate: 1.2GB/s, 12GiB/s; a line rate 400Gbit/s × 0.9.",
         ),
     ] = None,
     preset: Annotated[
         str,
         typer.Option(
             "--preset",
+            metavar="NAME",
+            show_default=False,
             help=f"What is saved per parameter: {', '.join(PRESET_PARTS)} (default {DEFAULT_PRESET}).",
             autocompletion=preset_names,
         ),
@@ -307,58 +316,90 @@ def estimate(
     fsync: Annotated[
         str | None,
         typer.Option(
-            "--fsync", help="fsync/metadata time per checkpoint: 20s, 500ms (default 0, optimistic)."
+            "--fsync",
+            metavar="DURATION",
+            help="fsync/metadata time per checkpoint: 20s, 500ms (default 0, optimistic).",
         ),
     ] = None,
     interval: Annotated[
-        str, typer.Option("--interval", help="Time between checkpoint starts: 1h, 30m.")
+        str,
+        typer.Option(
+            "--interval",
+            metavar="DURATION",
+            show_default=False,
+            help="Time between checkpoint starts: 1h, 30m (default 1h).",
+        ),
     ] = "1h",
     gpus: Annotated[
         int | None,
-        typer.Option("--gpus", help="GPUs stalled by the checkpoint (default nodes × GPUs per node)."),
+        typer.Option(
+            "--gpus", metavar="N", help="GPUs stalled by the checkpoint (default nodes × GPUs per node)."
+        ),
     ] = None,
     budget: Annotated[
         str | None,
-        typer.Option("--budget", help="Stall budget as share of wall time: 2%, 0.02 (missed: exit 1)."),
+        typer.Option(
+            "--budget", metavar="SHARE", help="Stall budget as share of wall time: 2%, 0.02 (missed: exit 1)."
+        ),
     ] = None,
     archive_throughput: Annotated[
         str | None,
-        typer.Option("--archive-throughput", help="Archive tier throughput for the asynchronous flush."),
+        typer.Option(
+            "--archive-throughput", metavar="RATE", help="Archive tier throughput for the asynchronous flush."
+        ),
     ] = None,
     nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Nodes the checkpoint is sharded over.")
+        int | None, typer.Option("--nodes", metavar="N", help="Nodes the checkpoint is sharded over.")
     ] = None,
     gpus_per_node: Annotated[
-        int | None, typer.Option("--gpus-per-node", help="GPUs per node (default 8).")
+        int | None, typer.Option("--gpus-per-node", metavar="N", help="GPUs per node (default 8).")
     ] = None,
     per_node_throughput: Annotated[
-        str | None, typer.Option("--per-node-throughput", help="Write rate of one node: 45GB/s, 400Gbit/s.")
+        str | None,
+        typer.Option(
+            "--per-node-throughput", metavar="RATE", help="Write rate of one node: 45GB/s, 400Gbit/s."
+        ),
     ] = None,
     target_ceiling: Annotated[
-        str | None, typer.Option("--target-ceiling", help="Most the storage target absorbs from all nodes.")
+        str | None,
+        typer.Option(
+            "--target-ceiling", metavar="RATE", help="Most the storage target absorbs from all nodes."
+        ),
     ] = None,
     asynchronous: Annotated[
         bool,
         typer.Option("--async", help="Asynchronous save: stall = D2H copy; persist and host memory checked."),
     ] = False,
     d2h_rate: Annotated[
-        str | None, typer.Option("--d2h-rate", help="Device-to-host copy rate per GPU (default 25GB/s).")
+        str | None,
+        typer.Option("--d2h-rate", metavar="RATE", help="Device-to-host copy rate per GPU (default 25GB/s)."),
     ] = None,
     host_copy_limit: Annotated[
         str | None,
         typer.Option(
-            "--host-copy-limit", help="Host memory bandwidth the GPUs of a node share (default 200GB/s)."
+            "--host-copy-limit",
+            metavar="RATE",
+            help="Host memory bandwidth the GPUs of a node share (default 200GB/s).",
         ),
     ] = None,
     buffers: Annotated[
-        int | None, typer.Option("--buffers", help="Staging buffers per node for --async (default 2).")
+        int | None,
+        typer.Option("--buffers", metavar="N", help="Staging buffers per node for --async (default 2)."),
     ] = None,
     host_mem: Annotated[
-        str | None, typer.Option("--host-mem", help="Memory of one node for --async staging: 2TB, 1.5TiB.")
+        str | None,
+        typer.Option(
+            "--host-mem", metavar="SIZE", help="Memory of one node for --async staging: 2TB, 1.5TiB."
+        ),
     ] = None,
     units: Annotated[
         Literal["si", "iec"],
-        typer.Option("--units", metavar="UNITS", help="Output units: si (GB) or iec (GiB); default si."),
+        typer.Option(
+            "--units",
+            metavar="UNITS",
+            show_default=False,
+            help="Output units: si (GB) or iec (GiB) (default si).",
+        ),
     ] = "si",
     fmt: Format = "text",
 ) -> int:
@@ -402,12 +443,29 @@ def estimate(
 def bench(
     path: Annotated[Path, typer.Argument(help="Directory on the checkpoint filesystem to measure.")],
     size: Annotated[
-        str | None, typer.Option("--size", help="Test data size: 4GiB (default: 5% of free space).")
+        str | None,
+        typer.Option(
+            "--size",
+            metavar="SIZE",
+            help="Test data size, e.g. 4GiB (default 5% of the free space, within 64 MiB to 8 GiB); refused "
+            "above half the free space or when it would leave less than 10% free.",
+        ),
     ] = None,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", metavar="SECONDS", help="Hard time limit (default 300).")
+        float,
+        typer.Option(
+            "--time-limit", metavar="SECONDS", show_default=False, help="Hard time limit (default 300)."
+        ),
     ] = 300.0,
-    engine: Annotated[str, typer.Option("--engine", help="auto, cpu-direct, libcufile or gdsio.")] = "auto",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            show_default=False,
+            help="auto, cpu-direct, libcufile or gdsio (default auto).",
+        ),
+    ] = "auto",
     save_raw: Annotated[
         Path | None,
         typer.Option("--save-raw", metavar="FILE", help="Write fio JSON / gdsio text here (for `analyze`)."),
@@ -445,9 +503,11 @@ def rules_show(cause_id: CauseId, rules_dir: RulesDirs = None) -> int:
     from gdsdoctor.commands.catalogue import render_cause
     from gdsdoctor.pipeline import rules
 
-    found = [c for c in rules(rules_dir or []) if c.id == cause_id]
+    causes = rules(rules_dir or [])
+    found = [c for c in causes if c.id == cause_id]
     if not found:
-        raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
+        hint = did_you_mean(cause_id, (c.id for c in causes))
+        raise UserError(f"no cause with id {cause_id!r}{hint}; `gdsdoctor rules list` shows them")
     sys.stdout.write(render_cause(found[0]))
     return 0
 

@@ -36,9 +36,14 @@ def watch(
             help="The checkpoint directory to watch (default: .).",
         ),
     ] = ".",
-    every: Annotated[str, typer.Option("--every", metavar="TIME", help="Time between samples.")] = "1s",
+    every: Annotated[
+        str,
+        typer.Option(
+            "--every", metavar="DURATION", show_default=False, help="Time between samples (default 1s)."
+        ),
+    ] = "1s",
     duration: Annotated[
-        str | None, typer.Option("--duration", metavar="TIME", help="Stop after TIME (e.g. 10m).")
+        str | None, typer.Option("--duration", metavar="DURATION", help="Stop after DURATION (e.g. 10m).")
     ] = None,
     until_idle: Annotated[
         bool, typer.Option("--until-idle", help="Stop 30 s after the last write phase (or the start).")
@@ -58,8 +63,9 @@ def watch(
             "--format",
             "-f",
             metavar="FORMAT",
+            show_default=False,
             help="text (a live view on a terminal) or json (one object a line: samples, events, "
-            "phases, then the report).",
+            "phases, then the report) (default text).",
         ),
     ] = "text",
     host_root: HostRoot = Path("/"),

@@ -14,7 +14,7 @@ from gdsdoctor.commands.catalogue import step_records
 from gdsdoctor.engine.evaluate import CauseResult, Outcome, evaluate_cause
 from gdsdoctor.engine.functions import search
 from gdsdoctor.engine.rules import Cause
-from gdsdoctor.errors import UserError
+from gdsdoctor.errors import UserError, did_you_mean
 from gdsdoctor.facts.document import build_facts
 from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
 from gdsdoctor.probes import ANALYSED_PROBES
@@ -34,7 +34,8 @@ def explain_cause(
     ``read_only``: of its commands, only those that change nothing (and the verify ones)."""
     causes = {c.id: c for c in rules(rules_dirs)}
     if cause_id not in causes:
-        raise UserError(f"no cause with id {cause_id!r}; `gdsdoctor rules list` shows them")
+        hint = did_you_mean(cause_id, causes)
+        raise UserError(f"no cause with id {cause_id!r}{hint}; `gdsdoctor rules list` shows them")
     cause = causes[cause_id]
     if inputs:
         capture = load_inputs(inputs, path)
@@ -48,6 +49,10 @@ def explain_cause(
         f"{cause.id}: {one_line(cause.title)}",
         f"  outcome: {result.outcome}  certainty: {result.certainty:.2f}",
     ]
+    lowered = result.cause.severity != cause.severity  # severity_at_most lowered it for these facts
+    lines.append(f"  severity: {result.cause.severity}")
+    if lowered:
+        lines[-1] += f" (lowered from {cause.severity} by {one_line(cause.severity_at_most or '')})"
     if path:
         mount = (facts["derived"].get("target_mount") or {}).get("mountpoint")
         where = f"on {one_line(str(mount))}" if mount else "no mount in the facts holds it"

@@ -19,8 +19,8 @@ from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Spa
 _EMPHASIS = {"critical": "**", "warning": "**", "ok": "**", "unknown": "**", "bold": "**", "dim": "_"}
 
 
-def render_markdown(report: dict[str, Any], verbose: bool = False) -> str:
-    return render_markdown_blocks(outline(report, verbose))
+def render_markdown(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> str:
+    return render_markdown_blocks(outline(report, verbose, quiet))
 
 
 def render_markdown_blocks(blocks: Iterable[Block]) -> str:

@@ -63,7 +63,15 @@ EFFECT_LABELS = {
 STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNOWN": "unknown"}
 
 
-def outline(report: dict[str, Any], verbose: bool = False) -> Iterator[Block]:
+def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> Iterator[Block]:
+    """The report's blocks; ``quiet``: one line per root cause found, then the status line."""
+    if quiet:
+        for finding in report["findings"]:
+            if not finding["explained_by"]:
+                # Whole: a script reads one finding a line.
+                yield Line((*_severity_spans(finding)[:3], ("  " + finding["title"], "")), whole=True)
+        yield _status_line(report)
+        return
     yield from _header(report)
     yield from _notice(report)
     yield from _partial(report)

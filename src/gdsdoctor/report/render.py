@@ -12,8 +12,11 @@ FORMATS = ("text", "json", "markdown", "junit", "prometheus", "oneline")
 MACHINE_FORMATS = frozenset({"json", "junit", "prometheus", "oneline"})
 
 
-def render(report: dict[str, Any], fmt: str, verbose: bool = False, color: bool = False) -> str:
-    """The report in ``fmt`` (one of :data:`FORMATS`), as the text to print or write."""
+def render(
+    report: dict[str, Any], fmt: str, verbose: bool = False, color: bool = False, quiet: bool = False
+) -> str:
+    """The report in ``fmt`` (one of :data:`FORMATS`), as the text to print or write; ``quiet``:
+    text and markdown give only the findings and the status."""
     if fmt == "json":
         from gdsdoctor.report.json_report import render_json
 
@@ -21,7 +24,7 @@ def render(report: dict[str, Any], fmt: str, verbose: bool = False, color: bool 
     if fmt == "markdown":
         from gdsdoctor.report.markdown import render_markdown
 
-        return render_markdown(report, verbose)
+        return render_markdown(report, verbose, quiet)
     if fmt == "junit":
         from gdsdoctor.report.junit import render_junit
 
@@ -37,5 +40,5 @@ def render(report: dict[str, Any], fmt: str, verbose: bool = False, color: bool 
     if fmt == "text":
         from gdsdoctor.report.text import render_text
 
-        return render_text(report, color=color, verbose=verbose)
+        return render_text(report, color=color, verbose=verbose, quiet=quiet)
     raise ValueError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")

@@ -48,9 +48,13 @@ def terminal_width() -> int:
 
 
 def render_text(
-    report: dict[str, Any], color: bool = False, verbose: bool = False, width: int | None = None
+    report: dict[str, Any],
+    color: bool = False,
+    verbose: bool = False,
+    width: int | None = None,
+    quiet: bool = False,
 ) -> str:
-    return render_blocks(outline(report, verbose), color, width)
+    return render_blocks(outline(report, verbose, quiet), color, width)
 
 
 def render_blocks(blocks: Iterable[Block], color: bool = False, width: int | None = None) -> str:
