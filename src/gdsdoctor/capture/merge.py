@@ -27,7 +27,7 @@ from gdsdoctor.probes.dmesg import split_line
 MAX_MERGED_LINES = 200_000  # beyond this the alignment costs too much: the first file is read alone
 
 _LSPCI_HEADER = lazy_compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) ")
-_IP = lazy_compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^[0-9a-fA-F:]*:[0-9a-fA-F:]+$")
+_IP = lazy_compile(r"^(?:\d{1,3}\.){3}\d{1,3}$|^(?=[0-9a-fA-F]*:[0-9a-fA-F:])[0-9a-fA-F:]+$")
 
 
 def _log_key(number: int, line: str) -> str:

@@ -19,18 +19,18 @@ from gdsdoctor.patterns import lazy_compile
 
 # `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
 _USER_PROMPT = lazy_compile(
-    r"^\s*(?:\$\s+)?(?:\(\S+\)\s+)?(?:\[(?P<user1>[\w.-]+)@(?P<host1>[\w.-]+)[^\]]*\]|(?P<user2>[\w.-]+)@(?P<host2>[\w.-]+)"
-    r"(?::[^\s$#]*)?)\s?[$#%]\s*(?P<cmd>.*)$"
+    r"^\s*(?:\$\s+)?(?:\(\S+\)\s+)?(?:\[(?P<user1>[\w.-]+)@(?P<host1>[\w.-]++)[^\]]*+\]|(?P<user2>[\w.-]+)@(?P<host2>[\w.-]+)"
+    r"(?::[^\s$#%]*+)?)\s?[$#%]\s*(?P<cmd>.*)$"
 )
 _DOLLAR_PROMPT = lazy_compile(r"^\s*(?:[\w.-]*-\d[\d.]*)?\$\s+(?P<cmd>\S.*)$")
 # `# cmd` is also a comment (grub, modprobe.d): a prompt only before a command we know.
-_HASH_PROMPT = lazy_compile(r"^\s*#\s+(?:sudo\s+)?(?P<word>[\w./-]+)(?P<rest>.*)$")
+_HASH_PROMPT = lazy_compile(r"^\s*#\s+(?:sudo\s+)?(?P<word>[\w./-]++)(?P<rest>.*)$")
 KNOWN_COMMANDS = frozenset(
     "nvidia-smi lspci lsblk mount findmnt cat dmesg journalctl nvme ibstat ibstatus ibv_devinfo df uname "
     "gdscheck gdscheck.py lsmod modinfo numactl grep ls ofed_info dkms ulimit systemd-detect-virt udevadm "
     "mlnx_qos env fio gdsio gds_stats tail head zcat less more hostnamectl lscpu".split()
 )
-_FENCE = lazy_compile(r"^\s*(?:```+|~~~+)\s*[\w+.-]*\s*$")
+_FENCE = lazy_compile(r"^\s*+(?:```+|~~~+)\s*+[\w+.-]*+\s*+$")
 _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
 _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 

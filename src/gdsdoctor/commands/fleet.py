@@ -23,7 +23,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -260,7 +259,16 @@ def _host_of(node: dict[str, Any]) -> str:
     ``#N`` counters appended to repeated hosts."""
     if "host" in node:
         return str(node["host"] or "")
-    return "" if node.get("error") else re.sub(r"(#\d+)+$", "", str(node["name"]))
+    return "" if node.get("error") else _without_counters(str(node["name"]))
+
+
+def _without_counters(name: str) -> str:
+    """``gpu001#2#3`` -> ``gpu001`` (a loop, not ``(#\\d+)+$``: that is retried from every ``#``)."""
+    head, mark, counter = name.rpartition("#")
+    while mark and counter.isdecimal():
+        name = head
+        head, mark, counter = name.rpartition("#")
+    return name
 
 
 def _record_key(node: dict[str, Any]) -> str:

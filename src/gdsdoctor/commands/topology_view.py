@@ -206,7 +206,7 @@ def short_name(name: Any) -> str | None:
     """``PEX890xx PCIe Gen 5 Switch (rev b0) (prog-if 00 [Normal decode])`` without the tails."""
     if not name:
         return None
-    return re.sub(r"\s*\((rev [0-9a-f]+|prog-if [^)]*\))\)?", "", str(name)).strip() or None
+    return re.sub(r"(?<!\s)\s*\((rev [0-9a-f]+|prog-if [^)]*\))\)?", "", str(name)).strip() or None
 
 
 def link_text(link: dict[str, Any]) -> str:

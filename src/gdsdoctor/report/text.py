@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 from collections.abc import Iterable
 from typing import Any
@@ -35,9 +34,8 @@ STYLES = {
 
 DEFAULT_WIDTH = 100  # output that goes to a file or a pipe, with no COLUMNS set
 MIN_WIDTH = 30
-# The end of a line: spaces mixed with the style codes rich opens and closes them with.
-_TRAILING_SPACES = lazy_compile(r"(?: |\x1b\[[0-9;]*m)+$", re.MULTILINE)
-_STYLE_CODE = lazy_compile(r"\x1b\[[0-9;]*m")
+# The style codes rich opens and closes text with (kept, as a group, by split).
+_STYLE_CODE = lazy_compile(r"(\x1b\[[0-9;]*m)")
 
 
 def terminal_width() -> int:
@@ -74,12 +72,22 @@ def render_blocks(blocks: Iterable[Block], color: bool = False, width: int | Non
         renderable = _renderable(block)
         unwrapped = isinstance(renderable, Text) and bool(renderable.no_wrap)  # URLs, the status line
         console.print(renderable, soft_wrap=unwrapped)
-    return _TRAILING_SPACES.sub(_codes_only, buffer.getvalue())
+    return "\n".join(_without_end_spaces(line) for line in buffer.getvalue().split("\n"))
 
 
-def _codes_only(end: re.Match[str]) -> str:
-    """A line's end without its spaces, keeping its style codes (a reset must still reset)."""
-    return "".join(_STYLE_CODE.findall(end.group()))
+def _without_end_spaces(line: str) -> str:
+    """A line without the spaces at its end, keeping the style codes among them (a reset must
+    still reset). Walked in Python: a pattern for "spaces and codes up to the end" retried
+    from every space of a long run (quadratic, see docs/security-patterns.md)."""
+    if not line.endswith((" ", "m")):
+        return line
+    pieces = _STYLE_CODE.split(line)  # text, code, text, ..., text
+    for index in range(len(pieces) - 1, -1, -2):
+        kept = pieces[index].rstrip(" ")
+        pieces[index] = kept
+        if kept:
+            break
+    return "".join(pieces)
 
 
 def _spans(spans: tuple[Span, ...]) -> Text:

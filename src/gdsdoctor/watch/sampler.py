@@ -244,7 +244,7 @@ def pcie_rate(device: Path) -> float | None:
     speed, width = _text(device / "current_link_speed"), _text(device / "current_link_width")
     if not speed or not width or not width.isdigit():
         return None
-    match = re.match(r"([\d.]+)\s*GT/s", speed)
+    match = re.match(r"^([\d.]+)\s*GT/s", speed)
     generation = next((g for g, gt in PCIE_GT_PER_S.items() if match and float(match[1]) == gt), None)
     try:
         return pcie_link_bytes_per_s(generation, int(width)) if generation else None
@@ -257,7 +257,7 @@ def rdma_rates(root: Path) -> dict[str, float]:
     rates: dict[str, float] = {}
     base = root / "sys/class/infiniband"
     for rate_file in sorted(base.glob("*/ports/*/rate")) if base.is_dir() else []:
-        match = re.match(r"([\d.]+)\s*Gb/sec", _text(rate_file) or "")
+        match = re.match(r"^([\d.]+)\s*Gb/sec", _text(rate_file) or "")
         if match:
             rates[f"{rate_file.parts[-4]} port {rate_file.parts[-2]}"] = float(match[1]) * 1e9 / 8
     return rates

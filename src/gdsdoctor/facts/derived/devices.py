@@ -125,7 +125,9 @@ _ONE_GBE = lazy_compile(
     r"(?<![\d-])Gigabit Ethernet)\b"
 )
 ONE_GBE_DRIVERS = frozenset(("igb", "igc", "e1000", "e1000e", "tg3", "bnx2", "r8169"))
-_JOURNAL_TASK = lazy_compile(r"^(?:jbd2|kworker/\S*flush)[/-](?P<device>[a-z][\w-]*?\d)-\d+(?::\d+)?$")
+_JOURNAL_TASK = lazy_compile(r"^(?:jbd2|kworker/\S{0,32}flush)[/-](?P<device>[a-z][\w-]*\d)-\d+(?::\d+)?$")
+_NAMESPACE = lazy_compile(r"(?P<controller>nvme\d+)(?:c\d+)?n\d+")  # nvme0n1, nvme0c1n1
+_PARTITION_SUFFIX = lazy_compile(r"p?\d+")
 _JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # jbd2 names the journal "nvme0n1p1-8"
 
 
@@ -241,7 +243,7 @@ class _Places:
         """The device and everything built on it in the block listing; an NVMe controller
         (``nvme0``) stands for its namespaces."""
         if re.fullmatch(r"nvme\d+", name):
-            roots = [d for n, d in self.by_name.items() if re.fullmatch(rf"{name}(?:c\d+)?n\d+", str(n))]
+            roots = [d for n, d in self.by_name.items() if _controller_of(str(n)) == name]
         else:
             roots = [self.by_name[name]] if isinstance(self.by_name.get(name), dict) else []
         seen: dict[str, dict[str, Any]] = {}
@@ -261,7 +263,7 @@ class _Places:
         points |= {str(m.get("mountpoint")) for m in self.mounts if _mount_device(m) in names}
         # without a block listing, a partition in the mount table still shows where its disk is used
         points |= {str(m.get("mountpoint")) for m in self.mounts
-                   if re.fullmatch(rf"{re.escape(name)}p?\d+", _mount_device(m) or "")}  # fmt: skip
+                   if _is_partition_of(_mount_device(m) or "", name)}  # fmt: skip
         return {p for p in points if p and p != "None"}
 
 
@@ -529,3 +531,14 @@ def _management_nic(link: dict[str, Any], identity: dict[str, Any]) -> bool:
         return True
     text = " ".join(str(v) for v in (link.get("says"), link.get("name"), identity.get("name")) if v)
     return bool(_ONE_GBE.search(text))
+
+
+def _controller_of(name: str) -> str | None:
+    """``nvme0`` for ``nvme0n1`` and ``nvme0c1n1`` (a name is never put into a pattern)."""
+    match = _NAMESPACE.fullmatch(name)
+    return match["controller"] if match else None
+
+
+def _is_partition_of(device: str, disk: str) -> bool:
+    """``sda1`` of ``sda``, ``nvme0n1p2`` of ``nvme0n1``."""
+    return device.startswith(disk) and bool(_PARTITION_SUFFIX.fullmatch(device, len(disk)))

@@ -491,7 +491,7 @@ def _name_kind(name: str) -> str:
 
 def _disk_of_partition(name: str) -> str:
     match = NVME_PARTITION.match(name)
-    return match[1] if match else re.sub(r"\d+$", "", name)
+    return match[1] if match else re.sub(r"(?<!\d)\d+$", "", name)
 
 
 def _fs_kinds(fstype: str, device: Any) -> set[str]:
