@@ -122,7 +122,7 @@ CODE_BY_MESSAGE = (
     (lazy_compile(r"\binternal error\b", re.I), 5030),
 )
 _CODE_NEAR_CUFILE = lazy_compile(
-    r"(?:cuFile\w*|CUFile|cufile\w*)[^\n]{0,80}?(?:error|returned|failed)[^\n]{0,40}?\b(50[0-3]\d)\b", re.I
+    r"cufile[^\n]{0,100}?(?:error|returned|failed)[^\n]{0,40}?\b(50[0-3]\d)\b", re.I
 )
 _CU_FILE_NAME = lazy_compile(r"\b(CU_FILE_[A-Z_]+)\b")
 _API = lazy_compile(
@@ -145,7 +145,7 @@ _KVIKIO_COMPAT = lazy_compile(
 _KVIKIO_FIELD = lazy_compile(
     r"^\s*(GPU|BAR1 Memory Total|GDS driver|GDS config\.json|directory)\s*\|\s*(.*?)\s*$"
 )
-_SIZE = lazy_compile(r"([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
+_SIZE = lazy_compile(r"(?<![\d.])([\d.]+)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b", re.I)
 _OPERATOR_CTR = lazy_compile(r"nvidia-fs-ctr")
 _OPERATOR_FAIL = lazy_compile(r"CrashLoopBackOff|exit(?: code)?:?\s*127\b|Exit Code:\s*127", re.I)
 _CUFILE_LOG_LINE = lazy_compile(r"\[pid=\d+ tid=\d+\]")
@@ -267,10 +267,10 @@ def _kvikio(lines: list[tuple[int, str]], artifact: str) -> dict[str, Any] | Non
     if "GDS driver" not in fields or first is None:
         return None
     driver = fields["GDS driver"]
-    version = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", driver)
+    version = re.search(r"(?<!\d)v?(\d+\.\d+(?:\.\d+)?)", driver)
     gpu = fields.get("GPU")
     return {
-        "gpu_name": re.sub(r"\s*\(dev #\d+\)\s*$", "", gpu) if gpu else None,
+        "gpu_name": re.sub(r"(?<!\s)\s*\(dev #\d+\)\s*$", "", gpu) if gpu else None,
         "bar1_total_bytes": _size_bytes(fields.get("BAR1 Memory Total", "")),
         "gds_driver": version[1] if version and "N/A" not in driver else None,
         "config_path": fields.get("GDS config.json"),

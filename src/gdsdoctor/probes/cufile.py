@@ -268,7 +268,7 @@ def recognise_cufile_json(text: str) -> bool:
 
 _ENV_NAME = lazy_compile(r"^(CUFILE_[A-Z0-9_]+|KVIKIO_COMPAT_MODE|LIBCUDF_CUFILE_POLICY)$")
 _ENV_LINE = lazy_compile(
-    r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>[^;]*?)\s*$"
+    r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>(?:[^;]*[^;\s])?)\s*$"
 )  # not `A=1; cmd`
 
 
@@ -516,8 +516,8 @@ def read_cufile_log(host_root: Path) -> bytes:
 
 _STATS_VERSION = lazy_compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
 _GLOBAL = lazy_compile(
-    r"^(?P<key>(?:Total|Read|Write|Avg)[\w ]*?)\s*(?:\((?P<unit>[^)]*)\))?\s*:"
-    r"\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
+    r"^(?P<key>(?:Total|Read|Write|Avg)(?:[\w ]*\w)?)\s*+(?:\((?P<unit>[^)]*+)\))?\s*+:"
+    r"\s*+(?P<value>-?\d++(?:\.\d++)?)\s*+$"
 )
 _HISTOGRAM = lazy_compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
 _PER_GPU = lazy_compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")

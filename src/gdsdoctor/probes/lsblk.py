@@ -40,7 +40,7 @@ COLUMNS_FULL = (
 # util-linux < 2.37 rejects MOUNTPOINTS and < 2.33 rejects PATH ("unknown column"): a second try.
 COLUMNS_COMPAT = "NAME,KNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL,SERIAL,TRAN,ROTA,SCHED,PKNAME,RO,RM"
 
-_PAIR = lazy_compile(r'([A-Z][A-Z0-9:_%-]*)="((?:[^"\\]|\\.)*)"')
+_PAIR = lazy_compile(r'(?<![A-Z0-9:_%-])([A-Z][A-Z0-9:_%-]*)="((?:[^"\\]|\\.)*)"')
 _HEX_ESCAPE = lazy_compile(r"\\x([0-9a-fA-F]{2})")
 _DEVICE_KEYS = ("name", "kname", "maj:min", "type")
 

@@ -25,7 +25,7 @@ from gdsdoctor.probes.pci_records import lspci_kind, new_lspci_device
 
 _FIELD = lazy_compile(r"^\s*([A-Za-z]+):\s*(.*?)\s*$")
 _ADDRESS = lazy_compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_NUMERIC_ID = lazy_compile(r"\s*\[([0-9a-fA-F]{4})\]$")
+_NUMERIC_ID = lazy_compile(r"(?<!\s)\s*\[([0-9a-fA-F]{4})\]$")
 _KEYS = frozenset(
     "Slot Class Vendor Device SVendor SDevice Rev ProgIf Driver Module NUMANode IOMMUGroup PhySlot".split()
 )

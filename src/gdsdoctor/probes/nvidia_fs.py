@@ -116,8 +116,8 @@ _STATS_HEADERS: dict[str, re.Pattern[str]] = {
     "active_processes": lazy_compile(r"^Active Process\s*:\s*(\d+)"),
 }
 _IO_STATS = lazy_compile(r"^IO stats\s*:\s*(\w+)(?:,\s*peer IO stats\s*:\s*(\w+))?")
-_COUNTER = lazy_compile(r"^(?P<name>[A-Z][\w -]*?)\s*:\s*(?P<pairs>(?:[\w()%/-]+=\S*\s*)+)$")
-_PAIR = lazy_compile(r"([\w()%/-]+)=(\S*)")
+_COUNTER = lazy_compile(r"^(?P<name>[A-Z](?:[\w -]*[\w-])?)\s*+:\s*+(?P<pairs>(?:[\w()%/-]++=\S*+\s*+)+)$")
+_PAIR = lazy_compile(r"(?<![\w()%/-])([\w()%/-]+)=(\S*)")
 _GPU = lazy_compile(
     r"^GPU\s+(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+uuid:(?P<uuid>\S+)\s*:\s*(?P<pairs>.*)$"
 )
@@ -139,7 +139,7 @@ def snake_key(key: str) -> str:
 def number(value: str) -> int | float | str:
     if re.fullmatch(r"-?\d+", value):
         return int(value)
-    if re.fullmatch(r"-?\d+\.\d*", value):
+    if re.fullmatch(r"^-?\d+\.\d*", value):
         return float(value)
     return value
 
@@ -272,7 +272,7 @@ def recognise_devices(text: str) -> bool:
 # --- NVIDIA driver flavour -----------------------------------------------------------------------
 
 _NVRM = lazy_compile(
-    r"NVRM version:\s*NVIDIA UNIX (?P<open>Open Kernel Module for )?(?P<arch>\w+)?\s*(?:Kernel Module)?\s+"
+    r"NVRM version:\s*+NVIDIA UNIX (?P<open>Open Kernel Module for )?(?P<arch>\w+)?(?:\s++Kernel Module)?\s++"
     r"(?P<version>\d+\.\d+(?:\.\d+)?)"
 )
 
@@ -347,11 +347,11 @@ def modinfo_recogniser(module: str) -> Callable[[str], bool]:
 
 _DKMS_NEW = lazy_compile(
     r"^(?P<module>[\w.+-]+)/(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
-    r":\s*(?P<state>[\w-]+)(?P<rest>.*)$"
+    r":\s*(?P<state>[\w-]++)(?P<rest>.*)"  # one line: no $ to retry the state against
 )
 _DKMS_OLD = lazy_compile(
     r"^(?P<module>[\w.+-]+),\s*(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
-    r":\s*(?P<state>[\w-]+)(?P<rest>.*)$"
+    r":\s*(?P<state>[\w-]++)(?P<rest>.*)"  # one line: no $ to retry the state against
 )
 
 
@@ -403,7 +403,7 @@ BUILD_ERROR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("gpl_only_symbols", r"GPL-only symbols"),
         ("unknown_symbol_nvidia_p2p", r"Unknown symbol nvidia_p2p_\w+"),
         ("no_symbol_version", r"no symbol version for nvidia_p2p_\w+"),
-        ("modpost_undefined", r'modpost: ".+" .*undefined'),
+        ("modpost_undefined", r'modpost: "[^"]+" .*undefined'),
         ("compile_error", r"\berror:"),
         ("make_error", r"make(\[\d+\])?: \*\*\*.*Error \d+"),
     )

@@ -105,7 +105,7 @@ def controllers_under(host_root: Path) -> list[str]:
 
 
 def _natural(name: str) -> tuple[str, int]:
-    digits = re.search(r"(\d+)$", name)
+    digits = re.search(r"(?<!\d)(\d+)$", name)
     return (name[: digits.start()] if digits else name, int(digits[1]) if digits else -1)
 
 
@@ -356,7 +356,7 @@ def _parse_subsys_json(text: str, artifact: str) -> Section:
 # ---------------------------------------------------------------------------------------------------
 # nvme list-subsys / show-topology: text
 
-_SUBSYS_LINE = lazy_compile(r"^(?P<name>nvme-subsys\d+)\s+-\s+NQN=(?P<nqn>.*?)\s*$")
+_SUBSYS_LINE = lazy_compile(r"^(?P<name>nvme-subsys\d+)\s+-\s+NQN=(?P<nqn>(?:.*\S)?)\s*$")
 _NS_LINE = lazy_compile(r"^\s*\+-\s*ns id\s+(?P<nsid>\d+)")
 _PATH_LINE = lazy_compile(
     r"^\s*\+-\s*(?P<name>\S+)\s+(?P<transport>" + "|".join(_TRANSPORTS) + r")\s+(?P<rest>.*)$"

@@ -20,7 +20,7 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Section, src
 
 _RULE = lazy_compile(r"^\s*-{3,}(?:\s+-{2,})+\s*$")
-_USAGE = lazy_compile(r"([\d.]+)\s*([KMGTP]?B)\s*/\s*([\d.]+)\s*([KMGTP]?B)")
+_USAGE = lazy_compile(r"(?<![\d.])([\d.]+)\s*([KMGTP]?B)\s*/\s*([\d.]+)\s*([KMGTP]?B)")
 _SECTOR = lazy_compile(r"^(\d+)\s*(KiB|B)")
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
 Row = dict[str, Any]

@@ -155,7 +155,7 @@ def _scheduler(value: Any) -> tuple[str | None, list[str]]:
     if not text:
         return None, []
     names = [word.strip("[]") for word in text.split()]
-    selected = re.search(r"\[([^\]]+)\]", text)
+    selected = re.search(r"\[([^\[\]]+)\]", text)
     return (selected[1] if selected else (names[0] if len(names) == 1 else None)), names
 
 

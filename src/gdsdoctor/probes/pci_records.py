@@ -25,7 +25,7 @@ def lspci_kind(class_name: str, name: str) -> str:
 
 def new_lspci_device(bdf: str, rest: str, source: dict[str, Any]) -> dict[str, Any]:
     class_name, _, name = rest.partition(": ")
-    class_name = re.sub(r"\s*\[[0-9a-f]{4}\]$", "", class_name.strip())  # `-nn` appends [0302]
+    class_name = re.sub(r"(?<!\s)\s*\[[0-9a-f]{4}\]$", "", class_name.strip())  # `-nn` appends [0302]
     return {
         "bdf": full_bdf(bdf),
         "kind": lspci_kind(class_name, name.strip()),

@@ -197,7 +197,7 @@ def recognise_os_release(text: str) -> bool:
     """Two of the standard keys, and most lines one ``KEY=value`` assignment each (vendors add many
     keys: ANSI_COLOR, CPE_NAME, REDHAT_*); a line of several ``KEY="v"`` pairs is ``lsblk -P``'s."""
     lines = [line.strip() for _, line in _content_lines(text[:20_000], 60)]
-    single = [x for x in lines if _OS_LINE.match(x) and len(re.findall(r'[A-Z][A-Z0-9_:%-]*="', x)) <= 1]
+    single = [x for x in lines if _OS_LINE.match(x) and len(re.findall(r'(?<![A-Z0-9_:%-])[A-Z][A-Z0-9_:%-]*="', x)) <= 1]
     os_keys = sum(
         bool(re.match(r"^(NAME|ID|ID_LIKE|VERSION_ID|PRETTY_NAME|VERSION|HOME_URL)=", x)) for x in single
     )
