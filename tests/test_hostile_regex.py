@@ -6,6 +6,9 @@ structure: the time for 4 KiB must stay within 6 ms (linear patterns take micros
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from tests import regex_audit as audit
@@ -90,3 +93,39 @@ def test_the_audit_finds_the_patterns_of_tables_and_functions() -> None:
     assert {p.pattern for _, p in cufile.LOG_KINDS} <= cufile_found
     assert cufile._COMMENT_TOKENS.pattern in cufile_found  # an f-string
     assert r"-?\d+" in cufile_found  # a literal inside a function
+
+
+# --- the inputs of the report: each kept analyze busy for seconds to minutes ---------------------
+
+
+def _hostile_bundle(tmp_path: Path, section: str, name: str, data: bytes) -> Path:
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
+    capture.add(section, Artifact(name, ArtifactStatus.OK, data, source=name))
+    return write_bundle(capture, tmp_path / "hostile.tar.gz")
+
+
+HOSTILE_INPUTS = {
+    # a DKMS build log line whose symbol is quote-space pairs: `".+" .*undefined` tried every pair
+    "make.log": ("nvidia_fs_build", "var/lib/dkms/nvidia-fs/make.log", b'modpost: "x' + b'" ' * 13_000),
+    # nvidia-fs counters: the nested pairs of `(?:[\w]+=\S*\s*)+$` were exponential
+    "nvidia-fs stats": ("nvidia_fs_stats", "proc/driver/nvidia-fs/stats", b"Reads : " + b"a=" * 40 + b"\n!"),
+    # a cuFile JSON excerpt: `(?P<value>[^{].*?)\s*,?\s*$` was cubic in a run of spaces
+    "cufile.json": ("cufile_json", "etc/cufile.json", b'{\n "a": x' + b" " * 5_000 + b"y\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_INPUTS))
+def test_a_hostile_line_in_a_bundle_is_analysed_at_once(tmp_path: Path, name: str) -> None:
+    """Seconds or minutes each before (the make.log line 15 s, the counters 0.3 s for 18 pairs and
+    doubling with each pair, the JSON line 2.6 s per KiB cubed); now well under a second."""
+    from gdsdoctor.pipeline import analyze_paths
+
+    section, member, data = HOSTILE_INPUTS[name]
+    bundle = _hostile_bundle(tmp_path, section, member, data)
+    started = time.thread_time()
+    analyze_paths([bundle])
+    assert time.thread_time() - started < 5

@@ -91,7 +91,9 @@ _ID_KEYS = {
 _KEY_NAMES = "|".join(sorted((re.escape(k) for k in _ID_KEYS), key=len, reverse=True))
 _JSON_ID = lazy_compile(rf'"(?P<key>(?i:{_KEY_NAMES}))"\s*:\s*"(?P<value>[^"\n]{{1,200}})"')
 _TEXT_ID = lazy_compile(
-    rf"^[ \t]*(?:E:[ \t]?)?(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*(?P<value>\S(?:[^\n]*[^ \t\n])?)[ \t]*$", re.M
+    rf"^[ \t]*(?:E:[ \t]?)?(?P<key>(?i:{_KEY_NAMES}))[ \t]*[:=][ \t]*"
+    r"(?P<value>\S(?:[^\n]*[^ \t\n])?)[ \t]*$",
+    re.M,
 )
 _MOUNT_SERVER = lazy_compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
 _CIFS_SERVER = lazy_compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs

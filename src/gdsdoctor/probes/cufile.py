@@ -215,7 +215,7 @@ def _load_config(body: str) -> tuple[dict[str, Any], bool]:
 
 
 _OBJECT_OPEN = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*\{\s*$')
-_SCALAR = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>[^{].*?)\s*,?\s*$')
+_SCALAR = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*+:\s*+(?P<value>[^{\s].*)')  # trimmed in Python: linear
 
 
 def _lenient_keys(stripped: str) -> dict[str, Any]:
@@ -229,7 +229,7 @@ def _lenient_keys(stripped: str) -> dict[str, Any]:
             stack.pop()
         elif scalar := _SCALAR.match(line):
             try:
-                value = json.loads(scalar["value"])
+                value = json.loads(scalar["value"].rstrip().removesuffix(",").rstrip())
             except (ValueError, RecursionError):
                 continue
             found[".".join([*stack, scalar["key"]])] = value

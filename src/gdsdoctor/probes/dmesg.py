@@ -212,7 +212,7 @@ _DEVICE_PATTERNS = tuple(
     for p in (
         r"^(?:nvme|block|nvme_tcp|nvme_rdma|nvme_fabrics) (?P<d>nvme\d+(?:c\d+)?(?:n\d+)?(?:p\d+)?):",
         r"^(?P<d>nvme\d+(?:c\d+)?n\d+(?:p\d+)?):",
-        r"\bdev(?:ice)? (?P<d>[a-z]+[\w-]*?)(?:-\d+)?[,.]?(?:\s|$)",
+        r"\bdev(?:ice)? (?P<d>[a-z][\w-]*?)(?:-\d+)?[,.]?(?:\s|$)",
         r"^(?:XFS|EXT[34]-fs(?: error| warning)?|BTRFS \w+) \((?:device )?(?P<d>[^)\s]+)\)",
         r"\b(?P<d>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b",
         r"\[(?P<d>sd[a-z]+)\]",
@@ -477,7 +477,7 @@ def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine
 
 
 def _is_json(text: str) -> bool:
-    return bool(re.match(r'\s*\{\s*"dmesg"\s*:', text[:200]))
+    return bool(re.match(r'^\s*+\{\s*+"dmesg"\s*+:', text[:200]))
 
 
 class _Events:

@@ -53,7 +53,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"(?i)nvidia[-_]fs:.*Error ret (?P<errno>-\d+) invoking (?P<call>\w+)",
         r"(?i)nvidia[-_]fs:\s*(?P<op>read|write) IO failed\s*:\s*(?P<errno>-\d+)",
         r"(?i)nvidia[-_]fs:.*rw_verify_area failed with (?P<errno>-\d+)",
-        r"kernel BUG at \S*nvidia-fs\S*",
+        r"kernel BUG at \S*nvidia-fs",
         r"(?i)nvidia[-_]fs:.*(?:error|fail|incompatible|not set|cannot|invalid|not aligned|unable|bug)",
     )),
     ("nvidia_fs_loaded", ("registered correctly",), (
@@ -71,7 +71,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("nvme_timeout", ("timeout",), (
         r"\bI/O (?:tag )?(?P<tag>\d+) (?:\([0-9a-fx]+\) )?(?:type \d+ )?(?:opcode (?P<opcode>0x[0-9a-f]+) "
         r"(?:\([^)]*\) )?)?QID (?P<qid>\d+) timeout(?:, " + _TIMEOUT_ACTION + ")?",
-        r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]+)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",
+        r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]++)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",
         r"\btimeout, " + _TIMEOUT_ACTION,
     )),
     ("nvme_abort", ("abort status",), (

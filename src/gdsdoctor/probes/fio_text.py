@@ -31,7 +31,7 @@ _HEADER = lazy_compile(
     r"^\s*(?P<name>\S[^:]*?): \(g=(?P<group>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
     r"ioengine=(?P<engine>[\w.-]+), iodepth=(?P<depth>\d+)"
 )
-_VERSION = lazy_compile(r"^fio-\d+\.\d+\S*$")
+_VERSION = lazy_compile(r"^fio-\d+\.\d++\S*$")
 _RESULT = lazy_compile(
     r"^\s*(?P<name>\S[^:]*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)"
 )
@@ -50,8 +50,8 @@ _PERCENTILES = lazy_compile(r"^\s+clat percentiles \((?P<unit>[num]sec)\):")
 _P99 = lazy_compile(r"99\.00th=\[\s*(?P<value>\d+)\]")
 _GROUP = lazy_compile(r"^\s*Run status group (?P<group>\d+) \(all jobs\):")
 _GROUP_LINE = lazy_compile(
-    r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s.*?"
-    r"io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B).*?run=\d+-(?P<runtime>\d+)msec"
+    r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>\d+(?:\.\d+)?)(?P<bwu>[kKMGTP]?i?B)/s[^=]*"
+    r"io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[kKMGTP]?i?B)[^=]*run=\d+-(?P<runtime>\d+)msec"
 )
 _OLD_GROUP_LINE = lazy_compile(
     r"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>\d+(?:\.\d+)?)(?P<iou>[KMGTP]?B), "

@@ -102,8 +102,8 @@ def _unit(size_header: str) -> int | None:
     return int(match[1]) * 1024 ** " KMG".index(match[2].upper() or " ")
 
 
-_DF_WITH_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
-_DF_NO_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/.*?)\s*$")
+_DF_WITH_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/(?:.*\S)?)\s*$")
+_DF_NO_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/(?:.*\S)?)\s*$")
 
 
 def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:

@@ -96,11 +96,21 @@ def _strip_command_prefix(line: str) -> str:
 # kernel
 # ---------------------------------------------------------------------------------------------
 
-_PROC_VERSION = lazy_compile(r"^Linux version (?P<release>\S+)(?: .*?(?P<build>#\S+.*))?$")
-_UNAME_A = lazy_compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d+\S*) (?P<build>#.*)$")
-_UNAME_TAIL = lazy_compile(r"(?: (?:x86_64|aarch64|ppc64le|s390x|riscv64|armv7l|i686|unknown))* GNU/Linux$")
-_UNAME_R = lazy_compile(r"^\d+\.\d+(?:\.\d+)?[\w.+~^-]*$")
+_PROC_VERSION = lazy_compile(r"^Linux version (?P<release>\S+)(?: (?:[^#\n]|#(?!\S))*+(?P<build>#\S++.*))?$")
+_UNAME_A = lazy_compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d++\S*+) (?P<build>#.*)$")
+_UNAME_R = lazy_compile(r"^\d+\.\d++[\w.+~^-]*+$")
 _MACHINES = ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64", "armv7l", "i686")
+
+
+def _without_uname_tail(build: str) -> str:
+    """``#1 SMP … x86_64 x86_64 x86_64 GNU/Linux`` without its machine words and ``GNU/Linux``
+    (a loop: the pattern ``(?: machine)* GNU/Linux$`` is retried from every word)."""
+    if not build.endswith(" GNU/Linux"):
+        return build
+    head = build.removesuffix(" GNU/Linux")
+    while (cut := head.rpartition(" "))[1] and cut[2] in (*_MACHINES, "unknown"):
+        head = cut[0]
+    return head
 
 
 def _version_tuple(release: str) -> list[int]:
@@ -114,7 +124,7 @@ def parse_kernel(text: str, artifact: str) -> Section:
         if m := _PROC_VERSION.match(line):
             release, build = m["release"], m["build"]
         elif m := _UNAME_A.match(line):
-            release, build, hostname = m["release"], _UNAME_TAIL.sub("", m["build"]), m["host"]
+            release, build, hostname = m["release"], _without_uname_tail(m["build"]), m["host"]
             machine = next((w for w in reversed(line.split()) if w in _MACHINES), None)
         elif _UNAME_R.match(line):
             release, build = line, None
@@ -147,6 +157,7 @@ def recognise_kernel(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _OS_LINE = lazy_compile(r"^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+_ASSIGNMENT = lazy_compile(r'(?<![A-Z0-9_:%-])[A-Z][A-Z0-9_:%-]*="')  # one KEY="v" of a line
 _LSB_LINE = lazy_compile(r"^(?P<key>Distributor ID|Description|Release|Codename):\s*(?P<value>.*)$")
 _LSB_KEYS = {
     "Distributor ID": "ID",
@@ -197,7 +208,7 @@ def recognise_os_release(text: str) -> bool:
     """Two of the standard keys, and most lines one ``KEY=value`` assignment each (vendors add many
     keys: ANSI_COLOR, CPE_NAME, REDHAT_*); a line of several ``KEY="v"`` pairs is ``lsblk -P``'s."""
     lines = [line.strip() for _, line in _content_lines(text[:20_000], 60)]
-    single = [x for x in lines if _OS_LINE.match(x) and len(re.findall(r'(?<![A-Z0-9_:%-])[A-Z][A-Z0-9_:%-]*="', x)) <= 1]
+    single = [x for x in lines if _OS_LINE.match(x) and len(_ASSIGNMENT.findall(x)) <= 1]
     os_keys = sum(
         bool(re.match(r"^(NAME|ID|ID_LIKE|VERSION_ID|PRETTY_NAME|VERSION|HOME_URL)=", x)) for x in single
     )
@@ -493,7 +504,7 @@ def recognise_kallsyms(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _OFED = lazy_compile(
-    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]*?|OFED)-(?P<version>\d+\.\d+[\w.-]*?):?$"
+    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]{0,40}?|OFED)-(?P<version>\d+\.\d++[\w.-]*+):?$"
 )
 
 

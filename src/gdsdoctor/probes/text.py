@@ -31,7 +31,9 @@ from gdsdoctor.probes.base import numbered_lines, src
 # -------------------------------------------------------------------------------------------------
 # parsers: JSON, provenance and values (pure)
 
-_HUMAN_SIZE = lazy_compile(r"^\s*(\d+(?:[.,]\d+)?)\s*([BKMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
+_HUMAN_SIZE = lazy_compile(r"^\s*+(\d++(?:[.,]\d++)?)\s*+([BKMGTPE]?)(?:i?B)?\s*+$", re.IGNORECASE)
+# What a truncated JSON may end in that cannot be closed: a comma (and a key), a key, a colon.
+_DANGLING_END = lazy_compile(r'(,\s*+("(?:[^"\\]|\\.)*+"\s*+:?)?|"(?:[^"\\]|\\.)*+"\s*+:|:)\s*$')
 _POWERS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 
@@ -103,7 +105,7 @@ def close_truncated_json(body: str) -> Any | None:
     if not stack:
         return None
     candidate = body + ('"' if scan.in_string else "")
-    candidate = re.sub(r'(,\s*("(?:[^"\\]|\\.)*"\s*:?)?|"(?:[^"\\]|\\.)*"\s*:|:)\s*$', "", candidate.rstrip())
+    candidate = _DANGLING_END.sub("", candidate.rstrip())
     try:
         return json.loads(candidate + "".join(reversed(stack)))
     except (ValueError, RecursionError):
@@ -254,7 +256,7 @@ def split_address(address: str | None) -> dict[str, str | None]:
         return parts
     if "=" not in address:
         parts["traddr"] = address.strip()
-        if re.fullmatch(r"[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]", address.strip()):
+        if re.fullmatch(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]", address.strip()):
             parts["pci_bdf"] = address.strip()
         return parts
     for piece in re.split(r"[,\s]+", address.strip()):
