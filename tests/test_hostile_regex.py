@@ -18,6 +18,7 @@ REVIEWED_DYNAMIC = {
     "gdsdoctor/capture/redact.py:pattern": "alternation of re.escape'd literals, longest first",
     "gdsdoctor/checkpoint/units.py:_split_quantity": "the module's _NUMBER (audited) in a fixed frame, "
     "on a command-line argument",
+    "gdsdoctor/facts/derived/topology.py:on_namespace": "a namespace name, re.escape'd",
     "gdsdoctor/probes/nvidia_fs.py:modinfo_recogniser": "a module name of the probe table, re.escape'd",
     "gdsdoctor/probes/nvme_cli.py:recognise_id_ctrl": "text.json_key of a constant key",
 }

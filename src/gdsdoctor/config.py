@@ -81,8 +81,13 @@ def read_config(path: Path | None) -> dict[str, Any]:
 def _load_yaml(path: Path) -> Any:
     import yaml  # not imported by a run without a config file
 
+    from gdsdoctor.config_files import YamlAliasError, parse_yaml, read_config_text
+
+    text = read_config_text(path, "site config")  # a regular file of at most 1 MiB
     try:
-        return yaml.safe_load(path.read_text())
+        return parse_yaml(text)[1]
+    except YamlAliasError as error:
+        raise UserError(f"{path}:{error.line}: {error} in a site config") from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
+from gdsdoctor.config_files import YamlAliasError, parse_yaml, read_config_text
 from gdsdoctor.engine.command_shape import Step, command_issues
 from gdsdoctor.engine.functions import compile_expression
 from gdsdoctor.errors import UserError
@@ -214,9 +215,11 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
 
     name = str(file)
     try:
-        node, document = _parse_yaml(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        return [], [LintIssue(name, 0, f"cannot read: {error}")]
+        node, document = parse_yaml(read_config_text(file, "rule file"))
+    except UserError as error:
+        return [], [LintIssue(name, 0, str(error).removeprefix(f"{name}: "))]
+    except YamlAliasError as error:
+        return [], [LintIssue(name, error.line, str(error))]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         return [], [
@@ -302,19 +305,6 @@ def _old_names(document: dict[str, Any], name: str, lines: dict[Location, int]) 
 
 def _checks(document: dict[str, Any]) -> dict[str, Any]:
     return document.get("checks") or {}
-
-
-def _parse_yaml(text: str) -> tuple[yaml.Node | None, Any]:
-    """Parse once: the node tree (for line numbers) and the document built from it."""
-    import yaml
-
-    # libyaml when present: the pure-Python loader costs ~30x more.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-    try:
-        node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
-    finally:
-        loader.dispose()
 
 
 def _schema_issues(name: str, document: Any, lines: dict[Location, int]) -> list[LintIssue]:

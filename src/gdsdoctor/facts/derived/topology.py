@@ -52,6 +52,7 @@ nearest device and the NUMA nodes of pastes in topology_nearest.py):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gdsdoctor.facts.derived.access import items, num, obj, ok_section, strs, txt
@@ -78,7 +79,6 @@ FROM_TOPO = {"PIX": "switch", "PXB": "switch", "PHB": "root_complex", "NODE": "c
 ENDPOINTS = ("gpu", "nvme", "nic")
 KIND_LABEL = {"gpu": "GPU", "nvme": "NVMe", "nic": "NIC"}
 _NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+$")
-_PARTITION = lazy_compile(r"(?:p\d+)?")  # after /dev/nvme0n1: none, or p2
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
@@ -328,10 +328,7 @@ def add_multipath_heads(facts: dict[str, Any], found: dict[str, list[dict[str, A
 
 def on_namespace(device: Any, namespace: str) -> bool:
     """``/dev/nvme0n1`` or a partition of it (``/dev/nvme0n1p2``)."""
-    prefix = f"/dev/{namespace}"  # a name from the facts, never put into a pattern
-    if not isinstance(device, str) or not device.startswith(prefix):
-        return False
-    return _PARTITION.fullmatch(device, len(prefix)) is not None
+    return isinstance(device, str) and bool(re.fullmatch(rf"/dev/{re.escape(namespace)}(p\d+)?", device))
 
 
 def mountpoints_below(entry: dict[str, Any], by_name: dict[str, dict[str, Any]], seen: set[str]) -> list[str]:
