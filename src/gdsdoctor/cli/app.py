@@ -109,28 +109,41 @@ def usage_line(error: UsageError) -> str:
 
 class PipeSafeStream:
     """stdout whose reader may go away (`| head -1`): what is written after that is dropped and
-    the command ends with its own exit code. A closed pipe is the reader's choice, not an error."""
+    the command ends with its own exit code. A closed pipe is the reader's choice, not an error.
+    A stdout that is closed (``>&-``: Python gives None) or full (``> /dev/full``) loses the
+    report: one line, exit 3 (UserError). A locale that cannot spell a character (Latin-1,
+    ASCII) gets it as an escape, never a UnicodeEncodeError."""
 
     def __init__(self, stream: Any) -> None:
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
         self._stream = stream
         self.reader_gone = False
 
     def write(self, text: str) -> int:
+        if self._stream is None:
+            raise UserError("cannot write the output: stdout is closed")
         if not self.reader_gone:
             try:
                 return self._stream.write(text)
             except BrokenPipeError:
                 self.reader_gone = True
+            except OSError as error:
+                raise UserError(f"cannot write the output to stdout ({error.strerror})") from None
         return len(text)
 
     def flush(self) -> None:
-        if not self.reader_gone:
+        if self._stream is not None and not self.reader_gone:
             try:
                 self._stream.flush()
             except BrokenPipeError:
                 self.reader_gone = True
+            except OSError as error:
+                raise UserError(f"cannot write the output to stdout ({error.strerror})") from None
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno…: the real stream's
+        if self._stream is None and name == "isatty":
+            return lambda: False  # a closed stdout: the command runs, its first write says so
         return getattr(self._stream, name)
 
 
@@ -153,6 +166,8 @@ def run(argv: Sequence[str]) -> int:
         run(["--help"])
         print(f"{PROGRAM}: give a command (listed above)", file=sys.stderr)
         return UNKNOWN_EXIT
+    if sys.stderr is not None and hasattr(sys.stderr, "reconfigure"):
+        sys.stderr.reconfigure(errors="backslashreplace")
     stdout, sys.stdout = sys.stdout, PipeSafeStream(sys.stdout)
     try:
         message = _failure(list(argv))
@@ -161,7 +176,10 @@ def run(argv: Sequence[str]) -> int:
         if message is None:
             return UNKNOWN_EXIT
         print(f"{PROGRAM}: {message}", file=sys.stderr)
-        return answer_unknown(argv, message, UNKNOWN_EXIT)
+        try:
+            return answer_unknown(argv, message, UNKNOWN_EXIT)
+        except UserError:  # stdout closed or full: the line above said why
+            return UNKNOWN_EXIT
     finally:
         sys.stdout = stdout
 
@@ -169,7 +187,9 @@ def run(argv: Sequence[str]) -> int:
 def _failure(argv: list[str]) -> int | str | None:
     """The command's exit code, or the one-line message of what stopped it (None: nothing to say)."""
     try:
-        return _invoke(argv)
+        code = _invoke(argv)
+        sys.stdout.flush()  # a full stdout fails here, while the exit code can still say so
+        return code
     except (Exit, SystemExit) as done:  # --help, --version, --show-completion, a completion answer
         code = done.exit_code if isinstance(done, Exit) else done.code
         return code if isinstance(code, int) else 0
@@ -208,6 +228,6 @@ def exit_now(code: int) -> NoReturn:
     if runner is not None:
         runner.kill_running()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: closed at start
             stream.flush()
     os._exit(code)

@@ -40,7 +40,11 @@ MAX_EVIDENCE_PER_SIGNAL = 12
 # (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
 # characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that
 # make a line look different from what a shell would run. Also used by report/escape.py.
-UNSAFE_CHARACTERS = "\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+UNSAFE_CHARACTERS = (
+    "\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)  # every Cc, Cf, Zl and Zp character (Unicode 15; a test checks this Python's tables)
 _UNSAFE = lazy_compile(f"[{UNSAFE_CHARACTERS}]")
 
 

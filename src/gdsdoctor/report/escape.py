@@ -21,7 +21,8 @@ def _code(match: re.Match[str]) -> str:
     char = match[0]
     if char in "\n\t":
         return char
-    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def visible(text: object) -> str:

@@ -114,14 +114,15 @@ SIGNAL_POLL_S = 0.1  # how soon a signal ends the wait between two ticks
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM end the watch at the next tick, with the report so far. The handler only
+    """SIGINT, SIGTERM and SIGHUP (a closed ssh session) end the watch at the next tick, with the
+    report and the recording so far. The handler only
     appends to a list: setting a ``threading.Event`` there could deadlock, the signal landing while
     this same thread holds the event's lock inside ``wait``."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     for sig in previous:
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
