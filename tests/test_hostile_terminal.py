@@ -126,3 +126,26 @@ def test_every_ending_signal_keeps_the_watch_recording(tmp_path: Path, sig: sign
         process.wait()
     assert record.is_file() and record.stat().st_size > 0, err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/null"])
+def test_an_output_that_is_a_special_file_is_refused_and_left_alone(tmp_path: Path, kind: str) -> None:
+    """The atomic rename swapped a fifo or a character device for a regular file (as root,
+    ``--output json=/dev/null`` replaced the system's). A link in tmp_path stands for the
+    device: the real one is never put at risk by the test."""
+    target = tmp_path / "out"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/null")
+    mounts = tmp_path / "mounts.txt"
+    mounts.write_text(MOUNTS.format(tag=""))
+    result = subprocess.run(
+        [sys.executable, "-m", "gdsdoctor", "analyze", str(mounts), "--output", f"json={target}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 3 and result.stderr.count("\n") == 1, result.stderr
+    assert "not a regular file" in result.stderr
+    assert target.is_fifo() if kind == "fifo" else target.is_symlink()

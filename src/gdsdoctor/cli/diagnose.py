@@ -2,6 +2,8 @@
 the outputs, the exit policy. Each command imports the pipeline it needs when it runs."""
 
 import contextlib
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -90,6 +92,7 @@ def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
                 f"--output {option!r}: expected FORMAT=PATH with FORMAT one of {', '.join(REPORT_FORMATS)}, "
                 f"or a PATH ending in {suffixes}"
             )
+        _refuse_special(option, path)
         targets.append((fmt, path))
     return targets
 
@@ -97,6 +100,22 @@ def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
 # The format an --output PATH's extension names (`-o r.json`): the extensions each format's
 # consumers expect (node_exporter's textfile collector reads *.prom, CI reads JUnit *.xml).
 OUTPUT_SUFFIXES = {".json": "json", ".prom": "prometheus", ".xml": "junit", ".md": "markdown", ".txt": "text"}
+
+
+def _refuse_special(option: str, path: str) -> None:
+    """A report file is replaced whole by a rename, which would swap a fifo, a device or a link
+    to one for a regular file, and as root ``/dev/null`` or ``/dev/stdout`` (a link to this
+    process's own fd 1) for the system's: such paths are refused (``-`` is stdout)."""
+    if path == "-":
+        return
+    if os.path.abspath(path).startswith(("/dev/", "/proc/", "/sys/")):
+        raise UserError(f"--output {option!r}: {path} is a system path; - is stdout")
+    try:
+        mode = os.stat(path).st_mode  # follows links: a link to a fifo or a device is refused too
+    except OSError:
+        return  # not there yet (or unreadable: the write will say so)
+    if not stat.S_ISREG(mode):
+        raise UserError(f"--output {option!r}: {path} is not a regular file (the report would replace it)")
 
 
 def write_output(text: str, path: str) -> None:
