@@ -149,3 +149,23 @@ def test_an_output_that_is_a_special_file_is_refused_and_left_alone(tmp_path: Pa
     assert result.returncode == 3 and result.stderr.count("\n") == 1, result.stderr
     assert "not a regular file" in result.stderr
     assert target.is_fifo() if kind == "fifo" else target.is_symlink()
+
+
+def test_a_sparse_build_log_under_the_host_root_is_read_only_as_far_as_kept(tmp_path: Path) -> None:
+    """Item 5: a 640 MiB sparse make.log was read whole (667 MiB) before 4 MiB were kept."""
+    import tracemalloc
+
+    from gdsdoctor.probes.nvidia_fs import read_build_log
+
+    log = tmp_path / "var/lib/dkms/nvidia-fs/2.17.5/build/make.log"
+    log.parent.mkdir(parents=True)
+    with log.open("wb") as out:
+        out.truncate(640 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        data = read_build_log(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data) == 4 * 1024 * 1024
+    assert peak < 16 * 1024 * 1024, peak
