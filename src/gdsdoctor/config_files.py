@@ -21,7 +21,10 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def read_config_text(path: Path, what: str) -> str:
-    """The text of a regular file of at most ``MAX_CONFIG_BYTES``; anything else is a UserError."""
+    """The text of a regular file of at most ``MAX_CONFIG_BYTES``; anything else is a UserError
+    (but ``/dev/null``, the usual way to say "no config": empty)."""
+    if str(path) == os.devnull:
+        return ""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

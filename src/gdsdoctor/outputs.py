@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +33,23 @@ Writer = Callable[[BinaryIO], None]
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write ``text`` (UTF-8) to ``path``, replacing what is there. The temporary name starts
     with a dot and ends in ``.tmp``, so collectors that read ``*.prom`` or ``*.xml`` never pick
-    it up."""
+    it up. A path the rename must not replace (``special_target``) is an OSError (EINVAL)."""
+    if why := special_target(str(path)):
+        raise OSError(errno.EINVAL, why, str(path))
     _write(path, lambda out: out.write(text.encode("utf-8")), mode, os.replace)
+
+
+def special_target(path: str) -> str | None:
+    """Why a report may not replace ``path``, or None. The rename would swap a fifo, a device or
+    a link to one for a regular file, and as root ``/dev/null`` or ``/dev/stdout`` (a link to the
+    process's own fd 1) for the system's."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/", "/sys/")):
+        return "is a system path"
+    try:
+        mode = os.stat(path).st_mode  # follows links: a link to a fifo or a device too
+    except OSError:
+        return None  # not there yet (or unreadable: the write will say so)
+    return None if stat.S_ISREG(mode) else "is not a regular file (the report would replace it)"
 
 
 def write_new(path: Path, write: Writer, mode: int = 0o644) -> None:

@@ -2,8 +2,6 @@
 the outputs, the exit policy. Each command imports the pipeline it needs when it runs."""
 
 import contextlib
-import os
-import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -103,19 +101,11 @@ OUTPUT_SUFFIXES = {".json": "json", ".prom": "prometheus", ".xml": "junit", ".md
 
 
 def _refuse_special(option: str, path: str) -> None:
-    """A report file is replaced whole by a rename, which would swap a fifo, a device or a link
-    to one for a regular file, and as root ``/dev/null`` or ``/dev/stdout`` (a link to this
-    process's own fd 1) for the system's: such paths are refused (``-`` is stdout)."""
-    if path == "-":
-        return
-    if os.path.abspath(path).startswith(("/dev/", "/proc/", "/sys/")):
-        raise UserError(f"--output {option!r}: {path} is a system path; - is stdout")
-    try:
-        mode = os.stat(path).st_mode  # follows links: a link to a fifo or a device is refused too
-    except OSError:
-        return  # not there yet (or unreadable: the write will say so)
-    if not stat.S_ISREG(mode):
-        raise UserError(f"--output {option!r}: {path} is not a regular file (the report would replace it)")
+    """Checked before any work (``-`` is stdout): see outputs.special_target."""
+    from gdsdoctor.outputs import special_target
+
+    if path != "-" and (why := special_target(path)):
+        raise UserError(f"--output {option!r}: {path} {why}; - is stdout")
 
 
 def write_output(text: str, path: str) -> None:

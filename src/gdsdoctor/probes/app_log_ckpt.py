@@ -66,7 +66,7 @@ _ERRNO_BY_MESSAGE = (
     ("Permission denied", 13),
 )
 _PY_ERRNO = lazy_compile(
-    r"(?:\b(?P<exc>[A-Z]\w{0,40}Error|[\w.]{0,80}\.\w{0,40}Error): )?"
+    r"(?:\b(?P<exc>[A-Z]\w{0,40}Error|(?<![\w.])[\w.]{0,80}\.\w{0,40}Error): )?"
     r"\[Errno (?P<errno>\d{1,4})\] (?P<msg>[^:\n]{1,80})"
     r"(?:: '(?P<path>[^'\n]{1,500})')?"
 )
