@@ -33,7 +33,7 @@ START = "Start of NVIDIA bug report log file"
 PEEK_BYTES = 64 * 1024  # the prologue is in the first lines
 # Facts section <- headers (regular expressions, matched whole; the program's directory
 # varies: /usr/bin/lspci, /sbin/lspci, lspci). In order of preference within a section.
-_PROGRAM = r"(?:\S*/)?"
+_PROGRAM = r"(?:(?<!\S)\S*/)?"  # a path only from a word's start: linear
 _FILE = r"(?:\*\*\* )?"  # the 2009 scripts wrote the bare path, later ones `*** PATH`
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("cmdline", _FILE + r"/proc/cmdline"),

@@ -35,7 +35,7 @@ from gdsdoctor.patterns import lazy_compile
 
 EFFECTS = ("read", "live", "persistent", "disruptive", "reboot")
 # ``>``/``>>`` (any fd, not ``>&``) or ``tee [-a]`` into a path under /etc, /sys or /proc.
-_REDIRECT = lazy_compile(r"(?<![<>])\d*>>?(?!&)\s*['\"]?/(etc|sys|proc)(/|\b)")
+_REDIRECT = lazy_compile(r"(?<![<>\d])\d*>>?(?!&)\s*['\"]?/(etc|sys|proc)(/|\b)")
 _TEE = lazy_compile(r"\btee\b(?:\s+-\S+)*\s+['\"]?/(etc|sys|proc)(/|\b)")
 _SEPARATORS = lazy_compile(r"\|\||&&|[|;&`()]|\$\(")
 _ASSIGNMENT = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
