@@ -20,7 +20,7 @@ from typer import Abort, Exit, TyperException
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from gdsdoctor import __version__
-from gdsdoctor.cli import diagnose, tools, watch
+from gdsdoctor.cli import diagnose, rules, tools, watch
 from gdsdoctor.cli.options import UNKNOWN_EXIT
 from gdsdoctor.cli.unknown import answer_unknown
 from gdsdoctor.errors import UserError
@@ -43,7 +43,7 @@ COMMANDS: dict[str, Callable[..., int] | tuple[str, Table]] = {
     "watch": watch.watch,
     "rules": (
         "List, show and lint the diagnostic rules.",
-        {"list": tools.rules_list, "show": tools.rules_show, "lint": tools.rules_lint},
+        {"list": rules.rules_list, "show": rules.rules_show, "lint": rules.rules_lint},
     ),
     "fleet": ("Fleet summaries: merge the shards of a fleet analysis.", {"merge": diagnose.fleet_merge}),
 }
