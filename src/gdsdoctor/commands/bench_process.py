@@ -34,6 +34,7 @@ class MonotonicProgress:
 
 
 TICK_S = 0.5
+_MAX_TREE_WALKS = 20  # a tree that still grows after this many stop rounds is killed as seen
 
 
 def run_streaming(
@@ -126,8 +127,21 @@ def tree_io_bytes(root: int) -> int:
 
 
 def kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the benchmark, its process group and every descendant (in their own sessions)."""
-    victims = _process_tree(process.pid)
+    """SIGKILL the benchmark, its process group and every descendant (in their own sessions).
+
+    The tree is stopped before it is killed: a worker fio forks between a walk of /proc and
+    its parent's death is reparented to init and escapes every later walk (seen under load: fio
+    workers left running after the time limit). A stopped process cannot fork, so the walk is
+    repeated until the tree stops growing, and then everything seen is killed."""
+    victims: list[int] = []
+    for _ in range(_MAX_TREE_WALKS):
+        fresh = [pid for pid in _process_tree(process.pid) if pid not in victims]
+        if not fresh:
+            break
+        for pid in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        victims += fresh
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     for pid in victims:
