@@ -380,9 +380,11 @@ def _since_verdicts(
 def _before_since(event: dict[str, Any], since: dict[str, Any], timer: Clock, clock: dict[str, Any]) -> bool:
     age = event.get("age_s")
     wall = epoch_of(event["at"]) if isinstance(event.get("at"), str) else None
+    # The capture's clock counts whole seconds: an event logged in the second the capture began
+    # has age 0, and `--since 0s` (everything up to the capture) must include it.
     if "seconds" in since:
         if age is not None:
-            return bool(age > since["seconds"])
+            return bool(age >= since["seconds"])
         uptime = clock.get("uptime_s")  # an earlier boot ended before the current one began
         return not event.get("current_boot") and uptime is not None and uptime > since["seconds"]
     if wall is not None:
