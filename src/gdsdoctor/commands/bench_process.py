@@ -46,6 +46,9 @@ def run_streaming(
     since the last tick and the benchmark's pid, every TICK_S seconds, in the calling thread
     (safe for progress bars).
     """
+    lines: list[str] = []
+    errors: list[bytes] = []
+    readers: list[threading.Thread] = []
     try:
         process = subprocess.Popen(
             argv,
@@ -56,17 +59,16 @@ def run_streaming(
         )
     except OSError as error:
         raise BenchError(f"cannot start {name}: {error.strerror or error}") from None
-    assert process.stdout is not None and process.stderr is not None
-    lines: list[str] = []
-    errors: list[bytes] = []
-    readers = [
-        threading.Thread(target=_pump_lines, args=(process.stdout, lines), daemon=True),
-        threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
-    ]
-    for reader in readers:
-        reader.start()
     seen = 0
-    try:
+    try:  # from the first statement after Popen: a signal while the readers start must kill it too
+        assert process.stdout is not None and process.stderr is not None
+        stderr = process.stderr
+        readers += [
+            threading.Thread(target=_pump_lines, args=(process.stdout, lines), daemon=True),
+            threading.Thread(target=lambda: errors.append(stderr.read()), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
         while process.poll() is None:
             if time.monotonic() >= deadline:
                 raise BenchError(f"{name} did not finish within the time limit and was killed")
@@ -81,7 +83,8 @@ def run_streaming(
         raise
     finally:
         for reader in readers:
-            reader.join(timeout=5)
+            if reader.is_alive():
+                reader.join(timeout=5)
     return process.returncode, lines, b"".join(errors).decode(errors="replace")
 
 
