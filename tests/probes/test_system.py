@@ -389,3 +389,17 @@ def test_kallsyms_of_another_root_is_never_read_through_cat(
     monkeypatch.setattr(system, "_scan_through_cat", lambda: pytest.fail("cat used for a --host-root"))
     scan = json.loads(system.read_kallsyms(host_with_kallsyms(tmp_path, KALLSYMS)))
     assert scan["lines_scanned"] == len(KALLSYMS.splitlines())
+
+
+def test_a_kallsyms_symbol_line_is_numbered_as_provenance_counts_lines() -> None:
+    """_line_of finds the first line holding the name by C-level searches; it must give the
+    line and number that numbered_lines gives (first, middle and unterminated last lines, and
+    the table's first line when the name is absent)."""
+    from gdsdoctor.probes.base import numbered_lines
+
+    text = "ffff T _stext\nffff t nvme_rdma_v1_register_nvfs_dma_ops [nvme_rdma]\nffff T xfs_fs_goingdown"
+    for needle in ("_stext", "nvfs_dma", "xfs_fs_goingdown", "T ", "not_there"):
+        expected = next(
+            ((n, line) for n, line in numbered_lines(text) if needle in line), (1, "ffff T _stext")
+        )
+        assert system._line_of(text, needle) == expected
