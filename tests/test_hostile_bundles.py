@@ -437,3 +437,25 @@ def test_hostile_bundle_report_is_valid_and_one_line_errors_on_cli(tmp_path: Pat
 
 def test_lzma_module_available() -> None:  # the xz bundles above need it; fail loudly if absent
     assert lzma.is_check_supported(lzma.CHECK_CRC64)
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
+def test_a_chain_of_metadata_headers_is_refused_not_a_recursion_error(tmp_path: Path, kind: bytes) -> None:
+    """Python's tarfile reads the member a GNU long-name or pax header describes by recursing
+    into the next header: 3,000 chained headers (a few KB compressed) ended in "internal error:
+    RecursionError". The chain is refused with one line; a real archive's few headers still read."""
+    payload = b"path=x\n" if kind == tarfile.XHDTYPE else b"x" * 10 + b"\0"
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = kind, len(payload)
+    block = header.tobuf(format=tarfile.USTAR_FORMAT) + payload.ljust(512, b"\0")
+    archive = tmp_path / "chain.tar.gz"
+    archive.write_bytes(gzip.compress(block * 3000 + b"\0" * 1024))
+    assert archive.stat().st_size < 64 * 1024
+    with pytest.raises(BundleError, match="chain of more than"):
+        read_bundle(archive)
+    real = tmp_path / "real.tar.gz"
+    with tarfile.open(real, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("d/" + "long-name-" * 20 + ".txt")
+        info.pax_headers = {"comment": "a pax header"}
+        tar.addfile(info, io.BytesIO(b""))
+    assert [name for name, _ in bundle.member_names(real, 10)] == [info.name]

@@ -55,6 +55,7 @@ MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024  # a pax or GNU long-name header: metadata, never content
+MAX_HEADER_CHAIN = 16  # metadata headers before one member: pax global + extended, GNU long name + link
 MAX_DIR_ENTRIES = 4 * MAX_MEMBERS  # entries a directory walk looks at, files or not
 MAX_DIR_DEPTH = 16  # directory levels below a bundle directory (its names are at most 5 deep)
 MAX_TEXT = 300  # characters kept of a free-text manifest value (detail, source…)
@@ -595,6 +596,12 @@ class _GuardedTarInfo(tarfile.TarInfo):
             raise BundleError(f"sparse member {self.name!r} (not written by gdsdoctor)")
         if self.type in _METADATA_TYPES and self.size > MAX_HEADER_BYTES:
             raise BundleError(f"a {self.size}-byte extended header (more than {MAX_HEADER_BYTES})")
+        # tarfile reads the member a metadata header describes by recursing into the next header:
+        # a chain of thousands (13 KB compressed) ended in RecursionError. Real archives chain a few.
+        chain = getattr(tar, "_gdsdoctor_header_chain", 0) + 1 if self.type in _METADATA_TYPES else 0
+        if chain > MAX_HEADER_CHAIN:
+            raise BundleError(f"a chain of more than {MAX_HEADER_CHAIN} metadata headers (not from tar)")
+        tar._gdsdoctor_header_chain = chain  # type: ignore[attr-defined]
         return super()._proc_member(tar)  # type: ignore[misc]
 
     def _refuse_sparse(self, *args: Any) -> None:
