@@ -77,3 +77,20 @@ def test_placeholder_error_points_at_the_line_using_it(tmp_path: Path) -> None:
     messages = _messages(tmp_path, EXPRESSIONS)
     assert messages[16] == "bad-two: placeholder {missing_var} has no entry in vars"
     assert 2 not in messages  # not the id line
+
+
+def test_an_expression_nested_thousands_deep_is_a_lint_problem_not_a_recursion_error(tmp_path: Path) -> None:
+    """jmespath's parser recurses once per nesting level: a site rule of 3,000 parentheses ended
+    in "internal error: RecursionError". It is one lint problem (exit 1), its expression cut."""
+    deep = "(" * 3000 + "dmesg" + ")" * 3000
+    rule = tmp_path / "deep.yaml"
+    rule.write_text(
+        "description: a hostile rule file\ncauses:\n  - id: site-deep-nesting\n"
+        "    title: a site rule with a deeply nested expression\n    category: gpu\n    severity: info\n"
+        "    requires: [dmesg]\n    explanation: an expression nested thousands of levels deep\n"
+        f'    signals:\n      - id: deep\n        when: "{deep}"\n        certainty: 0.5\n        says: deep\n'
+        "    fix: nothing to fix\n    remediation: []\n"
+    )
+    _, issues = lint_paths([rule], KNOWN_SECTIONS)
+    problems = [issue.message for issue in issues if "nested too deeply" in issue.message]
+    assert len(problems) == 1 and len(problems[0]) < 400, [issue.message[:200] for issue in issues]

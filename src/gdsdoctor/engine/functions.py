@@ -16,6 +16,7 @@ from typing import Any
 
 import jmespath
 from jmespath import functions
+from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
 
@@ -66,9 +67,17 @@ def compile_expression(expression: str, tree: dict[str, Any] | None = None) -> P
     ``tree``: its syntax tree, compiled before (the rules built into a wheel carry them)."""
     compiled = _COMPILED.get(expression)
     if compiled is None:
-        compiled = ParsedResult(expression, tree) if tree is not None else jmespath.compile(expression)
+        try:
+            compiled = ParsedResult(expression, tree) if tree is not None else jmespath.compile(expression)
+        except RecursionError:  # jmespath's parser recurses once per nesting level
+            raise ExpressionTooDeep("nested too deeply to parse") from None
         _COMPILED[expression] = compiled
     return compiled
+
+
+class ExpressionTooDeep(JMESPathError):
+    """An expression nested deeper than jmespath's recursive parser can go (a site rule of
+    thousands of parentheses ended in "internal error: RecursionError"): a lint problem."""
 
 
 def search(expression: str, facts: Any) -> Any:

@@ -375,7 +375,8 @@ def jmespath_problem(expression: str, error: JMESPathError) -> str:
     else:
         reason = str(error).splitlines()[0]
     if not isinstance(position, int) or not 0 <= position <= len(expression):
-        return f"invalid JMESPath ({reason}): {expression}"
+        shown = expression if len(expression) <= 200 else f"{expression[:200]}… ({len(expression)} chars)"
+        return f"invalid JMESPath ({reason}): {shown}"
     return f"invalid JMESPath ({reason}, column {position + 1}):\n    {expression}\n    {' ' * position}^"
 
 
