@@ -101,7 +101,7 @@ def test_since_a_duration_counts_back_from_the_log_end_of_a_paste() -> None:
 
 @pytest.mark.parametrize(
     ("given", "key", "value"),
-    [("10m", "seconds", 600.0), ("2s", "seconds", 2.0), ("1.5h", "seconds", 5400.0), ("2d", "seconds", 172800.0),
+    [("10m", "seconds", 600.0), ("2s", "seconds", 2.0), ("1.5h", "seconds", 5400.0), ("2d", "seconds", 172800.0), ("1h30m", "seconds", 5400.0), ("0s", "seconds", 0.0),
      ("2026-01-31T08:00:00Z", "epoch", 1769846400.0), ("2026-01-31T09:00:00+01:00", "epoch", 1769846400.0),
      ("2026-01-31T08:00:00", "epoch", 1769846400.0)],
 )  # fmt: skip

@@ -12,12 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from gdsdoctor.errors import UserError
+from gdsdoctor.checkpoint.units import parse_duration
+from gdsdoctor.errors import EstimateError, UserError
 from gdsdoctor.patterns import lazy_compile
-
-_DURATION = lazy_compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|m|min|h|d)$")
-_UNIT_S = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
 
 # ---------------------------------------------------------------------------------------------
 # --since
@@ -29,8 +26,10 @@ def parse_since(value: str) -> dict[str, Any]:
     ``1.5h``, ``2d``) or ``{"given", "epoch"}`` (an ISO 8601 time; one without a zone is UTC).
     A value that is neither is the user's error (one line, exit 3)."""
     text = value.strip()
-    if m := _DURATION.match(text):
-        return {"given": text, "seconds": float(m["n"]) * _UNIT_S[m["unit"]]}
+    try:  # the durations every other option takes (--interval, --fsync): 10m, 1h30m, 500ms
+        return {"given": text, "seconds": parse_duration(text, allow_zero=True, what="--since")}
+    except EstimateError:
+        pass
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
