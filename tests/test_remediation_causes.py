@@ -3,9 +3,16 @@ the corrected command or condition of the cause."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from gdsdoctor import api
 from gdsdoctor.engine.rules import Cause
 from gdsdoctor.facts.derived.topology_io import pfc_vector
 from gdsdoctor.pipeline import rules
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+NVME_CLI = REPO / "tests" / "data" / "nvme_cli"
 
 
 def _cause(cause_id: str) -> Cause:
@@ -133,3 +140,75 @@ def test_drop_caches_is_for_an_idle_node_only() -> None:
 def test_nvidia_fs_fix_offers_p2pdma_only_for_local_nvme() -> None:
     assert "only when every" in _cause("nvidia-fs-not-loaded").fix
     assert "remote-targets" in [s.id for s in _cause("p2pdma-not-enabled").signals]
+
+
+def _fired_commands(texts: dict[str, str], cause_id: str) -> list[str]:
+    report = api.analyze_texts(texts)
+    [finding] = [f for f in report.findings if f["id"] == cause_id]
+    return [step["command"] for step in finding["remediation"]]
+
+
+def _fixture_text(name: str) -> str:
+    return "".join(p.read_text() for p in sorted((FIXTURES / name / "files").iterdir()))
+
+
+def test_reconnect_loop_tests_a_tcp_target_with_nc_and_an_rdma_one_with_rdma_cm() -> None:
+    tcp = _fired_commands(
+        {"dmesg": _fixture_text("nvmeof-tcp-reconnect-econnrefused"),
+         "list-subsys": (NVME_CLI / "nvme-list-subsys-text.v2.0-tcp-ana-powerstore.txt").read_text()},
+        "nvmeof-reconnect-loop",
+    )  # fmt: skip
+    assert "nc -zv 10.162.198.42 4420" in tcp and "nc -zv 10.162.198.45 4420" in tcp
+    assert "nvme discover -t tcp -a 10.162.198.45 -s 4420" in tcp
+    assert not [c for c in tcp if c.startswith(("rping", "ib_write_bw", "show_gids"))]
+    rdma = _fired_commands(
+        {"dmesg": _fixture_text("nvmeof-rdma-connect-reset-by-peer")}, "nvmeof-reconnect-loop"
+    )
+    assert "rping -c -a <rdma_traddr> -C 3 -v" in rdma and "nvme discover -t rdma" in " ".join(rdma)
+    assert not [c for c in rdma if c.startswith("nc ")]
+
+
+def test_lost_interrupts_never_suggests_turning_interrupt_remapping_off() -> None:
+    cause = _cause("nvme-lost-interrupts")
+    assert "Do not turn interrupt remapping off (intremap=off)" in cause.fix and "x2APIC" in cause.fix
+    assert not [c for c in _commands(cause.id) if "intremap=off" in c]
+
+
+def _low_free_texts(fstype: str, source: str) -> dict[str, str]:
+    """The capacity-low-free fixture with its /mnt/ckpt line given another filesystem type, 7 % free."""
+    files = FIXTURES / "capacity-low-free" / "files"
+    swap = {
+        "/dev/nvme1n1": source,
+        " xfs ": f" {fstype} ",
+        "3745134759936 95621222400": "3572000000000 268755982336",
+    }
+    texts = {p.name: p.read_text() for p in files.iterdir()}
+    for name, text in texts.items():
+        lines = text.splitlines(keepends=True)
+        texts[name] = "".join(_replace_all(line, swap) if "/mnt/ckpt" in line else line for line in lines)
+    return texts
+
+
+def _replace_all(line: str, swap: dict[str, str]) -> str:
+    for old, new in swap.items():
+        line = line.replace(old, new)
+    return line
+
+
+def test_capacity_walks_a_local_filesystem_with_du_and_asks_a_parallel_one_its_own_tools() -> None:
+    local = _fired_commands(_low_free_texts("xfs", "/dev/nvme1n1"), "capacity-low-free-space")
+    assert "du -xsh /mnt/ckpt/* | sort -h | tail" in local and "df -i /mnt/ckpt" in local
+    assert not [c for c in local if c.startswith("lfs ")]
+    lustre = _fired_commands(_low_free_texts("lustre", "10.0.0.1@o2ib:/lustre"), "capacity-low-free-space")
+    assert "lfs df -h /mnt/ckpt" in lustre and "lfs df -i /mnt/ckpt" in lustre
+    assert not [c for c in lustre if c.startswith("du ")]  # du on a parallel FS walks the MDS
+    ost_list = FIXTURES / "capacity-full-ost-enospc" / "files" / "ozstar-lfs-df-h--ost6-full-edited.txt"
+    judged = api.analyze_texts(
+        {**_low_free_texts("lustre", "10.0.0.1@o2ib:/lustre"), "lfs": ost_list.read_text()}
+    )
+    assert "capacity-low-free-space" not in [f["id"] for f in judged.findings]  # its targets were judged
+
+
+def test_retry_exceeded_asks_for_the_roce_gids() -> None:
+    cause = _cause("rdma-transport-retry-exceeded")
+    assert "show_gids" in _commands(cause.id) and "NCCL_IB_GID_INDEX" in cause.fix

@@ -322,7 +322,8 @@ def _display(value: Any) -> str:
 
 
 def render_command(template: str, values: dict[str, Any]) -> list[str]:
-    """Fill a command template with shell-quoted values; one command per element of a list value.
+    """Fill a command template with shell-quoted values; one command per element of a list value
+    (lists of the same length go together, element by element: a controller's address and port).
 
     Quoting makes ``$(…)``, backticks, ``;`` and globs inert. A value the facts do not have
     (null) becomes an ``<name>`` placeholder, which the shell refuses to run (a redirect from a
@@ -337,8 +338,9 @@ def render_command(template: str, values: dict[str, Any]) -> list[str]:
     list_names = [n for n in names if isinstance(values.get(n), list)]
     rows: list[dict[str, Any]] = [values]
     if list_names:
-        expand = list_names[0]
-        rows = [{**values, expand: item} for item in values[expand]]
+        first = values[list_names[0]]
+        together = [n for n in list_names if len(values[n]) == len(first)]
+        rows = [{**values, **{n: values[n][i] for n in together}} for i in range(len(first))]
     commands = []
     for row in rows:
         bad = [

@@ -15,8 +15,9 @@
   filesystems: true for NFS ``proto=rdma`` or Lustre ``@o2ib``, false for ``proto=tcp`` or
   ``@tcp``, else null), ``volatile_write_cache`` (any NVMe namespace below says
   ``write back``; null when unknown).
-- ``free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct,
-  source ("target"|"df"), src}`` — the ``target`` section (findmnt on ``--path``) wins over df.
+- ``free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct, fstype,
+  shared (parallel or network filesystem), source ("target"|"df"), src}`` — the ``target``
+  section (findmnt on ``--path``) wins over df.
 - ``checkpoint_bytes``: the size of the next checkpoint in bytes, null unless the job
   was described (``--params 70B`` → ``job.checkpoint_bytes``).
 - ``needed_bytes``: ``checkpoint_bytes × job.checkpoints_kept`` (the space the job needs free).
@@ -47,7 +48,8 @@
   keep-alive), ``pcie_resets`` (resets, removals, capacity → 0, not on fabrics),
   ``fabrics_timeouts``, ``completion_polled`` (lost interrupts), ``devices``: the unique
   device names of each group (``devices.pcie_timeouts``), and ``connect_errors``: the unique
-  errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``), and
+  errnos of NVMe-oF connect/transport failures with their meaning (``{errno, meaning}``),
+  ``connect_transports`` (the transports those failures name: ``rdma``, ``tcp``), and
   ``on_checkpoint``: the events whose device is under a checkpoint mount (filesystem, partition,
   namespace or controller).
 - ``fabrics_present``: true when any source shows an NVMe-oF controller, false when

@@ -104,7 +104,24 @@ def kernel_log(facts: dict[str, Any], fabrics: set[str], checkpoint_devices: set
         name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
     }
     on_checkpoint = [e for e in events if _on_checkpoint(e, checkpoint_devices)]
-    return {**groups, "devices": devices, "connect_errors": groups_errors, "on_checkpoint": on_checkpoint}
+    return {**groups, "devices": devices, "connect_errors": groups_errors,
+            "connect_transports": connect_transports(events), "on_checkpoint": on_checkpoint}  # fmt: skip
+
+
+def connect_transports(events: list[dict[str, Any]]) -> list[str]:
+    """The transports the NVMe-oF connect failures name ("rdma connection establishment failed",
+    "rdma_resolve_addr"; "failed to connect socket" is nvme-tcp's): what to test the target with
+    when no controller (sysfs, nvme-cli) says which transport it uses."""
+    found = set()
+    for event in events:
+        if event.get("kind") not in CONNECT_KINDS:
+            continue
+        message = str(event.get("message") or "").lower()
+        if "rdma" in message:
+            found.add("rdma")
+        if "socket" in message or "nvme_tcp" in message or "tcp:" in message:
+            found.add("tcp")
+    return sorted(found)
 
 
 def namespace_of(name: str) -> str | None:

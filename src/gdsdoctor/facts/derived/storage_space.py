@@ -20,17 +20,17 @@ def free_of(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | No
     point = mount.get("mountpoint")
     target = ok_section(facts, "target")
     if target.get("mountpoint") == point and target.get("avail_bytes") is not None:
-        return _free_entry(point, target, "target")
+        return _free_entry(point, target, "target", mount.get("fstype"))
     entry = obj(ok_section(facts, "df").get("by_mountpoint")).get(point) if isinstance(point, str) else None
     if isinstance(entry, dict) and entry.get("avail_bytes") is not None:
-        return _free_entry(point, entry, "df")
+        return _free_entry(point, entry, "df", mount.get("fstype"))
     return None
 
 
 def free_from_df(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Without a mount table: the df line holding --path, else every data filesystem df lists."""
     entries = [e for e in checkpoint_df_entries(facts) if e.get("avail_bytes") is not None]
-    return [_free_entry(e.get("mountpoint"), e, "df") for e in entries]
+    return [_free_entry(e.get("mountpoint"), e, "df", e.get("fstype")) for e in entries]
 
 
 def checkpoint_df_entries(facts: dict[str, Any], section: str = "df") -> list[dict[str, Any]]:
@@ -54,7 +54,12 @@ def checkpoint_df_entries(facts: dict[str, Any], section: str = "df") -> list[di
     ]
 
 
-def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any]:
+# Filesystems spread over storage targets or servers: their df aggregate hides a full target, and
+# a du over them walks the metadata server (the parallel filesystem's own tools say more).
+SHARED_FSTYPES = {"lustre", "beegfs", "gpfs", "wekafs", "nfs", "nfs4", "cephfs", "glusterfs"}
+
+
+def _free_entry(point: Any, entry: dict[str, Any], source: str, fstype: Any = None) -> dict[str, Any]:
     size, avail = entry.get("size_bytes"), entry.get("avail_bytes")
     used = entry.get("used_bytes")
     # df's Use% counts reserved blocks as unavailable: free = avail / (used + avail)
@@ -66,6 +71,8 @@ def _free_entry(point: Any, entry: dict[str, Any], source: str) -> dict[str, Any
         "avail_bytes": avail,
         "avail_text": human_bytes(avail),
         "free_pct": free_pct,
+        "fstype": fstype if isinstance(fstype, str) else None,
+        "shared": fstype in SHARED_FSTYPES if isinstance(fstype, str) else None,
         "source": source,
         "src": entry.get("src"),
     }
