@@ -81,7 +81,12 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
 # `modinfo` of every loaded module in one file (sos 3.5 and later): cut into one artifact per
 # module for the modinfo probes (``NAME#MODULE``).
 MODINFO_ALL = "sos_commands/kernel/modinfo_ALL_MODULES"
-MODINFO_SECTIONS = {"nvidia": "modinfo_nvidia", "nvidia_fs": "modinfo_nvidia_fs", "nvme": "modinfo_nvme"}
+MODINFO_SECTIONS = {
+    "nvidia": "modinfo_nvidia",
+    "nvidia_fs": "modinfo_nvidia_fs",
+    "nvme": "modinfo_nvme",
+    "nvme_rdma": "modinfo_nvme_rdma",
+}
 # Read for the header only.
 HOSTNAME_PATHS = ("sos_commands/host/hostname", "hostname", "etc/hostname", "sos_commands/general/hostname")
 DATE_PATHS = ("sos_commands/date/date_--utc", "sos_commands/general/date_--utc")

@@ -77,6 +77,11 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("nvme_abort", ("abort status",), (
         r"\bAbort status: (?P<status>0x[0-9a-f]+)",
     )),
+    # nvme_fabrics found no transport registered under the name a connect asked for: the module
+    # is not loaded, or a stand-in (MLNX_OFED's dummy nvme-rdma) registers none (fabrics.c)
+    ("nvmeof_no_transport", ("no handler found",), (
+        r"no handler found for transport (?P<transport>[\w-]{1,20})",
+    )),
     ("nvmeof_keepalive", ("keep",), (
         r"failed nvme_keep_alive(?:_end_io)? error=(?P<status>-?\d+)",
         r"(?i)keep[- _]alive (?:failed|timeout|timed out)",

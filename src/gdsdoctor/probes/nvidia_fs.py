@@ -20,7 +20,9 @@ Sections (keys; ``src`` is provenance of the line each value came from):
 - ``modinfo_nvidia`` / ``modinfo_nvidia_fs`` / ``modinfo_nvme`` (``modinfo <module>``): ``fields``
   (first value per key), ``filename``, ``version``, ``license``, ``vermagic``, ``depends`` (list),
   ``open`` (nvidia only: license "Dual MIT/GPL"), ``out_of_tree`` (file under updates/ extra/ dkms/
-  - e.g. the MLNX_OFED/DOCA nvme instead of the inbox one), ``src``.
+  - e.g. the MLNX_OFED/DOCA nvme instead of the inbox one), ``placeholder`` (the description says
+  "dummy": MLNX_OFED/DOCA's stand-in for a module it did not build; None without a description), ``src``.
+  ``modinfo_nvme_rdma`` too (the fabrics driver whose GDS build registers with nvidia-fs).
 - ``dkms_status`` (``dkms status``, ``nvidia-fs/2.18.3, 6.5.0-17-generic, x86_64: installed``):
   ``modules`` ``[{module, version, kernel, arch, state, warning, src}]``.
 - ``nvidia_fs_build`` (newest ``/var/lib/dkms/nvidia-fs/*/build/make.log``, or a pasted build log):
@@ -326,10 +328,20 @@ def modinfo_parser(module: str) -> Callable[[str, str], Section]:
             "depends": [d for d in (fields.get("depends") or "").split(",") if d],
             "open": (license_ == "Dual MIT/GPL") if module == "nvidia" and license_ else None,
             "out_of_tree": bool(re.search(r"/(updates|extra|dkms)/", filename)) if filename else None,
+            "placeholder": _placeholder(fields),
             "src": srcs,
         }
 
     return parse
+
+
+def _placeholder(fields: dict[str, str]) -> bool | None:
+    """A module that only holds a name's place: MLNX_OFED/DOCA install one (its description
+    says "dummy") for each inbox module it replaces without building, so that the inbox one,
+    built against the other ib_core, is not loaded in its stead (``nvme-rdma_dummy.o`` when
+    the storage transports were not asked for). None when modinfo printed no description."""
+    description = fields.get("description")
+    return bool(re.search(r"\bdummy\b", description, re.IGNORECASE)) if description is not None else None
 
 
 def modinfo_recogniser(module: str) -> Callable[[str], bool]:
@@ -531,6 +543,7 @@ PROBES: tuple[Probe, ...] = (
     _modinfo_probe("nvidia", "NVIDIA kernel module info (license tells open vs proprietary)"),
     _modinfo_probe("nvidia_fs", "nvidia-fs kernel module info"),
     _modinfo_probe("nvme", "nvme kernel module info (inbox vs MLNX_OFED/DOCA build)"),
+    _modinfo_probe("nvme_rdma", "nvme_rdma kernel module info (inbox, MLNX_OFED/DOCA build or its dummy)"),
     Probe(
         section="dkms_status",
         title="DKMS module build/install states",

@@ -357,7 +357,7 @@ def _parse_subsys_json(text: str, artifact: str) -> Section:
 # nvme list-subsys / show-topology: text
 
 _SUBSYS_LINE = lazy_compile(r"^(?P<name>nvme-subsys\d+)\s+-\s+NQN=(?P<nqn>(?:.*\S)?)\s*$")
-_NS_LINE = lazy_compile(r"^\s*\+-\s*ns id\s+(?P<nsid>\d+)")
+_NS_LINE = lazy_compile(r"^\s*\+-\s*ns(?: id)?\s+(?P<nsid>\d+)\s*$")  # "ns id 1" (2.2), "ns 1" (later)
 _PATH_LINE = lazy_compile(
     r"^\s*\+-\s*(?P<name>\S+)\s+(?P<transport>" + "|".join(_TRANSPORTS) + r")\s+(?P<rest>.*)$"
 )

@@ -24,12 +24,13 @@ a pasted ``grep ... /proc/kallsyms`` also parses)::
 
     ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
     -> {readable, complete, lines_scanned, addresses_hidden, symbols: [{name, present, module, src}],
-        present: [str], has_p2pdma, has_nvfs_dma_ops, has_nvidia_p2p, note}
+        present: [str], has_p2pdma, has_nvfs_dma_ops (nvme's hook: PCIe), has_nvme_rdma_nvfs_dma_ops
+        (nvme_rdma's: fabrics), has_nvidia_p2p, note}
 
 ``ofed`` (``ofed_info -s``)::
 
     MLNX_OFED_LINUX-5.8-1.0.1.1:
-    -> {flavour, version, major, minor, is_doca, src}
+    -> {flavour, version, major, minor, release ("5.8", "23.04": the release notes' spelling), is_doca, src}
 
 ``virt`` (``systemd-detect-virt``)::
 
@@ -309,10 +310,13 @@ KALLSYMS_OF_INTEREST = (
     "p2pdma_pgmap_ops",
     "nvme_v1_register_nvfs_dma_ops",
     "nvme_v2_register_nvfs_dma_ops",
+    "nvme_rdma_v1_register_nvfs_dma_ops",
     "nvidia_p2p_get_pages",
     "blk_rq_dma_map_iter_start",
 )
 _KALLSYMS_PREFIXES = ("pci_p2pdma_",)
+_NVME_PCIE_HOOKS = ("nvme_v1_register_nvfs_dma_ops", "nvme_v2_register_nvfs_dma_ops")
+_NVME_RDMA_HOOK = "nvme_rdma_v1_register_nvfs_dma_ops"
 # What the table is searched for: every symbol of interest contains one of these (a test checks),
 # and each search is a pass over 5 MB, so names that share a part are found by that part.
 _KALLSYMS_ANCHORS = ("p2pdma_", "_register_nvfs_dma_ops", "nvidia_p2p_get_pages", "blk_rq_dma_map_iter_start")
@@ -485,7 +489,10 @@ def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: s
         "has_p2pdma": _any_present(
             found, complete, lambda n: n == "p2pdma_pgmap_ops" or n.startswith("pci_p2pdma_")
         ),
-        "has_nvfs_dma_ops": _any_present(found, complete, lambda n: n.endswith("_register_nvfs_dma_ops")),
+        # the PCIe driver's hook and the fabrics one are told apart: nvidia-fs looks each up by
+        # name (nvfs-dma.c modules_list), and a patched nvme_rdma does not make local NVMe direct
+        "has_nvfs_dma_ops": _any_present(found, complete, lambda n: n in _NVME_PCIE_HOOKS),
+        "has_nvme_rdma_nvfs_dma_ops": _any_present(found, complete, lambda n: n == _NVME_RDMA_HOOK),
         "has_nvidia_p2p": _any_present(found, complete, lambda n: n == "nvidia_p2p_get_pages"),
         "note": note,
     }
@@ -517,6 +524,7 @@ def parse_ofed(text: str, artifact: str) -> Section:
         if m := _OFED.match(line.strip()):
             major, minor = (int(x) for x in re.findall(r"\d+", m["version"])[:2])
             return {
+                "release": ".".join(m["version"].split("-")[0].split(".")[:2]),
                 "flavour": m["flavour"],
                 "version": m["version"],
                 "major": major,
