@@ -24,6 +24,9 @@ Measures (medians of --repeat runs, wall clock):
    CPU share of one core and peak resident set over 20 s (target < 2 % of a core, < 50 MiB).
 4. ``collect`` against ``sos report`` restricted to comparable plugins (if sos is installed:
    Debian ``sosreport``, PyPI ``sos``), both writing a compressed archive.
+6. ``analyze`` of a real sos report of this host (archive and unpacked directory) beside
+   ``hotsos`` (PyPI, installed into the benchmark's own temporary venv) on the same directory:
+   wall and CPU time, peak memory. Target: gdsdoctor at least 10x faster. Needs root and sos.
 
 Commands run from a wheel built from this checkout and installed into a temporary directory, as
 users run gdsdoctor: the wheel carries the rules parsed and linted (hatch_build.py), where a
@@ -602,6 +605,86 @@ def bench_watch(seconds: float, work: Path) -> list[Row]:
     ]
 
 
+# ---- 6. analyze a sos report beside hotsos -------------------------------------------------------
+
+SOS_READ_PLUGINS = SOS_PLUGINS + ",host,date,release"  # and the header gdsdoctor reads (host, clock)
+
+
+def make_sos_report(work: Path) -> Path | None:
+    """A sos report of this machine (archive) with the plugins gdsdoctor reads, or None where
+    sos cannot run here (not installed, not root, or it failed)."""
+    if shutil.which("sos") is None or os.geteuid() != 0:
+        return None
+    where = work / "sos-report"
+    where.mkdir(exist_ok=True)
+    argv = ["sos", "report", "--batch", "-q", "--tmp-dir", str(where), "-o", SOS_READ_PLUGINS]
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=900)
+    return next(iter(sorted(where.glob("sosreport-*.tar.xz"))), None)
+
+
+def install_hotsos(work: Path) -> tuple[Path, str] | None:
+    """hotsos from PyPI in a virtual environment of its own under ``work`` (never a dependency
+    of gdsdoctor), with its version; None where it cannot be installed here."""
+    venv = work / "hotsos-venv"
+    if subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True).returncode != 0:
+        return None
+    pip = str(venv / "bin" / "pip")
+    if subprocess.run([pip, "install", "-q", "hotsos"], capture_output=True, timeout=900).returncode != 0:
+        return None
+    shown = subprocess.run([pip, "show", "hotsos"], capture_output=True, text=True).stdout
+    version = next((line.split()[1] for line in shown.splitlines() if line.startswith("Version:")), "?")
+    return venv / "bin" / "hotsos", version
+
+
+def _median_run(argv: list[str], repeat: int) -> tuple[float, float, float]:
+    runs = [fleet_run(argv) for _ in range(repeat)]
+    return (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        max(r[2] for r in runs),
+    )
+
+
+def bench_sos(repeat: int, work: Path) -> list[Row]:
+    archive = make_sos_report(work)
+    if archive is None:
+        return [("`analyze` of a sos report", "not measured: needs Debian's sosreport and root", "")]
+    tree = work / "sos-tree"
+    tree.mkdir(exist_ok=True)
+    subprocess.run(["tar", "-xf", str(archive), "-C", str(tree)], check=True)
+    unpacked = next(tree.iterdir())
+    size = sum(p.stat().st_size for p in unpacked.rglob("*") if p.is_file() and not p.is_symlink())
+    run(*gdsdoctor("analyze", str(unpacked)))()  # fills the bytecode cache
+    ours = {
+        "archive": _median_run(gdsdoctor("analyze", str(archive)), repeat),
+        "directory": _median_run(gdsdoctor("analyze", str(unpacked)), repeat),
+    }
+    what = f"{archive.stat().st_size / 2**20:.1f} MiB archive, {size / 2**20:.1f} MiB unpacked"
+    rows: list[Row] = [
+        (
+            f"`gdsdoctor analyze` of a sos report of this host ({name}; {what})",
+            f"{wall_s:.2f} s (CPU {cpu_s:.2f} s); peak RSS {peak:.0f} MiB",
+            "",
+        )
+        for name, (wall_s, cpu_s, peak) in ours.items()
+    ]
+    installed = install_hotsos(work)
+    if installed is None:
+        return [*rows, ("hotsos on the same report", "not measured: hotsos could not be installed here", "")]
+    hotsos, version = installed
+    theirs = _median_run([str(hotsos), str(unpacked)], repeat)
+    wall_x, cpu_x = theirs[0] / ours["directory"][0], theirs[1] / ours["directory"][1]
+    rows.append(
+        (
+            f"hotsos {version} (PyPI) on the same directory",
+            f"{theirs[0]:.2f} s (CPU {theirs[1]:.2f} s); peak RSS {theirs[2]:.0f} MiB;"
+            f" gdsdoctor {wall_x:.1f}x faster wall, {cpu_x:.1f}x CPU",
+            f">= 10x faster: wall {verdict(wall_x >= 10)}, CPU {verdict(cpu_x >= 10)}",
+        )
+    )
+    return rows
+
+
 def install_wheel(work: Path) -> str:
     """Build this checkout's wheel (its build hook writes the parsed rules into it) and install
     it, without dependencies (this interpreter has them), into a directory of ``work``."""
@@ -631,7 +714,10 @@ def main() -> None:
         help="run the checkout itself, not a wheel built from it (default: only with --quick)",
     )
     parser.add_argument(
-        "--skip", action="append", default=[], choices=["check", "analyze", "rules", "collect", "watch"]
+        "--skip",
+        action="append",
+        default=[],
+        choices=["check", "analyze", "rules", "collect", "watch", "sos"],
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
@@ -653,6 +739,7 @@ def main() -> None:
             "rules": lambda: bench_rules(repeat, big, 10 if args.quick else 100),
             "collect": lambda: bench_collect(repeat, work),
             "watch": lambda: bench_watch(1.0 if args.quick else WATCH_SECONDS, work),
+            "sos": lambda: bench_sos(repeat, work),
         }
         for name, section in sections.items():
             if name in args.skip:

@@ -228,7 +228,15 @@ def test_benchmark_script_smoke_run() -> None:
     from tests.conftest import REPO
 
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--quick", "--skip", "collect"],
+        [
+            sys.executable,
+            str(REPO / "scripts" / "benchmark.py"),
+            "--quick",
+            "--skip",
+            "collect",
+            "--skip",
+            "sos",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
