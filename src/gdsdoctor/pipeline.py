@@ -89,7 +89,7 @@ def analyze_capture(
     threads already parsed; ``acknowledgements``: the site config's ``acknowledge:``, whose
     findings are set apart)."""
     from gdsdoctor.engine.evaluate import evaluate
-    from gdsdoctor.engine.rank import narrow, rank
+    from gdsdoctor.engine.rank import error_artifacts, narrow, rank
     from gdsdoctor.facts.document import build_facts
     from gdsdoctor.report.build import build_report
 
@@ -98,8 +98,9 @@ def analyze_capture(
     results = evaluate(causes, facts, HOW_TO_COLLECT)
     focus = facts["derived"].get("path_focus")
     narrow(results, focus)  # --path: other devices' findings at most WARNING
-    ranked = rank(results, focus)
-    history = rank(history_results(causes, facts, results), focus)
+    errors = error_artifacts(facts)  # the user's own error, whose causes rank first
+    ranked = rank(results, focus, errors)
+    history = rank(history_results(causes, facts, results), focus, errors)
     acknowledged = None
     if acknowledgements:
         from gdsdoctor.engine.acknowledge import acknowledge

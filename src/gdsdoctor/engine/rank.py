@@ -12,9 +12,17 @@
 3. With ``--path``, then by severity (critical, warning, info) and, within a severity, causes
    on the path's filesystem before host-wide ones: severity stays first so that a critical
    host-wide cause (nvidia-fs not loaded) is never put below an info mount option on the path.
-4. Then by ``weight(severity) × certainty`` (critical 3, warning 2, info 1), highest first;
+4. Where the input holds the user's own error (what the application, its I/O library or the
+   benchmark printed: the ``app_log``, ``cufile_log`` and ``gdsio`` sections), root causes
+   that answer it come first: those whose evidence cites a line of those files, or that
+   explain (directly or through a chain) a fired cause that does. The question a pasted error
+   asks is "why this error"; a platform cause that explains none of it (a NUMA placement, low
+   free space elsewhere) comes after, whatever its severity, and the status, the worst
+   severity, is unchanged. Certainty is not touched: this is where a finding stands, not how
+   sure it is.
+5. Then by ``weight(severity) × certainty`` (critical 3, warning 2, info 1), highest first;
    ties by id, so the order is deterministic.
-5. Each root is followed by its folded symptoms, in the same order.
+6. Each root is followed by its folded symptoms, in the same order.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.patterns import lazy_compile
 
 SEVERITY_WEIGHT = {"critical": 3, "warning": 2, "info": 1}
+# The sections holding the user's own error (point 4 of the module's docstring).
+ERROR_SECTIONS = ("app_log", "cufile_log", "gdsio")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +44,7 @@ class RankedFinding:
     result: CauseResult
     explained_by: str | None = None
     explains: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()  # the files of the user's own error it answers (point 4)
 
 
 ON_PATH, NO_MOUNT, ELSEWHERE = 0, 1, 2
@@ -108,14 +119,45 @@ def _device_word(word: str) -> str:
     return _JOURNAL_SUFFIX.sub("", word) if not word.startswith("/") else word
 
 
-def rank(results: Sequence[CauseResult], focus: Mapping[str, Any] | None = None) -> list[RankedFinding]:
-    """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``)."""
+def error_artifacts(facts: Mapping[str, Any]) -> frozenset[str]:
+    """The artifacts the user's own error was read from (``ERROR_SECTIONS`` parsed from them)."""
+    sections = (facts.get(name) for name in ERROR_SECTIONS)
+    return frozenset(
+        str(s["artifact"])
+        for s in sections
+        if isinstance(s, dict) and s.get("status") == "ok" and s.get("artifact")
+    )
 
-    def key(result: CauseResult) -> tuple[bool, int, int, float, int, str]:
+
+def answering(results: Sequence[CauseResult], errors: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Fired causes that answer the user's error, with the files of it they answer: those
+    whose evidence cites one of ``errors``, and those that explain, directly or through a
+    chain, a fired cause whose evidence does."""
+    fired = {r.cause.id: r for r in results if r.outcome is Outcome.FIRED}
+    cited = {i: [e.artifact for e in r.evidence if e.artifact in errors] for i, r in fired.items()}
+    answers = {}
+    for cause_id in fired:
+        files = [f for c in (cause_id, *_explained_closure(cause_id, fired)) for f in cited[c]]
+        if files:
+            answers[cause_id] = tuple(str(f) for f in dict.fromkeys(files))
+    return answers
+
+
+def rank(
+    results: Sequence[CauseResult],
+    focus: Mapping[str, Any] | None = None,
+    errors: frozenset[str] = frozenset(),
+) -> list[RankedFinding]:
+    """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``);
+    ``errors``: the artifacts holding the user's own error (``error_artifacts``)."""
+    answers = answering(results, errors) if errors else {}
+
+    def key(result: CauseResult) -> tuple[bool, bool, int, int, float, int, str]:
+        unrelated = bool(answers) and result.cause.id not in answers
         if not focus:
-            return (False, 0, ON_PATH, *score(result))
+            return (False, unrelated, 0, ON_PATH, *score(result))
         where = place(result, focus)
-        return (where == ELSEWHERE, -SEVERITY_WEIGHT[result.cause.severity], where, *score(result))
+        return (where == ELSEWHERE, unrelated, -SEVERITY_WEIGHT[result.cause.severity], where, *score(result))
 
     fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=key)
     by_id = {r.cause.id: r for r in fired}
@@ -136,10 +178,12 @@ def rank(results: Sequence[CauseResult], focus: Mapping[str, Any] | None = None)
         symptoms = sorted(
             (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=key
         )
-        ranked.append(RankedFinding(root, explains=tuple(s.cause.id for s in symptoms)))
+        explains = tuple(s.cause.id for s in symptoms)
+        ranked.append(RankedFinding(root, explains=explains, answers=answers.get(root.cause.id, ())))
         for symptom in symptoms:
             placed.add(symptom.cause.id)
-            ranked.append(RankedFinding(symptom, explained_by=root.cause.id))
+            answered = answers.get(symptom.cause.id, ())
+            ranked.append(RankedFinding(symptom, explained_by=root.cause.id, answers=answered))
     return ranked
 
 

@@ -225,6 +225,7 @@ def _finding(ranked: RankedFinding) -> dict[str, Any]:
         "explained_by": ranked.explained_by,
         "references": list(cause.references),
         **({"narrowed": dict(result.narrowed)} if result.narrowed else {}),
+        **({"answers": list(ranked.answers)} if ranked.answers else {}),
     }
 
 

@@ -197,6 +197,8 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
         narrowed = finding["narrowed"]
         capped = f"{narrowed['from']} → {finding['severity']}, {narrowed['reason']}"
         yield Bullet((("Capped: ", "bold"), (capped, "")))
+    if finding.get("answers"):
+        yield Bullet((("Answers the error in ", "bold"), (", ".join(finding["answers"]), "")))
     yield Bullet(prose_spans(finding["explanation"]))
     yield Bullet((("Evidence:", "bold"),))
     yield from _evidence(finding["evidence"])
