@@ -3,7 +3,11 @@ the corrected command or condition of the cause."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from gdsdoctor import api
 from gdsdoctor.engine.rules import Cause
@@ -212,3 +216,132 @@ def test_capacity_walks_a_local_filesystem_with_du_and_asks_a_parallel_one_its_o
 def test_retry_exceeded_asks_for_the_roce_gids() -> None:
     cause = _cause("rdma-transport-retry-exceeded")
     assert "show_gids" in _commands(cause.id) and "NCCL_IB_GID_INDEX" in cause.fix
+
+
+def _severity(texts: dict[str, str], cause_id: str, path: str) -> str:
+    [finding] = [f for f in api.analyze_texts(texts, path=path).findings if f["id"] == cause_id]
+    return str(finding["severity"])
+
+
+def _fixture_files(name: str) -> dict[str, str]:
+    return {p.name: p.read_text() for p in (FIXTURES / name / "files").iterdir()}
+
+
+GDSCHECK = REPO / "tests" / "data" / "gdscheck"
+COMPAT_OFF = (
+    (FIXTURES / "gds-cufile-defaults" / "files" / "cufile.json")
+    .read_text()
+    .replace('"allow_compat_mode": true', '"allow_compat_mode": false')
+)
+
+
+def test_dm_and_virtual_filesystems_are_critical_only_where_compat_cannot_carry_the_io() -> None:
+    lvm, overlay = _fixture_files("fs-lvm-checkpoint-gpu"), _fixture_files("fs-overlay-container-path")
+    assert _severity(lvm, "fs-device-mapper-or-loop", "/mnt/ckpt/run1") == "warning"  # compat: slow
+    assert (
+        _severity({**lvm, "cufile.json": COMPAT_OFF}, "fs-device-mapper-or-loop", "/mnt/ckpt/run1")
+        == "critical"
+    )
+    failed = "cuFileHandleRegister failed: internal error (5030)\n"
+    assert _severity(overlay, "fs-virtual-no-block-device", "/workspace/ckpt") == "warning"
+    assert (
+        _severity({**overlay, "app.log": failed}, "fs-virtual-no-block-device", "/workspace/ckpt")
+        == "critical"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gdscheck", "severity", "said"),
+    [
+        ("gdscheck-p.gds-1.16-modes.gds-matrix.txt", "warning", "GDS 1.16.1.26 (1.16 or later)"),
+        ("gdsnvfs-026--gdscheck-p.txt", "critical", "(before 1.16)"),
+    ],
+)
+def test_the_virtual_filesystem_verdict_follows_the_gds_release(
+    gdscheck: str, severity: str, said: str
+) -> None:
+    texts = {**_fixture_files("fs-overlay-container-path"), "gdscheck": (GDSCHECK / gdscheck).read_text()}
+    report = api.analyze_texts(texts, path="/workspace/ckpt")
+    [finding] = [f for f in report.findings if f["id"] == "fs-virtual-no-block-device"]
+    assert finding["severity"] == severity
+    assert said in " ".join(e["text"] for e in finding["evidence"])
+
+
+DEFAULT_CUFILE = (FIXTURES / "gds-cufile-defaults" / "files" / "cufile.json").read_text()
+LSMOD_GDS = (FIXTURES / "fs-lvm-checkpoint-gpu" / "files" / "lsmod.txt").read_text()
+
+
+def test_the_legacy_blacklist_section_is_read_as_the_denylist() -> None:
+    legacy = DEFAULT_CUFILE.replace(
+        '"denylist": {\n        "drivers":  [ ],', '"blacklist": {\n        "drivers":  [ "nvme" ],'
+    )
+    assert legacy != DEFAULT_CUFILE
+    fired = [f["id"] for f in api.analyze_texts({"cufile.json": legacy, "lsmod": LSMOD_GDS}).findings]
+    assert "cufile-denylist-disables-gds" in fired
+    quiet = [f["id"] for f in api.analyze_texts({"cufile.json": DEFAULT_CUFILE, "lsmod": LSMOD_GDS}).findings]
+    assert "cufile-denylist-disables-gds" not in quiet
+
+
+def test_a_file_without_o_direct_is_judged_by_the_gds_release() -> None:
+    texts = _fixture_files("gds-file-without-odirect")
+    said = " ".join(e["text"] for f in api.analyze_texts(texts).findings for e in f["evidence"])
+    assert "GDS version unknown" in said and "assumed 1.7 or later" in said
+    old = {
+        **texts,
+        "gdscheck": (GDSCHECK / "gdsnvfs-004--gdscheck-p.helper-working-reference.txt").read_text(),
+    }
+    said = " ".join(e["text"] for f in api.analyze_texts(old).findings for e in f["evidence"])
+    assert "(before 1.7): cuFile refuses a file opened without O_DIRECT" in said
+
+
+RAID0_LSBLK = """NAME        MAJ:MIN RM  SIZE RO TYPE  MOUNTPOINTS
+nvme0n1     259:0    0  3.5T  0 disk
+└─md0         9:0    0    7T  0 raid0 /mnt/ckpt
+nvme1n1     259:1    0  3.5T  0 disk
+└─md0         9:0    0    7T  0 raid0 /mnt/ckpt
+"""
+GRACE_7_1 = "Linux gh200 7.1.0-1003-nvidia-64k #3-Ubuntu SMP PREEMPT_DYNAMIC Fri Aug  9 15:36:07 UTC 2026 aarch64 aarch64 aarch64 GNU/Linux\n"
+
+
+def test_p2pdma_is_configured_by_a_route_key_and_raid0_passes_it_through_where_the_platform_does() -> None:
+    texts = _fixture_files("gds-p2pdma-md-raid-multipath-old-driver")
+    texts["cufile.json"] = texts["cufile.json"].replace(
+        '"use_pci_p2pdma": true',
+        '"use_pci_p2pdma": false\n    },\n    "block": {"raid": {"use_pci_p2pdma": true}',
+    )
+    assert '"raid"' in texts["cufile.json"]
+    routed = {f["id"]: f for f in api.analyze_texts(texts).findings}
+    assert "p2pdma-md-raid" in routed  # the route alone asks for P2PDMA
+    passed = [
+        f["id"] for f in api.analyze_texts({**texts, "lsblk": RAID0_LSBLK, "uname": GRACE_7_1}).findings
+    ]
+    assert "p2pdma-md-raid" not in passed  # RAID0, route on, kernel 7.1 / Grace
+
+
+def _h200_bundle_without_barriers(tmp_path: Path, cache: str) -> Path:
+    """The real H200 bundle with its root ext4 (the checkpoint path's filesystem, on vda) mounted
+    nobarrier, and vda's write cache as ``cache``."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / "h200-node-checkpoint-path-on-root-ext4" / "bundle", bundle)
+    mounts = bundle / "proc" / "mounts"
+    mounts.write_text(
+        mounts.read_text().replace("/dev/vda / ext4 rw,relatime,", "/dev/vda / ext4 rw,relatime,nobarrier,")
+    )
+    sysfs = bundle / "sys" / "nvme-sysfs.json"
+    tree = json.loads(sysfs.read_text())
+    tree["block"]["vda"]["queue"]["write_cache"] = cache
+    sysfs.write_text(json.dumps(tree))
+    return bundle
+
+
+@pytest.mark.parametrize(("cache", "severity"), [("write back", "critical"), ("write through", "warning")])
+def test_barriers_off_are_critical_over_a_volatile_write_cache(
+    tmp_path: Path, cache: str, severity: str
+) -> None:
+    report = api.analyze(_h200_bundle_without_barriers(tmp_path, cache), path="/tmp")
+    ranked = [f["id"] for f in report.findings]
+    [finding] = [f for f in report.findings if f["id"] == "write-barriers-disabled"]
+    assert finding["severity"] == severity
+    # the barrier finding ranks above the nags about the same mount
+    assert ranked.index("write-barriers-disabled") < ranked.index("ext4-data-mode-not-explicit")
+    assert ranked.index("write-barriers-disabled") < ranked.index("online-discard-on-checkpoint-mount")

@@ -270,8 +270,9 @@ def _map_expressions(raw: dict[str, Any], change: Callable[[str], str]) -> dict[
         return change(value) if isinstance(value, str) else value
 
     cause = dict(raw)
-    if "applies_when" in cause:
-        cause["applies_when"] = apply(cause["applies_when"])
+    for key in ("applies_when", "severity_at_most"):
+        if key in cause:
+            cause[key] = apply(cause[key])
     cause["signals"] = [
         {**signal, **{key: apply(signal[key]) for key in ("when", "evidence") if key in signal}}
         for signal in raw["signals"]
@@ -286,7 +287,7 @@ def _old_names(document: dict[str, Any], name: str, lines: dict[Location, int]) 
     expressions = [(("checks", check), f"check {check}", body) for check, body in _checks(document).items()]
     for i, raw in enumerate(document["causes"]):
         at: Location = ("causes", i)
-        where = [(("applies_when",), raw.get("applies_when"))]
+        where = [((key,), raw.get(key)) for key in ("applies_when", "severity_at_most")]
         where += [
             (("signals", j, key), signal.get(key))
             for j, signal in enumerate(raw["signals"])

@@ -6,6 +6,8 @@ and one key per concern, each written by its own module, which documents its key
 
 - ``derived.gds`` (gds.py): the data path GDS can take, the cuFile configuration in effect,
   the GPUs it can use;
+- ``derived.gates`` (gates.py): libcufile and kernel behaviour that changed at a known release,
+  judged against the version the facts hold (or the assumption each gate names);
 - ``derived.storage`` (storage.py): what sits under each checkpoint mount, NVMe-oF, free
   space, the kernel log sorted for storage;
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
@@ -24,13 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor.facts.derived import core, devices, gds, host_memory, storage, topology, udev
+from gdsdoctor.facts.derived import core, devices, gates, gds, host_memory, storage, topology, udev
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived = core.derive(facts, target_path)
     # In order: each concern sees the facts and the concerns before it (udev reads storage's mounts).
     derived["gds"] = gds.derive(facts, derived)
+    derived["gates"] = gates.derive(facts, derived)
     derived["storage"] = storage.derive(facts, core.checkpoint_selection(facts, derived["target_mount"]))
     derived["topology"] = topology.derive(facts, derived)
     derived["udev"] = udev.derive(facts, derived)

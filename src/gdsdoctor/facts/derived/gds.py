@@ -19,7 +19,10 @@ configuration in effect, and which GPUs GDS can use.
   > documented defaults. ``env_overrides`` lists env values that contradict the file.
 - ``rdma_dev_addrs``: every RDMA address cuFile is given (global, per-filesystem, mount tables).
 - ``direct_io_size_misaligned``: bool|None — ``max_direct_io_size_kb`` not a multiple of 64.
-- ``p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect.
+- ``p2pdma_configured``: bool|None — ``use_pci_p2pdma`` true in effect (``properties.`` or a
+  route's own key); ``p2pdma_routes``: the per-route keys ``[{key, route, value}]``
+  (``block.nvme``, ``block.nvmeof``, ``block.raid``, ``fs.virtiofs``); ``p2pdma_keys``: the keys
+  that are true.
 - ``path``: ``"p2pdma"`` (upstream PCI P2PDMA configured or reported usable), ``"nvfs"``
   (nvidia-fs loaded or a backend with a direct nvfs path), ``"compat-only"`` (neither: every
   IO goes through the CPU bounce buffer at best), None (cannot tell). ``path_src``: the
@@ -78,7 +81,10 @@ USERSPACE_RDMA_FSTYPES = {"wekafs", "gpfs"}
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     effective = cufile_effective(facts)
+    routes = p2pdma_routes(effective["values"])
     p2pdma_configured = effective["values"].get("properties.use_pci_p2pdma")
+    if p2pdma_configured is not True and any(r["value"] is True for r in routes):
+        p2pdma_configured = True  # a route of its own asks for it (block.nvme.use_pci_p2pdma)
     loaded, loaded_src = nvidia_fs_loaded(facts)
     path, path_src = gds_path(facts, loaded, loaded_src, p2pdma_configured, effective)
     compat = compat_evidence(facts)
@@ -92,6 +98,10 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "rdma_dev_addrs": rdma_dev_addrs(effective["values"]),
         "direct_io_size_misaligned": _misaligned(effective["values"].get("properties.max_direct_io_size_kb")),
         "p2pdma_configured": p2pdma_configured if isinstance(p2pdma_configured, bool) else None,
+        "p2pdma_routes": routes,
+        "p2pdma_keys": [
+            k for k, v in sorted(effective["values"].items()) if k.endswith("use_pci_p2pdma") and v is True
+        ],
         "path": path,
         "path_src": path_src,
         "compat_in_use": True if compat else None,
@@ -229,6 +239,17 @@ def cufile_effective(facts: dict[str, Any]) -> dict[str, Any]:
         values[key], sources[key], srcs[key] = value, "env", line_src
     items = [{"key": k, "value": values[k], "source": sources[k], "src": srcs.get(k)} for k in sorted(values)]
     return {"values": values, "sources": sources, "items": items, "env_overrides": overrides}
+
+
+def p2pdma_routes(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-route P2PDMA keys of the configuration (``block.nvme.use_pci_p2pdma``,
+    ``block.nvmeof.…``, ``block.raid.…``, ``fs.virtiofs.…``): current libcufile gates P2PDMA per
+    route as well as with ``properties.use_pci_p2pdma`` (gds-diag's config audit reads both)."""
+    return [
+        {"key": key, "route": key.removesuffix(".use_pci_p2pdma"), "value": value}
+        for key, value in sorted(values.items())
+        if key.endswith(".use_pci_p2pdma") and key != "properties.use_pci_p2pdma" and isinstance(value, bool)
+    ]
 
 
 def rdma_dev_addrs(values: dict[str, Any]) -> list[str]:

@@ -13,8 +13,9 @@
   ``zfs``, ``btrfs``), ``nvme_namespaces``, ``nvme_controllers`` (``{name, transport, state,
   fabrics, address, src}``), ``transports`` (sorted unique), ``network_rdma`` (network
   filesystems: true for NFS ``proto=rdma`` or Lustre ``@o2ib``, false for ``proto=tcp`` or
-  ``@tcp``, else null), ``volatile_write_cache`` (any NVMe namespace below says
-  ``write back``; null when unknown).
+  ``@tcp``, else null), ``volatile_write_cache`` (any device below, stack layer or NVMe
+  namespace, says ``write back``, else its controller's ``nvme id-ctrl`` VWC bit; null when
+  unknown).
 - ``free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct, fstype,
   shared (parallel or network filesystem), source ("target"|"df"), src}`` — the ``target``
   section (findmnt on ``--path``) wins over df.
@@ -227,7 +228,9 @@ class _Context:
             "nvme_controllers": controllers,
             "transports": sorted({c["transport"] for c in controllers if c.get("transport")}),
             "network_rdma": _network_rdma(fstype, str(mount.get("device") or ""), {**all_opts, **opts}),
-            "volatile_write_cache": self._write_cache(namespaces),
+            "volatile_write_cache": self._write_cache(
+                [layer["name"] for layer in stack] + namespaces, controllers
+            ),
         }
 
     def _target_majmin(self, point: str) -> str | None:
@@ -365,12 +368,22 @@ class _Context:
                 found.append(_multipath_entry(subsystem, fabrics))
         return found
 
-    def _write_cache(self, namespaces: list[str]) -> bool | None:
-        caches = [(self.block.get(n) or {}).get("write_cache") for n in namespaces]
+    def _write_cache(self, devices: list[str], controllers: list[dict[str, Any]]) -> bool | None:
+        """True when a device below (a layer of the stack, an NVMe namespace) has a volatile write
+        cache: sysfs ``queue/write_cache`` (``write back``), else the NVMe controller's ``nvme
+        id-ctrl`` VWC bit (an NVMe-oF target reports its own)."""
+        caches = [(self.block.get(n) or {}).get("write_cache") for n in devices]
         known = [c for c in caches if c]
-        if not known:
-            return None
-        return any("back" in str(c) for c in known)
+        if known:
+            return any("back" in str(c) for c in known)
+        names = {str(c.get("name")) for c in controllers} | set(devices)  # id-ctrl run on either
+        vwc = [
+            entry.get("volatile_write_cache")
+            for entry in dicts(ok_section(self.facts, "nvme_id_ctrl").get("controllers"))
+            if str(entry.get("device") or "").removeprefix("/dev/") in names
+        ]
+        said = [v for v in vwc if isinstance(v, bool)]
+        return any(said) if said else None
 
 
 def _ana_group(head: str, paths: list[dict[str, Any]]) -> dict[str, Any]:
