@@ -13,7 +13,8 @@ Section ``mountinfo`` (proc(5); bind mounts and per-superblock options that /pro
 
 Section ``df_i`` (``df -P -T -i``, live): the same shape with inode counts (``counts`` "inodes").
 
-Section ``df`` (``df -P -T -B1``; also plain ``df``/``df -T``/``df -h`` pastes, sizes then approximate)::
+Section ``df`` (``df -P -T -B1``; also plain ``df``/``df -T``/``df -h`` pastes, sizes then approximate,
+and df in any of coreutils' languages, read by its shape: see ``_translated_header``)::
 
     /dev/nvme0n1p1 ext4 1967317618688 21474836480 1845829668864 2% /mnt/ckpt
 
@@ -25,6 +26,7 @@ Section ``df`` (``df -P -T -B1``; also plain ``df``/``df -T``/``df -h`` pastes, 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from gdsdoctor.errors import ParseError
@@ -109,6 +111,7 @@ _DF_NO_TYPE = lazy_compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+%|-)\s+(/(?:.*
 def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:
     if unit is None:
         return size_bytes(value)
+    value = value.rstrip("KMGTPE") if unit > 1 else value  # `df -BM` prints "3780M" under "1M-blocks"
     count = size_bytes(value)[0] if value.isdecimal() else None
     return (count * unit if count is not None else None), count is not None
 
@@ -150,18 +153,80 @@ def _inode_entry(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# df in another language (coreutils has some 40 translations): the titles are translated, the
+# shape is not. A translated header is the line right above the first row of df's shape; the
+# block size is the number in the size column's title ("1K-Blöcke", "blocs de 1K", "1K的块",
+# "1-ブロック"), and since coreutils titles every block count "<N>-blocks", a table with no
+# number in its titles holds human sizes (-h: values with a suffix) or inode counts (-i).
+_TITLE_UNIT = lazy_compile(r"(?:^|[\s-])(\d{1,4})([KMGTPE]?)(?=[-\s\u7684]|$)")
+_HUMAN_VALUE = lazy_compile(r"^\d+(?:[.,]\d+)?[KMGTPE]$")
+_HEAD_LINES = 50  # where a header is looked for, as recognise_df does
+# `lfs df`: rows of df's shape under English titles of its own, a table of OSTs and MDTs that
+# probes/app_log_ckpt reads; never a df table.
+_OTHER_TABLES = ("UUID",)
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    line: int  # 1-based, as numbered_lines counts
+    typed: bool
+    unit: int | None
+    inodes: bool
+
+
+def _translated_header(text: str) -> _Header | None:
+    """The header of a df table whose titles are in another language, from its first lines."""
+    lines = text.split("\n", _HEAD_LINES)[:_HEAD_LINES]
+    for index in range(1, len(lines)):
+        row = lines[index].strip()
+        typed = _DF_WITH_TYPE.match(row) is not None
+        if not typed and _DF_NO_TYPE.match(row) is None:
+            continue
+        title = lines[index - 1].strip()
+        if not _is_header_shaped(title):
+            return None
+        rows = [line.split() for line in lines[index:] if line.strip()]
+        return _Header(index, typed, *_header_unit(title, rows, typed))
+    return None
+
+
+def _is_header_shaped(title: str) -> bool:
+    words = title.split()
+    return (
+        3 <= len(words) <= 16
+        and words[0] not in _OTHER_TABLES
+        and not any(w.startswith("/") for w in words)
+        and _DF_WITH_TYPE.match(title) is None
+        and _DF_NO_TYPE.match(title) is None
+    )
+
+
+def _header_unit(title: str, rows: list[list[str]], typed: bool) -> tuple[int | None, bool]:
+    """(bytes per count or None for human sizes, inode counts) of a translated table."""
+    unit = _TITLE_UNIT.search(title.split(None, 1)[1] if " " in title else "")
+    if unit:
+        return int(unit[1]) * 1024 ** " KMGTPE".index(unit[2] or " "), False
+    first = 2 if typed else 1
+    human = any(_HUMAN_VALUE.match(value) for row in rows for value in row[first : first + 3])
+    return (None, False) if human else (1, True)
+
+
 def parse_df(text: str, artifact: str) -> Section:
     typed: bool | None = None
     unit: int | None = 1
     inodes = False
     pending: tuple[int, str] | None = None  # old df wraps a long device name onto its own line
     filesystems = []
+    translated = None if _english_header_in_head(text) else _translated_header(text)
     for number, line in numbered_lines(text):
         header = _DF_HEADER.match(line.strip())
         inode_header = None if header else _DF_INODE_HEADER.match(line.strip())
         if header or inode_header:
             typed = bool((header or inode_header)[1])  # type: ignore[index]
             unit, inodes = (_unit(header[2]), False) if header else (1, True)
+            continue
+        if translated and number == translated.line:
+            typed, unit, inodes = translated.typed, translated.unit, translated.inodes
             continue
         if typed is None:
             continue
@@ -182,9 +247,16 @@ def parse_df(text: str, artifact: str) -> Section:
     return {"filesystems": filesystems, "by_mountpoint": by_mountpoint, "counts": counts}
 
 
-def recognise_df(text: str) -> bool:
-    head = [line.strip() for line in text.split("\n")[:50] if line.strip()][:5]
+def _english_header_in_head(text: str) -> bool:
+    head = [line.strip() for line in text.split("\n", _HEAD_LINES)[:_HEAD_LINES] if line.strip()][:5]
     return any(_DF_HEADER.match(line) or _DF_INODE_HEADER.match(line) for line in head)
+
+
+def recognise_df(text: str) -> bool:
+    if _english_header_in_head(text):
+        return True
+    header = _translated_header(text)
+    return header is not None and header.line <= 5
 
 
 PROBES: tuple[Probe, ...] = (
