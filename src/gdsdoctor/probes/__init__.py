@@ -6,10 +6,12 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import (
     app_log,
     bench,
+    cli_errors,
     cufile,
     dmesg,
     fs,
     fs_targets,
+    fstab,
     gdscheck,
     gpu,
     lsblk,
@@ -31,6 +33,7 @@ from gdsdoctor.probes.base import Probe, Source
 PROBES: tuple[Probe, ...] = (
     modules.PROBE,
     mounts.PROBE,
+    fstab.PROBE,
     *system.PROBES,
     *dmesg.PROBES,
     *gdscheck.PROBES,
@@ -47,6 +50,7 @@ PROBES: tuple[Probe, ...] = (
     *rdma.PROBES,
     *bench.PROBES,
     *app_log.PROBES,
+    *cli_errors.PROBES,
     *udev.PROBES,
     *watch.PROBES,
 )

@@ -34,6 +34,12 @@ _OCTAL = lazy_compile(r"\\([0-7]{3})")
 _LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")
 # `mount` prints the mount point unescaped: it may hold spaces, so the fields are found by their words.
 _MOUNT_CMD = lazy_compile(r"^(\S+) on (.+?) type (\S+) \(([^()]*)\)(?: \[(.*)\])?\s*$")
+# fstab(5)'s line: the freq and pass numbers, even the options, may be left out
+FSTAB_ENTRY = lazy_compile(
+    r"^(?P<spec>\S+)\s+(?P<file>\S+)\s+(?P<type>\S+)(?:\s+(?P<opts>\S+)(?:\s+(?P<freq>\d+)(?:\s+(?P<pass>\d+))?)?)?\s*$"
+)
+_FSTAB_TAGS = ("UUID=", "LABEL=", "PARTUUID=", "PARTLABEL=", "ID=")
+_BOOT_OPTIONS = frozenset({"defaults", "nofail", "noauto", "_netdev", "auto"})
 MAX_SKIPPED_NAMED = 5  # lines named in the notes; the rest are counted
 
 
@@ -115,10 +121,32 @@ def parse(text: str, artifact: str) -> Section:
     return section
 
 
+def looks_like_fstab(lines: list[str]) -> bool:
+    """What only an fstab holds, never the kernel's mount table (the two share a line format): a
+    ``UUID=``/``LABEL=`` spec, ``defaults`` or another boot-only option, a non-zero pass number,
+    or fstab's own comment lines."""
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("#") and ("fstab" in stripped or "<file system>" in stripped):
+            return True
+        match = FSTAB_ENTRY.match(stripped)
+        if not match or stripped.startswith("#"):
+            continue
+        opts = split_options(match["opts"] or "")
+        if match["spec"].startswith(_FSTAB_TAGS) or _BOOT_OPTIONS & set(opts):
+            return True
+        if any(key.startswith(("x-systemd.", "x-mount.")) for key in opts) or (match["pass"] or "0") != "0":
+            return True
+    return False
+
+
 def recognise(text: str) -> bool:
     """Mount lines make most of the text; the lines that are not are skipped (and named) by the
-    parser, and the detection scores how many lines each reader explains."""
+    parser, and the detection scores how many lines each reader explains. An fstab shares the
+    line format and is the fstab reader's."""
     lines = [line for line in text.split("\n")[:200] if line.strip()]
+    if looks_like_fstab(lines):
+        return False
     columns = next((found for line in lines if (found := findmnt_columns(line))), None)
     good = sum(1 for line in lines if _explained(line, columns))
     return good >= 1 and good * 2 >= len(lines)

@@ -10,6 +10,8 @@ and one key per concern, each written by its own module, which documents its key
   judged against the version the facts hold (or the assumption each gate names);
 - ``derived.storage`` (storage.py): what sits under each checkpoint mount, NVMe-oF, free
   space, the kernel log sorted for storage;
+- ``derived.fabrics`` (fabrics.py): the NVMe-oF tier's boot mounts (fstab), failed mounts of a
+  pasted session, and the paths (portals, host interfaces) to each subsystem;
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
   throughput against line rate;
 - ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor.facts.derived import core, devices, gates, gds, host_memory, storage, topology, udev
+from gdsdoctor.facts.derived import core, devices, fabrics, gates, gds, host_memory, storage, topology, udev
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
@@ -35,6 +37,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["gds"] = gds.derive(facts, derived)
     derived["gates"] = gates.derive(facts, derived)
     derived["storage"] = storage.derive(facts, core.checkpoint_selection(facts, derived["target_mount"]))
+    derived["fabrics"] = fabrics.derive(facts, derived)  # reads storage's NVMe-oF controllers
     derived["topology"] = topology.derive(facts, derived)
     derived["udev"] = udev.derive(facts, derived)
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found

@@ -38,7 +38,8 @@
   (or than the files needed): ``label``, ``reason``, ``left_bytes``.
 - ``fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli
   (``{name, transport, state, subsystem, traddr, trsvcid, ctrl_loss_tmo, ctrl_loss_tmo_s,
-  fast_io_fail_tmo_s, reconnect_delay_s, source, src}``), one per controller name.
+  fast_io_fail_tmo_s, reconnect_delay_s, host_iface, host_traddr, src_addr, source, src}``), one
+  per controller name.
 - ``fabrics_devices``: controller names known to be fabrics (sysfs, nvme-cli, or named
   in NVMe-oF kernel messages) — used to tell PCIe timeouts from fabrics ones.
 - ``rdma_capable``: the node has RDMA ports (``infiniband`` section) or an RDMA
@@ -453,9 +454,17 @@ def _controller_view(raw: dict[str, Any], source: str) -> dict[str, Any]:
         "fast_io_fail_tmo": raw.get("fast_io_fail_tmo"),
         "fast_io_fail_tmo_s": raw.get("fast_io_fail_tmo_s"),
         "reconnect_delay_s": raw.get("reconnect_delay_s"),
+        "host_iface": raw.get("host_iface"),
+        "host_traddr": raw.get("host_traddr"),
+        "src_addr": raw.get("src_addr"),
         "source": source,
         "src": raw.get("src"),
     }
+
+
+def stack_context(facts: dict[str, Any]) -> _Context:
+    """The indexes ``stack_of`` walks, for another concern's mounts (derived.fabrics: fstab's)."""
+    return _Context(facts)
 
 
 # --- classification helpers ---------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""Derived facts for the NVMe-oF tier's setup: boot mounts, failed mounts and the paths to each
+subsystem (issue 23).
+
+``derive(facts, derived)`` returns ``derived.fabrics`` (it reads ``derived.storage``):
+
+- ``fstab_entries``: fstab's data entries (``fstab.data_entries``) with what sits under each
+  (``transports``: the NVMe transports of the namespace its device names, ``fabrics``: true when
+  one is NVMe-oF, null when the device cannot be tied to a controller: a ``UUID=`` spec, no
+  controller listing).
+- ``fstab_unmounted``: those entries whose mount point the mount table does not show (the
+  mount failed or never ran: the mount point is then a bare directory of the filesystem
+  below, usually ``/``); [] unless both were read.
+- ``fstab_fabrics_unordered``: entries on an NVMe-oF namespace without ``_netdev`` (systemd
+  mounts them with the local filesystems, before the network and the connect);
+  ``fstab_fabrics_fatal``: those without ``nofail`` (a target that is down stops the boot).
+- ``mount_failures``: mount(8)'s failures of a pasted session (``cli_errors``), each with the
+  options and type its command line or fstab entry gave: ``{mountpoint, device, options,
+  fstype, barrier_option, src}``; ``barrier_option``: the options hold ``barrier``/``nobarrier``
+  (XFS refuses them since 4.19).
+- ``subsystems``: per NVMe-oF subsystem, from ``derived.storage.fabrics_controllers``:
+  ``{name, transports, controllers, live, portals, live_portals, host_ifaces, src}``
+  (``portals``: distinct ``traddr:trsvcid``; two controllers to one portal are no second path).
+- ``single_portal``: subsystems whose live controllers all reach one portal (no failover when
+  that port, its switch or the target controller behind it goes away).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gdsdoctor.facts.derived import storage
+from gdsdoctor.facts.derived.access import dicts, ok_section
+
+_BARRIER = ("barrier", "nobarrier")
+
+
+def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    entries = _fstab_entries(facts)
+    fabrics_ctrls = dicts((derived.get("storage") or {}).get("fabrics_controllers"))
+    subsystems = _subsystems(fabrics_ctrls)
+    return {
+        "fstab_entries": entries,
+        "fstab_unmounted": _unmounted(facts, entries),
+        "fstab_fabrics_unordered": [e for e in entries if e["fabrics"] and not e["netdev"]],
+        "fstab_fabrics_fatal": [e for e in entries if e["fabrics"] and not e["nofail"]],
+        "mount_failures": _mount_failures(facts, entries),
+        "subsystems": subsystems,
+        "single_portal": [s for s in subsystems if s["live"] and len(s["live_portals"]) == 1],
+    }
+
+
+def _fstab_entries(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = dicts(ok_section(facts, "fstab").get("data_entries"))
+    if not entries:
+        return []
+    context = storage.stack_context(facts)
+    found = []
+    for entry in entries:
+        transports: list[str] = []
+        if entry.get("device"):
+            mount = {"device": entry["device"], "mountpoint": None, "fstype": entry.get("fstype")}
+            view = context.stack_of(mount)
+            transports = list(view.get("transports") or [])
+        fabrics = any(t in storage.FABRICS for t in transports) if transports else None
+        found.append({**entry, "transports": transports, "fabrics": fabrics})
+    return found
+
+
+def _unmounted(facts: dict[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    mounts = dicts(ok_section(facts, "mounts").get("mounts"))
+    if not mounts or not entries:
+        return []
+    mounted = {str(m.get("mountpoint") or "").rstrip("/") or "/" for m in mounts}
+    return [e for e in entries if (str(e.get("mountpoint") or "").rstrip("/") or "/") not in mounted]
+
+
+def _mount_failures(facts: dict[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    section = ok_section(facts, "cli_errors")
+    commands = [c for c in dicts(section.get("commands")) if c.get("tool") == "mount"]
+    failures = []
+    for error in dicts(section.get("errors")):
+        if error.get("tool") != "mount":
+            continue
+        point, device = error.get("mountpoint"), error.get("device")
+        command = next(
+            (c for c in reversed(commands) if c.get("mountpoint") == point or c.get("device") == device), None
+        )
+        entry = next((e for e in entries if e.get("mountpoint") == point or e.get("device") == device), None)
+        options = [str(o) for o in (command or {}).get("options") or []]
+        if entry and not options:  # `mount DIR` takes its options from fstab
+            options = str(entry.get("options") or "").split(",")
+        failures.append(
+            {
+                "mountpoint": point,
+                "device": device,
+                "options": options,
+                "fstype": (command or {}).get("fstype") or (entry or {}).get("fstype"),
+                "barrier_option": any(o.split("=", 1)[0] in _BARRIER for o in options),
+                "src": error.get("src"),
+            }
+        )
+    return failures
+
+
+def _subsystems(controllers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for controller in controllers:
+        key = controller.get("subsystem") or controller.get("subsystem_nqn")
+        if isinstance(key, str) and key:
+            groups.setdefault(key, []).append(controller)
+    found = []
+    for name, members in sorted(groups.items()):
+        live = [c for c in members if c.get("state") == "live"]
+        found.append(
+            {
+                "name": name,
+                "transports": sorted({str(c["transport"]) for c in members if c.get("transport")}),
+                "controllers": [c.get("name") for c in members],
+                "live": [c.get("name") for c in live],
+                "portals": sorted({p for c in members if (p := _portal(c))}),
+                "live_portals": sorted({p for c in live if (p := _portal(c))}),
+                "host_ifaces": sorted({str(c["host_iface"]) for c in members if c.get("host_iface")}),
+                "src": (live or members)[0].get("src"),
+            }
+        )
+    return found
+
+
+def _portal(controller: dict[str, Any]) -> str | None:
+    traddr = controller.get("traddr")
+    return f"{traddr}:{controller.get('trsvcid') or '?'}" if traddr else None
