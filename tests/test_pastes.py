@@ -248,10 +248,20 @@ def test_full_lspci_and_grepped_acs_lines_merge_per_device() -> None:
     assert any(n.startswith("lspci.txt: merged with acs.txt into acs.txt+lspci.txt") for n in capture.notes)
 
 
+OS_RELEASE = (DATA / "system" / "os-release.this-machine-debian12.txt").read_text()
+
+
 def test_other_kinds_keep_the_first_file_and_say_so() -> None:
+    capture = read(("a.txt", OS_RELEASE), ("b.txt", OS_RELEASE))
+    assert capture.assignments["os_release"] == ["a.txt"]
+    assert any("b.txt: another" in n and "(a.txt) was given first" in n for n in capture.notes)
+
+
+def test_mount_tables_are_kept_both_and_read_as_one() -> None:
+    """Mount tables combine at the facts (tests/test_mount_tables_combined.py): both files kept."""
     capture = read(("a.txt", MOUNTS), ("b.txt", MOUNTS))
-    assert capture.assignments["mounts"] == ["a.txt"]
-    assert any("b.txt: another `cat /proc/mounts` (a.txt) was given first" in n for n in capture.notes)
+    assert capture.assignments["mounts"] == ["a.txt", "b.txt"]
+    assert any("b.txt: read with a.txt as one" in n for n in capture.notes)
 
 
 # --- one host -------------------------------------------------------------------------------------

@@ -155,6 +155,11 @@ class PasteReader:
         text's, so evidence never credits one file with another's line."""
         first = self.capture.artifacts[first_name]
         merger = MERGERS.get(probe.section)
+        if merger is None and probe.combine is not None:  # read as one at the facts (each line its file)
+            name = _unique_name(label, self.capture)
+            self.capture.add(probe.section, Artifact(name, ArtifactStatus.OK, data, source=where))
+            self.capture.notes.append(f"{where}: read with {first_name} as one ({probe.paste_hint})")
+            return
         if merger is None:
             self.capture.notes.append(
                 f"{where}: another {probe.paste_hint} ({first_name}) was given first; this one is ignored"

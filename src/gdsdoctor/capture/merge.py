@@ -5,8 +5,10 @@ A ticket often holds ``dmesg``, ``kern.log`` and a journal excerpt of the same n
 Kernel logs merge on their messages in order (a line both logs hold, whatever its prefix or clock,
 is kept once); lspci listings merge per device (the fuller stanza of a device is kept); lsblk
 outputs (tree, ``-f``, ``-t``, ``-O -P``, JSON) merge per device, column by column (each adds the
-columns the others lack; a value two outputs give differently is noted, the first kept). Other
-kinds do not merge: the first file is read and the report says the others were not.
+columns the others lack; a value two outputs give differently is noted, the first kept). Kinds
+whose probe has a ``combine`` (mount tables) keep every file and are read as one at the facts,
+each item with its own file and line; other kinds do not merge: the first file is read and the
+report says the others were not.
 
 Files from different hosts never merge: :func:`host_conflict` names the identities (hostnames,
 boot ids, machine ids) that differ, and the caller refuses the inputs.

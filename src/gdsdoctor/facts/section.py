@@ -29,7 +29,7 @@ def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
             "status": "not_collected",
             "detail": f"not in this capture; {probe.how_to_collect()}",
         }
-    failures = []
+    failures, read = [], []
     for artifact in artifacts:
         if artifact.status is not ArtifactStatus.OK:
             failures.append(
@@ -37,10 +37,29 @@ def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
             )
             continue
         section = _parsed(probe, artifact)
-        if section["status"] == "ok":
+        if section["status"] == "ok" and probe.combine is None:
             return section
-        failures.append(section)
+        (read if section["status"] == "ok" else failures).append(section)
+    if read:
+        return _combined(probe, read)
     return next((f for f in failures if f["status"] != ArtifactStatus.MISSING), failures[0])
+
+
+def _combined(probe: Probe, sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several outputs of one kind read as one section (``Probe.combine``); it names the first
+    artifact, and ``artifacts`` all of them."""
+    if len(sections) == 1:
+        return sections[0]
+    assert probe.combine is not None
+    combined = probe.combine(
+        [{k: v for k, v in s.items() if k not in ("status", "artifact")} for s in sections]
+    )
+    return {
+        **combined,
+        "status": "ok",
+        "artifact": sections[0]["artifact"],
+        "artifacts": [s["artifact"] for s in sections],
+    }
 
 
 def _detail(artifact: Artifact) -> str:

@@ -12,7 +12,7 @@ provenance record made by :func:`src`, so a finding can show the exact line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,9 @@ class Probe:
     # name what an output that does not name it was run on. Its parser must ignore other prompts.
     reads_prompts: bool = False
     tags: tuple[str, ...] = ()
+    # Sections of several outputs of this kind of one host, read as one (each item keeps its
+    # own provenance): ``facts.section.section_from`` parses every one and combines them.
+    combine: Callable[[Sequence[Section]], Section] | None = None
 
     def how_to_collect(self) -> str:
         """What to do to get this section, as an imperative ("run `…`", "paste …"): it

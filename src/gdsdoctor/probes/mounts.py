@@ -26,6 +26,9 @@ Lines in neither form are skipped and named in ``skipped_lines`` (the report's n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
@@ -140,6 +143,40 @@ def looks_like_fstab(lines: list[str]) -> bool:
     return False
 
 
+def combine(sections: Sequence[Section]) -> Section:
+    """Mount tables of one host read as one (``findmnt -T PATH`` beside ``mount -l``, or
+    /proc/mounts beside ``mount`` in a sos report): each mount once, with the line of the first
+    output that shows it; a mount only a later output shows is added with its own line; one
+    shown with other options is noted, the first kept (options may change between two captures:
+    a remount). Several mounts of one table on one point (an over-mount) all stay."""
+    mounts: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    conflicts: list[str] = []
+    for section in sections:
+        added = []
+        for mount in section["mounts"]:
+            key = (mount["device"], mount["mountpoint"], mount["fstype"])
+            first = seen.get(key)
+            if first is None:
+                added.append(mount)
+            elif first["opts"] != mount["opts"]:
+                conflicts.append(
+                    f"{mount['mountpoint']} options {first['options']!r} ({first['src']['artifact']}) /"
+                    f" {mount['options']!r} ({mount['src']['artifact']}): the first kept"
+                )
+        mounts.extend(added)
+        seen.update(((m["device"], m["mountpoint"], m["fstype"]), m) for m in added)
+    combined: Section = {"mounts": mounts}
+    skipped = [str(s["skipped_lines"]) for s in sections if s.get("skipped_lines")]
+    if skipped:
+        combined["skipped_lines"] = "; ".join(skipped)
+    if conflicts:
+        shown = ", ".join(conflicts[:MAX_SKIPPED_NAMED])
+        more = f" and {len(conflicts) - MAX_SKIPPED_NAMED} more" if len(conflicts) > MAX_SKIPPED_NAMED else ""
+        combined["conflicts"] = f"{len(conflicts)} mounts shown differently: {shown}{more}"
+    return combined
+
+
 def recognise(text: str) -> bool:
     """Mount lines make most of the text; the lines that are not are skipped (and named) by the
     parser, and the detection scores how many lines each reader explains. An fstab shares the
@@ -166,4 +203,5 @@ PROBE = Probe(
     parse=parse,
     recognise=recognise,
     paste_hint="`cat /proc/mounts`",
+    combine=combine,
 )

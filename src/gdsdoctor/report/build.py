@@ -177,12 +177,13 @@ def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseRes
 
 def _cut_notes(facts: dict[str, Any]) -> list[str]:
     """A note for each section whose parser kept only part of its input (``input_cut``: a huge
-    input; ``skipped_lines``: lines in no known form): the report must say when a cap or an odd
-    line, not the host, is why something is absent."""
+    input; ``skipped_lines``: lines in no known form; ``conflicts``: outputs read as one that
+    disagree, the first kept): the report must say when a cap or an odd line, not the host, is
+    why something is absent."""
     return [
         f"{name}: {section[key]}"
         for name, section in facts.items()
-        for key in ("input_cut", "skipped_lines")
+        for key in ("input_cut", "skipped_lines", "conflicts")
         if isinstance(section, dict) and isinstance(section.get(key), str)
     ]
 
