@@ -68,7 +68,7 @@ def test_analyze_texts_recognises_by_content_not_name() -> None:
 def test_analyze_texts_list_bytes_and_unrecognised() -> None:
     report = gd.analyze_texts([JOURNAL.encode(), "hello\n", JOURNAL])
     assert report.data["source"]["notes"][0].startswith("text-2: not recognised")
-    assert report.data["source"]["notes"][1].startswith("text-3: another")
+    assert report.data["source"]["notes"][1].startswith("text-3: read with text-1 as one")
     assert gd.analyze_texts({"x": "nothing to see\n"}).status == "UNKNOWN"
 
 
