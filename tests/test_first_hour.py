@@ -3,7 +3,10 @@ reads. Each test here failed on the code before the change it covers."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -243,3 +246,176 @@ def test_explain_shows_a_lowered_severity(capsys: pytest.CaptureFixture[str]) ->
     assert "lowered from critical by derived.devices.ceiling.nvme_timeouts" in line
     report = analyze_paths([log]).report
     assert {f["id"]: f["severity"] for f in report["findings"]}["nvme-io-timeouts"] in line
+
+
+def _run(argv: list[str], columns: int) -> str:
+    """The command's stdout at ``columns`` (COLUMNS is read at each run, as the terminal's is)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COLUMNS", str(columns))
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            cli.run(argv)
+    return buffer.getvalue()
+
+
+_GLYPHS = set("│├└─ ")
+WIDE_OUTPUTS = {
+    "probes": ["probes"],
+    "rules list": ["rules", "list"],
+    "rules show": ["rules", "show", "nvme-io-timeouts"],
+    "topo": ["topo", str(FIXTURES / "topo-sysfs-two-socket-iommu/bundle"), "--format", "text"],
+    "report": ["analyze", str(FIXTURES / "h200-node-checkpoint-path-on-root-ext4/bundle")],
+    "fleet": [
+        "analyze",
+        str(FIXTURES / "topo-sysfs-degraded-links/bundle"),
+        str(FIXTURES / "h200-node-without-nvidia-fs/bundle"),
+    ],
+    "estimate": ["estimate", "--params", "70B", "--throughput", "2GB/s", "--budget", "5%"],
+}
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in text.split() if not set(word) <= _GLYPHS]
+
+
+def _fits(line: str, columns: int) -> bool:
+    """A line fits, or it is one that must stay whole: the status line (scripts read it), a URL,
+    a command, or a line holding one word longer than the room its indentation leaves."""
+    if len(line) <= columns or line.startswith("Status: ") or "http" in line or "$ " in line:
+        return True
+    indent = len(line) - len(line.lstrip(" │├└─"))
+    return max(len(word) for word in line.split()) > columns - indent - 4
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+@pytest.mark.parametrize("name", sorted(WIDE_OUTPUTS))
+def test_every_human_output_fits_the_terminal_without_cutting_a_word(name: str, columns: int) -> None:
+    """Each line fits (or must stay whole), and the words are those of a 400-column run in the
+    same order: none was cut in two, none lost."""
+    narrow, wide = _run(WIDE_OUTPUTS[name], columns), _run(WIDE_OUTPUTS[name], 400)
+    assert narrow.strip()
+    assert [line for line in narrow.splitlines() if not _fits(line, columns)] == [], name
+    assert _words(narrow) == _words(wide), name
+    urls = [word for word in _words(wide) if word.startswith(("http://", "https://"))]
+    assert all(url in narrow.split() for url in urls)  # each URL whole on one line
+
+
+def test_a_table_that_cannot_fit_becomes_a_list() -> None:
+    rows = _run(WIDE_OUTPUTS["estimate"], 60).splitlines()
+    assert rows[1:3] == ["  parameters", "      70,000,000,000 (70B)"]  # label, then its value under it
+    table = _run(WIDE_OUTPUTS["estimate"], 80).splitlines()
+    assert table[1].split() == ["parameters", "70,000,000,000", "(70B)"]  # one row, aligned
+
+
+@pytest.mark.parametrize("name", ["report", "estimate", "rules show"])
+def test_prose_stops_near_100_columns_on_a_wide_terminal(name: str) -> None:
+    text = _run(WIDE_OUTPUTS[name], 200)
+    prose = [line for line in text.splitlines() if "http" not in line and "$ " not in line]
+    assert max(len(line) for line in prose) <= 100
+    assert max(len(line) for line in prose) > 80  # it does use the width it has
+    assert max(len(line) for line in _run(["probes"], 200).splitlines()) <= 200
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _on_a_terminal(argv: list[str], columns: int) -> tuple[int, str]:
+    """Run gdsdoctor with stdout and stderr on a pseudo-terminal of ``columns`` (no COLUMNS set:
+    the width comes from the terminal itself); the exit code and the screen, style codes removed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    command = [sys.executable, "-m", "gdsdoctor", *argv]
+    with subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env) as process:
+        os.close(follower)
+        chunks = []
+        with contextlib.suppress(OSError):  # EIO once the child closed its end
+            while chunk := os.read(leader, 65536):
+                chunks.append(chunk)
+        code = process.wait(timeout=60)
+    os.close(leader)
+    return code, _ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n")
+
+
+def test_a_pseudo_terminal_sets_the_width_and_stderr_wraps_between_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The report drawn on a 60-column terminal fits it; an error line on a terminal wraps between
+    words, while the same line to a pipe stays one line for scripts."""
+    code, screen = _on_a_terminal(WIDE_OUTPUTS["report"][:2], 60)
+    assert code == 2 and "GPUs: 1 × NVIDIA H200" in screen
+    assert [line for line in screen.splitlines() if not _fits(line, 60)] == []
+    assert max(len(line) for line in screen.splitlines()) > 50
+    bad = ["analyze", str(FIXTURES / "gds-nvfs-healthy/files"), "-o", "/nonexistent/r.bogus"]
+    code, on_tty = _on_a_terminal(bad, 60)
+    assert code == 3 and len(on_tty.splitlines()) > 2
+    assert all(len(line) <= 60 for line in on_tty.splitlines())
+    assert cli.run(bad) == 3
+    piped = capsys.readouterr().err
+    assert len(piped.splitlines()) == 1 and len(piped) > 120
+    assert on_tty.split() == piped.split()  # the same words, none cut
+
+
+def test_the_node_comes_first(capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = FIXTURES / "h200-node-checkpoint-path-on-root-ext4/bundle"
+    assert cli.run(["analyze", str(bundle), "--path", "/tmp"]) == 2
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    start = next(i for i, x in enumerate(lines) if x.startswith("GPUs: "))
+    node = lines[start : lines.index(next(x for x in lines if x.startswith("Sources read")))]
+    assert start <= 2  # under the header, before the sources and the findings
+    assert node[:2] == [
+        "GPUs: 1 × NVIDIA H200, driver 580.159.04",
+        "GDS: nvidia-fs not loaded; mode compat-only",
+    ]
+    assert "Checkpoint filesystem: / (ext4 on /dev/vda)" in node and node[-1] == "Virtualization: unknown"
+    report = analyze_paths([bundle], "/tmp").report
+    assert report["node"]["gpus"] == {"count": 1, "models": ["NVIDIA H200"], "driver": "580.159.04"}
+
+
+NODE_LINES = {
+    # a local drive and two NVMe-oF (RDMA) controllers in sysfs, nvidia-fs loaded
+    "nvmeof-sysfs-rdma-healthy/files": [
+        "GDS: nvidia-fs loaded; mode nvfs",
+        "NVMe: 1 local (3.2TB NVMe Gen4 U.2 SSD V); NVMe-oF controllers: 2 (rdma)",
+    ],
+    # nvme-cli list-subsys of four FC paths: it lists PCIe subsystems too, so "0 local" is read
+    "nvmeof-list-subsys-fc-ana/files": ["NVMe: 0 local; NVMe-oF controllers: 4 (fc)"],
+    # a PCIe drive in list-subsys only (no sysfs): counted, its model unknown
+    "nvme-list-subsys-json-pcie/files": ["NVMe: 1 local; NVMe-oF controllers: 0"],
+    # the PCI tree: two GPUs without nvidia-smi, the drive named from sysfs
+    "topo-sysfs-two-socket-iommu/bundle": ["GPUs: 2", "NVMe: 1 local (Micron_7450); NVMe-oF controllers: 0"],
+    "gds-container-with-nvidia-fs-devices/bundle": ["GPUs: unknown", "Virtualization: docker"],
+    # a pasted gdscheck -p: GDS known, nothing about drives (no NVMe line rather than "0")
+    "gds-gdscheck-1.16-nvfs/files": ["GPUs: unknown", "GDS: nvidia-fs loaded 2.27; mode nvfs"],
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(NODE_LINES))
+def test_the_node_summary_of_real_captures(fixture: str) -> None:
+    from gdsdoctor.report.text import render_text
+
+    report = analyze_paths([FIXTURES / fixture]).report
+    text = render_text(report, width=200).splitlines()
+    node = [line.strip() for line in text[1 : next(i for i, x in enumerate(text) if x.startswith("Sources"))]]
+    assert set(NODE_LINES[fixture]) <= set(node), node
+    if fixture.startswith("gds-gdscheck"):
+        assert not any(line.startswith("NVMe") for line in node)  # unknown, not said as zero
+        assert report["node"]["nvme"] is None
+
+
+def test_a_live_check_names_the_host_as_a_host() -> None:
+    from gdsdoctor.report.text import render_text
+
+    report = analyze_paths([FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt"]).report
+    report["source"] |= {"kind": "live", "label": "vm"}
+    assert render_text(report).splitlines()[0] == "gdsdoctor 0.1.0 — live check of host vm"
+    nothing = analyze_paths([FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt"]).report["node"]
+    assert nothing["gpus"] is None and nothing["virtualization"] is None  # unknown, not "none"

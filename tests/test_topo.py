@@ -38,7 +38,8 @@ def test_sysfs_tree_sockets_switch_devices_and_mounts() -> None:
     assert "GPU 0000:19:00.0 (NUMA 0): nvme0 — same PCIe switch (PIX)" in text
 
 
-def test_balanced_node_has_no_problems_and_idle_gpu_is_not_flagged() -> None:
+def test_balanced_node_has_no_problems_and_idle_gpu_is_not_flagged(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the device's label and details on one line
     found = topology(FIXTURES / "topo-sysfs-two-socket-balanced" / "bundle")
     assert found.problems == []
     text = topo.render_text(found)

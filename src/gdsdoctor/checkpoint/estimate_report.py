@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gdsdoctor.checkpoint.units import Throughput, Units, format_bytes, format_duration, format_rate
+from gdsdoctor.textwidth import prose_width, table, terminal_width, wrap
 
 if TYPE_CHECKING:
     from gdsdoctor.checkpoint.stall import Budget, Estimate, Inputs
@@ -200,14 +201,20 @@ def to_dict(estimate: Estimate, units: Units = "si") -> dict[str, object]:
     return document
 
 
-def render_text(estimate: Estimate, units: Units = "si") -> str:
+def render_text(estimate: Estimate, units: Units = "si", width: int | None = None) -> str:
+    """Sections of aligned label/value rows (one alignment for all; a list where the terminal is
+    too narrow for it), then the notes wrapped between words at the prose width."""
     all_rows = rows(estimate, units)
-    width = max(len(row.label) for row in all_rows)
+    width = prose_width(width or terminal_width())  # the values are words; a log line is not among them
+    label_width = max(len(row.label) for row in all_rows)
     lines: list[str] = []
     for section, section_rows in _grouped(all_rows):
         lines += ["", SECTION_TITLES[section]] if lines else [SECTION_TITLES[section]]
-        lines += [f"  {row.label:<{width}}  {row.text}" for row in section_rows]
-    lines += ["", *estimate.notes, _units_note(units)]
+        cells = [(row.label.ljust(label_width), row.text) for row in section_rows]
+        lines += [f"  {line}" for line in table(cells, width - 2)]
+    lines.append("")
+    for note in (*estimate.notes, _units_note(units)):
+        lines += wrap(note, width)
     return "\n".join(lines) + "\n"
 
 

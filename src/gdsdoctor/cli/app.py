@@ -24,6 +24,7 @@ from gdsdoctor.cli import diagnose, rules, tools, watch
 from gdsdoctor.cli.options import UNKNOWN_EXIT
 from gdsdoctor.cli.unknown import answer_unknown
 from gdsdoctor.errors import UserError
+from gdsdoctor.textwidth import terminal_width, wrap
 
 PROGRAM = "gdsdoctor"
 COMPLETE_VAR = "_GDSDOCTOR_COMPLETE"  # set by the completion script when the shell asks for words
@@ -175,13 +176,21 @@ def run(argv: Sequence[str]) -> int:
             return message
         if message is None:
             return UNKNOWN_EXIT
-        print(f"{PROGRAM}: {message}", file=sys.stderr)
+        print(_for_stderr(f"{PROGRAM}: {message}"), file=sys.stderr)
         try:
             return answer_unknown(argv, message, UNKNOWN_EXIT)
         except UserError:  # stdout closed or full: the line above said why
             return UNKNOWN_EXIT
     finally:
         sys.stdout = stdout
+
+
+def _for_stderr(line: str) -> str:
+    """The error line, wrapped between words on a terminal (a script reading a pipe still gets
+    one line): the terminal itself would cut words."""
+    if not sys.stderr.isatty():
+        return line
+    return "\n".join(wrap(line, terminal_width(), "", "  "))
 
 
 def _failure(argv: list[str]) -> int | str | None:

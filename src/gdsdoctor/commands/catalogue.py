@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from gdsdoctor.engine.rules import Cause, Step
 from gdsdoctor.report.escape import markdown_inline, one_line
 from gdsdoctor.report.outline import command_lines
+from gdsdoctor.textwidth import fit_lines, prose_width, table, wrap
 
 
 def step_records(steps: Sequence[Step]) -> list[dict[str, str]]:
@@ -44,8 +45,7 @@ def render_catalogue(causes: Sequence[Cause], fmt: str) -> str:
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "markdown":
         return _markdown(ordered)
-    width = max((len(c.id) for c in ordered), default=10)
-    lines = [f"{c.id:<{width}}  {c.severity:<8}  {c.category:<18}  {one_line(c.title)}" for c in ordered]
+    lines = table([(c.id, c.severity, c.category, one_line(c.title)) for c in ordered])
     return "\n".join(lines) + f"\n{len(ordered)} cause(s)\n"
 
 
@@ -81,14 +81,14 @@ def render_cause(cause: Cause) -> str:
     ]
     if cause.applies_when:
         lines.append(f"  applies when: {cause.applies_when}")
-    lines += ["", "  " + one_line(cause.explanation), "", "  signals:"]
+    lines += ["", *wrap(one_line(cause.explanation), prose_width(), "  "), "", "  signals:"]
     for signal in cause.signals:
         lines.append(f"    {signal.certainty:+.2f} {signal.id}: {one_line(signal.says)}")
         lines.append(f"          when {signal.when}")
     if cause.fix:
-        lines += ["", "  fix: " + one_line(cause.fix)]
+        lines += ["", *wrap("fix: " + one_line(cause.fix), prose_width(), "  ", "       ")]
     lines += command_lines(step_records(cause.remediation), list(cause.verify), indent="    ")
     if cause.explains:
         lines.append("  explains: " + ", ".join(cause.explains))
     lines += [f"  see {reference}" for reference in cause.references]
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit_lines(lines, prose_width(), hanging=6)) + "\n"

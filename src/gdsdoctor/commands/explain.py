@@ -20,6 +20,7 @@ from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rule
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 from gdsdoctor.report.outline import command_lines
+from gdsdoctor.textwidth import fit_lines, prose_width, table
 
 
 def explain_cause(
@@ -78,7 +79,7 @@ def explain_cause(
             lines.append(f"        evidence {signal.evidence} → {_value(signal.evidence, facts)}")
     for name, expression in cause.vars.items():
         lines.append(f"  var {name} = {expression} → {_value(expression, facts)}")
-    return "\n".join(lines + _commands(cause, result, read_only)) + "\n"
+    return "\n".join(fit_lines(lines + _commands(cause, result, read_only), prose_width(), hanging=4)) + "\n"
 
 
 def _commands(cause: Cause, result: CauseResult, read_only: bool) -> list[str]:
@@ -105,19 +106,18 @@ def _value(expression: str, facts: dict[str, Any]) -> str:
     return one_line(text if len(text) <= 300 else text[:300] + "…")
 
 
-def probes_table() -> str:
+def probes_table(width: int | None = None) -> str:
+    """Each probe: its section and what it reads, then its sources in order (the ones after the
+    first are fallbacks), each marked when it needs root; a list when the table cannot fit."""
     rows = []
     for probe in ANALYSED_PROBES:
+        rows.append((probe.section, probe.title))
         if not probe.sources:
-            rows.append((probe.section, probe.title, f"paste only: {probe.paste_hint}", ""))
+            rows.append(("", f"paste only: {probe.paste_hint}"))
         for index, source in enumerate(probe.sources):
-            label = probe.section if index == 0 else ""
-            title = probe.title if index == 0 else "  (fallback)"
-            root = "root" if source.needs_root else ""
-            rows.append((label, title, source.describe, root))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in rows]
-    return "\n".join(lines) + "\n"
+            marks = [m for m, on in (("fallback", index > 0), ("root", source.needs_root)) if on]
+            rows.append(("", f"{source.describe}" + (f" ({', '.join(marks)})" if marks else "")))
+    return "\n".join(table(rows, width)) + "\n"
 
 
 def probes_markdown() -> str:

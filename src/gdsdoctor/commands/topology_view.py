@@ -23,6 +23,7 @@ from gdsdoctor.facts.derived.topology import RANK
 from gdsdoctor.pipeline import analyze_capture, load_inputs
 from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
+from gdsdoctor.textwidth import terminal_width, wrap
 
 TOPOLOGY_SECTIONS = (
     "pci", "lspci", "lspci_tree", "nvidia_topo", "nvidia_smi", "iommu_groups", "numa", "nvme_sysfs",
@@ -252,13 +253,18 @@ def gpu_line(gpu: dict[str, Any]) -> dict[str, Any]:
 
 def render_text(topology: Topology) -> str:
     lines = [one_line(topology.root.label)]
-    lines += [f"  {one_line(d)}" for d in topology.root.details]
-    lines += [f"  ! {one_line(flag)}" for flag in topology.root.flags]
+    width = terminal_width()
+    lines += [ln for d in topology.root.details for ln in wrap(one_line(d), width, "  ", "    ")]
+    lines += [ln for flag in topology.root.flags for ln in wrap(f"! {one_line(flag)}", width, "  ", "    ")]
     for index, node in enumerate(topology.root.children):
         lines += tree_lines(node, "", index == len(topology.root.children) - 1)
     lines += ["", "GPUs (nearest NVMe / NIC):"]
-    lines += [f"  {one_line(line)}" for line in gpu_texts(topology)] or ["  (no GPU found)"]
-    lines += ["", "Problems:"] + ([f"  ! {one_line(p)}" for p in topology.problems] or ["  none seen"])
+    lines += [ln for line in gpu_texts(topology) for ln in wrap(one_line(line), width, "  ", "    ")]
+    lines += [] if topology.gpus else ["  (no GPU found)"]
+    lines += ["", "Problems:"]
+    lines += [ln for p in topology.problems for ln in wrap(f"! {one_line(p)}", width, "  ", "    ")] or [
+        "  none seen"
+    ]
     if topology.verdict:
         lines += ["", status_line(topology.verdict)]
     return "\n".join(lines) + "\n"
@@ -270,15 +276,18 @@ def status_line(verdict: dict[str, Any]) -> str:
     return f"Status: {verdict['status']} (exit {verdict['exit_code']}) — {one_line(causes)}"
 
 
-def tree_lines(node: Node, prefix: str, last: bool) -> list[str]:
+def tree_lines(node: Node, prefix: str, last: bool, width: int | None = None) -> list[str]:
+    """The node and its children, each label wrapped under its own branch at the width."""
+    width = width or terminal_width()
     branch, below = ("└── ", "    ") if last else ("├── ", "│   ")
     text = one_line(node.label)
     if node.details:
         text += "  " + "; ".join(one_line(d) for d in node.details)
-    lines = [f"{prefix}{branch}{text}"]
-    lines += [f"{prefix}{below}  ! {one_line(flag)}" for flag in node.flags]
+    lines = wrap(text, width, prefix + branch, prefix + below + ("│   " if node.children else "    "))
+    for flag in node.flags:
+        lines += wrap(f"! {one_line(flag)}", width, f"{prefix}{below}  ", f"{prefix}{below}    ")
     for index, child_node in enumerate(node.children):
-        lines += tree_lines(child_node, prefix + below, index == len(node.children) - 1)
+        lines += tree_lines(child_node, prefix + below, index == len(node.children) - 1, width)
     return lines
 
 
@@ -326,7 +335,7 @@ def render_rich(topology: Topology, color: bool = True) -> str:
     tree = Tree(label(topology.root))
     for node in topology.root.children:
         add(tree, node)
-    console = Console(record=True, force_terminal=color, no_color=not color, width=120)
+    console = Console(record=True, force_terminal=color, no_color=not color, width=terminal_width())
     with console.capture() as captured:
         console.print(tree)
         console.print("\n[bold]GPUs (nearest NVMe / NIC)[/]")

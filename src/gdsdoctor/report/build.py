@@ -21,6 +21,7 @@ from gdsdoctor.engine.acknowledge import describe as describe_ack
 from gdsdoctor.engine.evaluate import CauseResult, Outcome
 from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.facts.event_clock import ago
+from gdsdoctor.report.node import node_summary
 from gdsdoctor.report.partial import describe, partial
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -65,6 +66,7 @@ def build_report(
             "notes": [*capture.notes, *_cut_notes(facts)],
         },
         "host": {str(k): str(v) for k, v in capture.host.items()},
+        "node": node_summary(facts),
         "probes": probes,
         "findings": findings,
         "history": [timeline.past(_finding(f), f.result.cause.id in firing_now) for f in history],

@@ -16,6 +16,7 @@ from typing import Any
 
 from gdsdoctor.capture.capture import PRODUCED_ELSEWHERE
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.report.node import summary_lines
 
 Span = tuple[str, str]  # (text, style name or "")
 
@@ -75,6 +76,7 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
     yield from _header(report)
     yield from _notice(report)
     yield from _partial(report)
+    yield from _node(report)
     yield from _probes(report, verbose)
     yield from _findings(report)
     yield from _acknowledged(report)
@@ -85,7 +87,7 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
 
 
 SOURCE_KINDS = {
-    "live": "live check",
+    "live": "live check of host",  # "live check: vm" read as "a VM was detected" (vm: the host name)
     "bundle": "bundle",
     "files": "pasted files",
     "sos": "sos report",
@@ -99,7 +101,7 @@ def _header(report: dict[str, Any]) -> Iterator[Block]:
     where = SOURCE_KINDS.get(source["kind"], source["kind"])
     spans: list[Span] = [
         (f"gdsdoctor {report['tool']['version']}", "bold"),
-        (f" — {where}: ", ""),
+        (f" — {where}{'' if source['kind'] == 'live' else ':'} ", ""),
         (source["label"], ""),
     ]
     if source["kind"] in FOREIGN_KINDS:  # another tool's bundle: its own header names the host
@@ -110,6 +112,15 @@ def _header(report: dict[str, Any]) -> Iterator[Block]:
     if source.get("target_path"):
         spans += [("  path: ", "dim"), (source["target_path"], "code")]
     yield Line(tuple(spans))
+
+
+def _node(report: dict[str, Any]) -> Iterator[Block]:
+    """The node in a few lines (GPUs, GDS, NVMe, the checkpoint filesystem, virtualization)."""
+    node = report.get("node") or {}
+    if any(value is not None for value in node.values()):  # nothing known: the notice says so
+        for line in summary_lines(node):
+            label, _, value = line.partition(": ")
+            yield Bullet(((label + ": ", "dim"), (value, "")))
 
 
 def _notice(report: dict[str, Any]) -> Iterator[Block]:
