@@ -110,6 +110,8 @@ def test_record_then_analyze_gives_the_same_findings(
             "json",
             "--record",
             str(bundle),
+            "--params",
+            "1B",
         ]
     )
     watched = lines_of(capsys.readouterr().out)[-1]
@@ -119,6 +121,14 @@ def test_record_then_analyze_gives_the_same_findings(
     assert [f["id"] for f in replayed["findings"]] == [f["id"] for f in watched["findings"]]
     watch_probe = next(p for p in replayed["probes"] if p["name"] == "watch")
     assert watch_probe["status"] == "ok"
+    # the recorded job (--params 1B) is judged again: every cause ends as it did live
+    outcomes = {c["id"]: c["outcome"] for c in watched["causes"]}
+    assert {c["id"]: c["outcome"] for c in replayed["causes"]} == outcomes
+    assert outcomes["capacity-below-checkpoint-size"] == "clear"  # judged with the job, not inconclusive
+    # a job given to analyze overrides the recorded one: 1000T parameters do not fit
+    run_cli(["analyze", str(bundle), "--format", "json", "--params", "1000T"])
+    overridden = {c["id"]: c["outcome"] for c in json.loads(capsys.readouterr().out)["causes"]}
+    assert overridden["capacity-below-checkpoint-size"] == "fired"
 
 
 def test_text_output_off_a_terminal_ends_with_the_report(tmp_path: Path) -> None:

@@ -232,8 +232,8 @@ def load_inputs(
         capture.notes[:0] = [_folder_note(p, found) for p, found in folders.items()]
     if target_path:
         capture.options["target_path"] = target_path
-    if job:
-        capture.options["job"] = job
+    if job:  # over the one a `watch --record` bundle recorded, key by key (--budget alone keeps its params)
+        capture.options["job"] = {**(capture.options.get("job") or {}), **job}
     if since:  # overrides the one a bundle's manifest recorded
         capture.options["since"] = since
     return capture

@@ -42,6 +42,7 @@ from typing import IO, Any
 from gdsdoctor import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 from gdsdoctor.capture import compress
 from gdsdoctor.capture.capture import HOST_TREES, Capture
+from gdsdoctor.config import JOB_KEYS
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.outputs import write_new
@@ -392,9 +393,23 @@ def _options(manifest: dict[str, Any]) -> dict[str, Any]:
         cleaned["absent_trees"] = absent
     if isinstance(options.get("since"), str) and options["since"]:  # `collect --since`, judged on reading
         cleaned["since"] = _text(options["since"], 100)
+    if job := _job(options.get("job")):  # `watch --record --params`: analyze judges the same job
+        cleaned["job"] = job
     if isinstance(manifest.get("created"), str):  # the capture's time, for events' ages
         cleaned["created"] = _text(manifest["created"], 40)
     return cleaned
+
+
+def _job(job: Any) -> dict[str, Any]:
+    """The recorded checkpoint job: its known keys with scalar values, as text or whole numbers (a
+    value that does not parse makes the job section unparsable, judged as any bad --params)."""
+    if not isinstance(job, dict):
+        return {}
+    return {
+        key: value if isinstance(value, int) and not isinstance(value, bool) else _text(value, 100)
+        for key in JOB_KEYS
+        if _is_scalar(value := job.get(key)) and value not in (None, "")
+    }
 
 
 def _is_scalar(value: Any) -> bool:
