@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gdsdoctor.checkpoint.phases import Interval, find_phases
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes.watch import recognise
 from gdsdoctor.probes.watch_timeline import analyse, parse
@@ -122,6 +123,51 @@ def test_recorded_fio_collapse_on_xfs() -> None:
     assert abs(phase["bytes"] - written) <= 0.10 * written
     [collapse] = phase["collapses"]
     assert collapse["from_bytes_per_s"] > 200 * MB and 40 * MB < collapse["to_bytes_per_s"] < 80 * MB
+
+
+# dd's own bytes and seconds (SOURCES.md): a write shorter than two samples, and one whose first
+# second completed little while the device was busy.
+DD_RUNS = {
+    "xfs-shm-loop-dd-1.5gib-direct": (1593835520, 0.797289),
+    "xfs-loop-dd-330mib-direct": (346030080, 1.10711),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DD_RUNS))
+def test_a_short_write_is_timed_by_the_device_not_by_whole_samples(name: str) -> None:
+    """At 1 s samples a 0.8 s dd spans two intervals (2 s: 797 MB/s for its 2.0 GB/s); the busy
+    time of the device gives its length and rate within 15 % of dd's own."""
+    text = (DATA / f"{name}.timeline.jsonl").read_text()
+    [phase] = parse(text, "watch/timeline.jsonl")["phases"]
+    written, seconds = DD_RUNS[name]
+    assert phase["edges"] == "busy"
+    assert abs(phase["bytes"] - written) <= 0.01 * written
+    assert abs(phase["duration_s"] / seconds - 1) < 0.15 and phase["stall_s"] == phase["duration_s"]
+    assert abs(phase["bytes_per_s"] / (written / seconds) - 1) < 0.15
+    # without the device's busy time (NFS, writers) two intervals cannot be split: whole samples
+    records = [json.loads(line) for line in text.splitlines()]
+    for record in records:
+        for row in (record.get("disks") or {}).values():
+            row.pop("io_ms", None)
+    [blind] = parse("\n".join(json.dumps(r) for r in records), "watch/timeline.jsonl")["phases"]
+    assert blind["edges"] == "samples" and blind["duration_s"] == round(blind["end"] - blind["start"], 3)
+
+
+def test_edges_without_busy_time_are_interpolated_at_the_rate_between_them() -> None:
+    """1.3 s at 1.2 GB/s from 0.85 s, over 1 s samples: 0.15 s, 1 s and 0.15 s of writing, read as
+    1.56 GB in 1.3 s (1.2 GB/s), not in 3 s (520 MB/s)."""
+    series = [
+        Interval(0, 1, 180_000_000, 2),
+        Interval(1, 2, 1_200_000_000, 3),
+        Interval(2, 3, 180_000_000, 4),
+    ]
+    series += [Interval(t, t + 1, 0, 5 + t) for t in range(3, 7)]
+    [phase] = find_phases(series)
+    assert phase["edges"] == "interpolated" and phase["duration_s"] == pytest.approx(1.3)
+    assert phase["bytes_per_s"] == pytest.approx(1.2e9)
+    busy = [i._replace(busy_s=b) for i, b in zip(series, [0.15, 1.0, 0.15, 0, 0, 0, 0], strict=True)]
+    assert find_phases(busy)[0]["duration_s"] == pytest.approx(1.3)  # the device's own account
+    assert find_phases(busy)[0]["edges"] == "busy"
 
 
 def test_recorded_enospc_on_xfs_fails_the_phase_with_its_device_errors() -> None:

@@ -6,6 +6,15 @@ ends once it has stayed below for 3 s (its end is the last second above). Within
 
 Times are wall-clock seconds (the samples' ``t``); each interval is the bytes written between
 two samples of the device that carries the filesystem (``top``), or the NFS client's bytes.
+
+A phase's ``start`` and ``end`` are sample times (the window its limiters look at), but a write
+rarely begins or ends on a sample: its duration (and so its rate and stall) counts only the
+part of its first and last intervals the device was busy (and the busy part of the intervals
+just before and after it, with their bytes), from the device's own busy time (/proc/diskstats
+io_ticks, millisecond resolution), else interpolated at the rate of the phase's full intervals
+in between; ``edges`` says which (``busy``, ``interpolated``, or ``samples`` when neither can be
+known: a phase of one or two intervals on NFS). Other I/O on the device in those edge intervals
+is counted as the checkpoint's: the device cannot tell whose requests kept it busy.
 """
 
 from __future__ import annotations
@@ -28,10 +37,38 @@ class Interval(NamedTuple):
     end: float
     bytes: int
     line: int  # timeline line of the sample that closes it (provenance)
+    busy_s: float | None = None  # seconds the device had I/O in flight, when it counts them
 
     @property
     def rate(self) -> float:
         return self.bytes / (self.end - self.start) if self.end > self.start else 0.0
+
+
+Mark = tuple[float, int, int | None]  # a sample's time, bytes written, device busy milliseconds
+
+
+def mark(sample: dict[str, Any], top: str | None) -> Mark | None:
+    """What an interval needs of a sample (None when its write counter was not measured)."""
+    value = write_counter(sample, top)
+    if not isinstance(value, int):
+        return None
+    row = (sample.get("disks") or {}).get(top) if top else None
+    busy = row.get("io_ms") if isinstance(row, dict) else None
+    return float(sample["t"]), value, busy if isinstance(busy, int) else None
+
+
+def between(before: Mark | None, after: Mark | None, line: int) -> Interval | None:
+    """The interval from one mark to the next (a counter that went backwards, a device removed
+    and re-added, counts from zero); None when either was not measured or time did not move."""
+    if before is None or after is None:
+        return None
+    span = after[0] - before[0]
+    if span <= 0:
+        return None
+    busy = None
+    if before[2] is not None and after[2] is not None:
+        busy = min(span, max(0, after[2] - before[2]) / 1000)
+    return Interval(before[0], after[0], max(0, after[1] - before[1]), line, busy)
 
 
 def write_counter(sample: dict[str, Any], top: str | None) -> int | None:
@@ -46,20 +83,15 @@ def write_counter(sample: dict[str, Any], top: str | None) -> int | None:
     return None
 
 
-def intervals(samples: list[dict[str, Any]], counter: Any) -> list[Interval]:
-    """Bytes written between consecutive samples (``counter(sample)`` is cumulative or None; a
-    counter that went backwards, a device removed and re-added, starts again from zero)."""
+def intervals(samples: list[dict[str, Any]], top: str | None) -> list[Interval]:
+    """Bytes written between consecutive samples of ``top`` (its device, else NFS or writers)."""
     found: list[Interval] = []
-    previous: tuple[float, int] | None = None
+    previous: Mark | None = None
     for sample in samples:
-        value = counter(sample)
-        if not isinstance(value, int):
-            previous = None
-            continue
-        t = float(sample["t"])
-        if previous is not None and t > previous[0]:
-            found.append(Interval(previous[0], t, max(0, value - previous[1]), int(sample.get("line", 0))))
-        previous = (t, value)
+        current = mark(sample, top)
+        if (interval := between(previous, current, int(sample.get("line", 0)))) is not None:
+            found.append(interval)
+        previous = current
     return found
 
 
@@ -112,12 +144,15 @@ def find_phases(series: list[Interval]) -> list[dict[str, Any]]:
 def _phase(series: list[Interval], found: dict[str, Any]) -> dict[str, Any]:
     inside = series[found["first"] : found["last"] + 1]
     start, end = inside[0].start, inside[-1].end
-    written = sum(i.bytes for i in inside)
-    duration = end - start
+    lead = _adjacent(series, found["first"] - 1, start, "end")
+    tail = _adjacent(series, found["last"] + 1, end, "start")
+    duration, edges = writing_time(inside, lead, tail)
+    written = sum(i.bytes for i in inside) + sum(i.bytes for i in (lead, tail) if i and edges == "busy")
     return {
         "start": start,
         "end": end,
         "duration_s": round(duration, 3),
+        "edges": edges,
         "bytes": written,
         "bytes_per_s": written / duration if duration > 0 else 0.0,
         "peak_bytes_per_s": max(i.rate for i in inside),
@@ -128,6 +163,33 @@ def _phase(series: list[Interval], found: dict[str, Any]) -> dict[str, Any]:
         "collapses": collapses(inside),
         "rates": [i.rate for i in inside],  # for the limiters; not kept in the facts
     }
+
+
+def _adjacent(series: list[Interval], index: int, at: float, side: str) -> Interval | None:
+    """The interval just before (or after) a phase, if it touches it (no gap in the samples)."""
+    if not 0 <= index < len(series) or getattr(series[index], side) != at:
+        return None
+    return series[index]
+
+
+def writing_time(
+    inside: list[Interval], lead: Interval | None = None, tail: Interval | None = None
+) -> tuple[float, str]:
+    """Seconds the phase wrote (and how its edges were found): its full intervals in between,
+    and of the first and last only the part the device was busy, plus the busy part of the
+    intervals just before and after it (a write whose first requests waited long completes few
+    bytes in its first second: the device was busy, the GPUs waited). Without busy time: the
+    edges' bytes at the rate of the intervals in between. An edge is never longer than itself."""
+    edges = [inside[0]] if len(inside) == 1 else [inside[0], inside[-1]]
+    middle = inside[1:-1]
+    whole = sum(i.end - i.start for i in middle)
+    if all(i.busy_s is not None for i in edges):
+        around = sum(i.busy_s or 0.0 for i in (lead, tail) if i is not None)
+        return whole + around + sum(min(i.end - i.start, i.busy_s or 0.0) for i in edges), "busy"
+    level = statistics.median(i.rate for i in middle) if middle else 0.0
+    if level > 0:
+        return whole + sum(min(i.end - i.start, i.bytes / level) for i in edges), "interpolated"
+    return inside[-1].end - inside[0].start, "samples"
 
 
 def collapses(inside: list[Interval]) -> list[dict[str, Any]]:

@@ -74,7 +74,7 @@ def analyse(
     """Phases with their limiters and events, collapses, and the measured stall against the job."""
     resolved, static = _mapping(head.get("devices")), _mapping(head.get("static"))
     top = resolved.get("top") if isinstance(resolved.get("top"), str) else None
-    series: list[Interval] = intervals(samples, lambda s: write_counter(s, top))
+    series: list[Interval] = intervals(samples, top)
     phases = find_phases(series)
     for index, phase in enumerate(phases):
         win = limiters.window(phase, samples, events, resolved, static)

@@ -55,22 +55,18 @@ class State:
         self.reported = 0  # phases already emitted as ended
         self.top = head["devices"].get("top")
         self.finder = phases.PhaseFinder()
-        self._last: tuple[float, int] | None = None
+        self._last: phases.Mark | None = None
 
     def add_sample(self, sample: dict[str, Any]) -> None:
         sample["line"] = len(self.lines) + 1
         self.lines.append(timeline.to_line({k: v for k, v in sample.items() if k != "line"}))
         self.samples.append(sample)
         self.started = sample["t"] if self.started is None else self.started
-        value = phases.write_counter(sample, self.top)
-        if isinstance(value, int):
-            if self._last is not None and sample["t"] > self._last[0]:
-                interval = phases.Interval(
-                    self._last[0], sample["t"], max(0, value - self._last[1]), sample["line"]
-                )
-                self.finder.add(interval)
-            self._last = (sample["t"], value)
+        current = phases.mark(sample, self.top)
+        if (interval := phases.between(self._last, current, sample["line"])) is not None:
+            self.finder.add(interval)
             self.phases = self.finder.phases()
+        self._last = current
 
     def add_event(self, event: dict[str, Any]) -> None:
         event["line"] = len(self.lines) + 1
