@@ -292,6 +292,41 @@ def test_a_phase_is_streamed_once_it_ends_with_its_limiters() -> None:
     assert [lim["kind"] for lim in phase["limiters"]] == ["controller_reset"]
 
 
+def test_the_live_view_says_elapsed_time_how_it_ends_and_the_projected_stall() -> None:
+    from gdsdoctor.watch.view import ending_line, stall_line
+    from tests.test_watch_phases import head, samples
+
+    job = {"params": "70B", "budget": "5%"}
+    state = State({**head(), "job": job}, until_idle=True)
+    assert stall_line(state) == "--params 70B: the projected stall comes with the first write phase"
+    series = samples([500, 500, 500, 500, 0, 0, 0, 0])  # 500 MB/s for 4 s, then idle
+    for sample in series[:3]:
+        sample.pop("line")
+        state.add_sample(sample)
+    t = state.samples[-1]["t"]
+    assert (
+        ending_line(state, t)
+        == "elapsed 0:02 · --until-idle: ends 30 s after this write · Ctrl-C ends it with the report"
+    )
+    for sample in series[3:]:
+        sample.pop("line")
+        state.add_sample(sample)
+    end = state.phases[-1]["end"]
+    assert "ends in 20 s unless a write starts (--until-idle)" in ending_line(state, end + 10)
+    projected = stall_line(state)
+    assert projected is not None and projected.startswith(
+        "projected: the 980 GB checkpoint of 70B parameters"
+    )
+    assert projected.endswith("(54.4% of wall time, budget 5.0%): OVER the budget")  # 980 GB at 500 MB/s
+    timed = State(head(), duration_s=300)
+    timed.add_sample({"type": "sample", "t": 1000.0})
+    assert (
+        ending_line(timed, 1075.0)
+        == "elapsed 1:15 · ends in 3:45 (--duration) · Ctrl-C ends it with the report"
+    )
+    assert stall_line(timed) is None  # no job, no projection
+
+
 def test_until_idle_ends_the_watch_after_the_idle_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

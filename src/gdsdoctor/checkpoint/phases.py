@@ -9,12 +9,12 @@ two samples of the device that carries the filesystem (``top``), or the NFS clie
 
 A phase's ``start`` and ``end`` are sample times (the window its limiters look at), but a write
 rarely begins or ends on a sample: its duration (and so its rate and stall) counts only the
-part of its first and last intervals the device was busy (and the busy part of the intervals
-just before and after it, with their bytes), from the device's own busy time (/proc/diskstats
-io_ticks, millisecond resolution), else interpolated at the rate of the phase's full intervals
-in between; ``edges`` says which (``busy``, ``interpolated``, or ``samples`` when neither can be
-known: a phase of one or two intervals on NFS). Other I/O on the device in those edge intervals
-is counted as the checkpoint's: the device cannot tell whose requests kept it busy.
+part of its first and last intervals (and of the busy intervals just before and after it, with
+their bytes) it wrote: their bytes at the rate of the phase's full intervals in between, never
+less than the device's own busy time there (/proc/diskstats io_ticks, millisecond resolution);
+with no interval in between, the busy time alone. ``edges`` says which (``interpolated``,
+``busy``, or ``samples``: whole samples, when neither can be known, one or two intervals on NFS).
+Other I/O on the device in those edge intervals is counted as the checkpoint's.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def _phase(series: list[Interval], found: dict[str, Any]) -> dict[str, Any]:
     start, end = inside[0].start, inside[-1].end
     lead = _adjacent(series, found["first"] - 1, start, "end")
     tail = _adjacent(series, found["last"] + 1, end, "start")
-    duration, edges = writing_time(inside, lead, tail)
-    written = sum(i.bytes for i in inside) + sum(i.bytes for i in (lead, tail) if i and edges == "busy")
+    duration, edges, around = writing_time(inside, lead, tail)
+    written = sum(i.bytes for i in inside) + sum(i.bytes for i in around)
     return {
         "start": start,
         "end": end,
@@ -174,22 +174,27 @@ def _adjacent(series: list[Interval], index: int, at: float, side: str) -> Inter
 
 def writing_time(
     inside: list[Interval], lead: Interval | None = None, tail: Interval | None = None
-) -> tuple[float, str]:
-    """Seconds the phase wrote (and how its edges were found): its full intervals in between,
-    and of the first and last only the part the device was busy, plus the busy part of the
-    intervals just before and after it (a write whose first requests waited long completes few
-    bytes in its first second: the device was busy, the GPUs waited). Without busy time: the
-    edges' bytes at the rate of the intervals in between. An edge is never longer than itself."""
+) -> tuple[float, str, list[Interval]]:
+    """Seconds the phase wrote, how its edges were found, and the intervals touching it that it
+    took in. Its full intervals in between count whole; of the first and last (and of those just
+    before and after it that kept the device busy: a write whose first requests waited long
+    completes few bytes in its first second) only their bytes at the rate of the intervals in
+    between, never less than the device's busy time there, never more than the interval. With
+    no interval in between (a write of a sample or two), the busy time alone: a lower bound, as a
+    writer that leaves the device idle between its requests (starved of CPU) takes longer."""
     edges = [inside[0]] if len(inside) == 1 else [inside[0], inside[-1]]
     middle = inside[1:-1]
-    whole = sum(i.end - i.start for i in middle)
-    if all(i.busy_s is not None for i in edges):
-        around = sum(i.busy_s or 0.0 for i in (lead, tail) if i is not None)
-        return whole + around + sum(min(i.end - i.start, i.busy_s or 0.0) for i in edges), "busy"
     level = statistics.median(i.rate for i in middle) if middle else 0.0
-    if level > 0:
-        return whole + sum(min(i.end - i.start, i.bytes / level) for i in edges), "interpolated"
-    return inside[-1].end - inside[0].start, "samples"
+    if level <= 0 and not all(i.busy_s is not None for i in edges):
+        return inside[-1].end - inside[0].start, "samples", []
+    around = [i for i in (lead, tail) if i is not None and (i.busy_s or 0.0) > 0]
+
+    def part(interval: Interval) -> float:
+        by_rate = interval.bytes / level if level > 0 else 0.0
+        return min(interval.end - interval.start, max(interval.busy_s or 0.0, by_rate))
+
+    whole = sum(i.end - i.start for i in middle)
+    return whole + sum(part(i) for i in [*edges, *around]), "interpolated" if level > 0 else "busy", around
 
 
 def collapses(inside: list[Interval]) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -127,15 +128,17 @@ def _finish_json(report: dict[str, Any]) -> int:
 @contextlib.contextmanager
 def _live_view() -> Any:
     """A rich live view on a terminal; otherwise a line per phase and per event."""
-    from gdsdoctor.watch.view import event_line, header_lines, phase_line, renderable
+    from gdsdoctor.watch.view import ending_line, event_line, header_lines, phase_line, renderable, stall_line
 
     if not sys.stdout.isatty():
 
-        def lines(record: dict[str, Any], _state: Any) -> None:
+        def lines(record: dict[str, Any], state: Any) -> None:
             if record["type"] == "header":
-                print("\n".join(header_lines(record)), flush=True)
+                print("\n".join([*header_lines(record), ending_line(state, time.time())]), flush=True)
             elif record["type"] == "phase":
                 print(phase_line(record), flush=True)
+                if (projected := stall_line(state)) is not None:
+                    print(projected, flush=True)
             elif record["type"] == "event":
                 print(event_line(record), flush=True)
 

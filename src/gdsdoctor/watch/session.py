@@ -45,8 +45,11 @@ class State:
     is ~35 MB of text, where the parsed samples would be several times that), the phases, the
     last two samples and the events."""
 
-    def __init__(self, head: dict[str, Any]) -> None:
+    def __init__(
+        self, head: dict[str, Any], until_idle: bool = False, duration_s: float | None = None
+    ) -> None:
         self.head = head
+        self.until_idle, self.duration_s = until_idle, duration_s  # how it ends, for the view
         self.lines = [timeline.to_line(head)]
         self.samples: collections.deque[dict[str, Any]] = collections.deque(maxlen=2)
         self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=50)
@@ -102,7 +105,8 @@ def start(options: Options) -> tuple[State, sampler.Sampler, list[Any]]:
         options.job,
         notes,
     )
-    return State(head), sampler.Sampler(resolved, options.host_root), followers
+    state = State(head, options.until_idle, options.duration_s)
+    return state, sampler.Sampler(resolved, options.host_root), followers
 
 
 SIGNAL_POLL_S = 0.1  # how soon a signal ends the wait between two ticks

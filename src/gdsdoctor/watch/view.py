@@ -3,9 +3,13 @@ events as they come (rich.live); and the one-line forms for a pipe or a log."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from gdsdoctor.checkpoint import phases
 from gdsdoctor.checkpoint.phases import clock, rate_text, size_text
+from gdsdoctor.checkpoint.records import ARTIFACT
+from gdsdoctor.probes.watch_timeline import stall_against_budget
 from gdsdoctor.report.escape import one_line
 from gdsdoctor.watch.session import State
 
@@ -32,6 +36,48 @@ def phase_line(phase: dict[str, Any]) -> str:
         f"phase from {clock(phase['start'])} ({state}): {size_text(phase['bytes'])} in "
         f"{phase['duration_s']:g} s, {rate_text(phase['bytes_per_s'])}"
     )
+
+
+def _minutes(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else (f"{seconds // 60}:{seconds % 60:02d}")
+    )
+
+
+def ending_line(state: State, now: float) -> str:
+    """How long it has run and how it will end: the --duration left, the --until-idle countdown
+    (none while a phase is being written), and that Ctrl-C ends it with the report so far."""
+    started = state.started if state.started is not None else now
+    parts = [f"elapsed {_minutes(now - started)}"]
+    if state.duration_s is not None:
+        parts.append(f"ends in {_minutes(state.duration_s - (now - started))} (--duration)")
+    elif state.until_idle:
+        if state.phases and state.phases[-1]["ongoing"]:
+            parts.append(f"--until-idle: ends {phases.IDLE_END_S:g} s after this write")
+        else:
+            left = phases.IDLE_END_S - phases.idle_for(state.phases, started, now)
+            parts.append(f"ends in {max(0, round(left))} s unless a write starts (--until-idle)")
+    parts.append("Ctrl-C ends it with the report")
+    return " · ".join(parts)
+
+
+def stall_line(state: State) -> str | None:
+    """With a job (--params): the stall its checkpoint costs at the rate measured so far, and the
+    budget; the same model and words as the report's finding."""
+    job = state.head.get("job") or {}
+    if not job.get("params"):
+        return None
+    numbered = [{**phase, "index": index} for index, phase in enumerate(state.phases)]
+    found = stall_against_budget(numbered, job, ARTIFACT)
+    if found is None:
+        return f"--params {job['params']}: the projected stall comes with the first write phase"
+    if "error" in found:
+        return one_line(f"--params {job['params']}: {found['error']}")
+    verdict = {True: "within the budget", False: "OVER the budget", None: ""}[found["budget_met"]]
+    return one_line(f"projected: {found['says']}" + (f": {verdict}" if verdict else ""))
 
 
 def event_line(event: dict[str, Any]) -> str:
@@ -64,8 +110,11 @@ def renderable(state: State) -> Any:
     parts: list[Any] = [Text(one_line(title), style="bold"), table]
     current = state.phases[-1] if state.phases else None
     parts.append(Text(phase_line(current) if current else "no write phase yet"))
+    if (projected := stall_line(state)) is not None:
+        parts.append(Text(projected, style="bold"))
     for event in list(state.events)[-SHOWN_EVENTS:]:
         parts.append(Text(event_line(event), style="yellow"))
     for note in state.head.get("notes", []):
         parts.append(Text(one_line(f"not measured: {note}"), style="dim"))
+    parts.append(Text(ending_line(state, time.time()), style="dim"))
     return Group(*parts)
