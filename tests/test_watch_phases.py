@@ -170,6 +170,39 @@ def test_edges_without_busy_time_are_interpolated_at_the_rate_between_them() -> 
     assert find_phases(busy)[0]["duration_s"] == pytest.approx(1.65)
 
 
+def _limiters_of(name: str, drop: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    records = [json.loads(line) for line in (DATA / f"{name}.timeline.jsonl").read_text().splitlines()]
+    for record in records:
+        record.pop(drop or "", None)
+    [phase] = parse("\n".join(json.dumps(r) for r in records), "watch/timeline.jsonl")["phases"]
+    return phase, [lim for lim in phase["limiters"] if lim["kind"] == "page_cache"]
+
+
+def test_an_o_direct_writer_is_not_blamed_for_the_hosts_dirty_pages() -> None:
+    """dd with O_DIRECT while other writers dirtied 447 MB on another filesystem: the host's
+    Dirty + Writeback grew by more than the phase's share, but the writer's own file says direct."""
+    name = "xfs-shm-loop-dd-direct-beside-buffered-writers"
+    phase, cached = _limiters_of(name)
+    assert cached == [] and abs(phase["duration_s"] - 1.72893) < 0.1  # dd's own seconds
+    samples = [json.loads(x) for x in (DATA / f"{name}.timeline.jsonl").read_text().splitlines()][1:]
+    inside = [
+        s["mem"]["dirty_bytes"]
+        for s in samples
+        if s["type"] == "sample" and phase["start"] <= s["t"] <= phase["end"]
+    ]
+    assert max(inside) - inside[0] > 0.2 * phase["bytes"]  # what the system-wide counter alone said
+    _phase, [unseen] = _limiters_of(name, drop="open_writes")  # an older recording, no writers seen
+    assert unseen["writers"] == "unseen" and "whole host" in unseen["says"]
+
+
+def test_a_buffered_writer_is_named_from_its_own_file() -> None:
+    """dd without O_DIRECT, flushed by its fsync: the device wrote after Dirty had fallen, so the
+    host's counter did not grow during the phase; the writer's open file says buffered."""
+    _phase, [cached] = _limiters_of("xfs-shm-loop-dd-buffered-fsync")
+    assert cached["writers"] == "buffered" and "without O_DIRECT" in cached["says"]
+    assert _limiters_of("xfs-shm-loop-dd-buffered-fsync", drop="open_writes")[1] == []  # missed before
+
+
 def test_recorded_enospc_on_xfs_fails_the_phase_with_its_device_errors() -> None:
     section = parse((DATA / "xfs-enospc.timeline.jsonl").read_text(), "watch/timeline.jsonl")
     [failed] = section["failed_phases"]

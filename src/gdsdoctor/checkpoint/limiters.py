@@ -42,7 +42,7 @@ SLOW_SIBLING_MIN_S = 2.0
 SATURATED_SHARE = 0.5  # of the phase's samples with writes in flight at the queue depth
 LINE_RATE_BAND = (0.90, 1.05)
 FLAT_SPREAD = 0.10  # coefficient of variation of the phase's rates
-PAGE_CACHE_SHARE = 0.20  # dirty + writeback growth, as a share of the phase's bytes
+PAGE_CACHE_SHARE = 0.20  # dirty + writeback growth, as a share of the phase's bytes (writers unseen)
 PAGE_CACHE_MIN_BYTES = 64 * 2**20
 
 Window = dict[str, Any]  # {"phase", "samples", "events", "devices", "static"}
@@ -269,23 +269,41 @@ def line_rate(win: Window, rates: list[float] | None = None) -> list[dict[str, A
 
 
 def page_cache(win: Window) -> list[dict[str, Any]]:
-    """Dirty + writeback grew by a good part of what was written: buffered writes, not direct I/O."""
-    cached = [
-        (s["t"], m.get("dirty_bytes", 0) + m.get("writeback_bytes", 0))
-        for s in win["samples"]
-        if isinstance(m := s.get("mem"), dict)
-    ]
-    if len(cached) < 2:
-        return []
-    growth = max(v for _, v in cached) - cached[0][1]
+    """Buffered writes, not direct I/O. The writers' own files are the evidence when the watch saw
+    them (``open_writes``: files on the filesystem open for writing, with or without O_DIRECT);
+    else Dirty + Writeback growing by a good part of what was written, which is the whole host's
+    counter (every device's page cache) and says so."""
     phase = win["phase"]
-    if growth < max(PAGE_CACHE_MIN_BYTES, PAGE_CACHE_SHARE * phase["bytes"]):
+    opened = [o for s in win["samples"] if isinstance(o := s.get("open_writes"), dict)]
+    direct = max((o.get("direct", 0) for o in opened), default=0)
+    buffered = max((o.get("buffered", 0) for o in opened), default=0)
+    growth = _cache_growth(win["samples"])
+    grown = f"; dirty and writeback pages (the whole host's) grew by {size_text(growth)}" if growth else ""
+    if buffered and not direct:
+        says = (
+            f"{buffered} file(s) on the checkpoint filesystem were open for writing without O_DIRECT "
+            f"while {size_text(phase['bytes'])} were written{grown}: buffered I/O through the page cache"
+        )
+        return [_limiter("page_cache", phase["start"], phase["line"], says, writers="buffered")]
+    if direct or buffered:  # the writers opened their files O_DIRECT (or some did): not this one
+        return []
+    if growth is None or growth < max(PAGE_CACHE_MIN_BYTES, PAGE_CACHE_SHARE * phase["bytes"]):
         return []
     says = (
         f"dirty and writeback pages grew by {size_text(growth)} while {size_text(phase['bytes'])} were "
-        "written: the checkpoint went through the page cache (buffered I/O), not direct I/O"
+        "written: buffered I/O through the page cache, not direct I/O (Dirty + Writeback count the "
+        "whole host, every device; the writers' files were not seen)"
     )
-    return [_limiter("page_cache", phase["start"], phase["line"], says)]
+    return [_limiter("page_cache", phase["start"], phase["line"], says, writers="unseen")]
+
+
+def _cache_growth(samples: list[dict[str, Any]]) -> int | None:
+    cached = [
+        m.get("dirty_bytes", 0) + m.get("writeback_bytes", 0)
+        for s in samples
+        if isinstance(m := s.get("mem"), dict)
+    ]
+    return max(cached) - cached[0] if len(cached) >= 2 else None
 
 
 CHECKS: tuple[Callable[[Window], list[dict[str, Any]]], ...] = (

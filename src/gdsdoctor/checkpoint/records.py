@@ -71,6 +71,8 @@ def sample(record: dict[str, Any], line: int) -> dict[str, Any]:
         ("mem", counters),
         ("nvfs", counters),
         ("nfs", counters),
+        ("writers", counters),
+        ("open_writes", counters),
         ("ctrl", _states),
         ("ana", _states),
     ):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gdsdoctor.checkpoint.records import RDMA_ERROR_COUNTERS
+from gdsdoctor.watch.open_writes import OpenWrites
 from gdsdoctor.watch.writers import Writers
 
 SECTOR = 512
@@ -118,6 +119,9 @@ class Sampler:
             if resolved.get("network") and not fstype.startswith("nfs")
             else None
         )
+        # How the writers opened their files: the page cache's evidence for this filesystem alone.
+        self.open_writes = OpenWrites(resolved["mount"], root) if resolved.get("mount") else None
+        self._written: int | None = None  # the top device's bytes at the last sample
 
     def _read(self, relative: str) -> str | None:
         try:
@@ -149,6 +153,13 @@ class Sampler:
             sample["fs_used_bytes"] = used
         if self.writers is not None:
             sample["writers"] = self.writers.sample()
+        if self.open_writes is not None:
+            row = (sample.get("disks") or {}).get(self.resolved.get("top") or "") or {}
+            written = row.get("write_bytes")
+            writing = written is not None and self._written is not None and written > self._written
+            self._written = written
+            if (opened := self.open_writes.sample(writing)) is not None:
+                sample["open_writes"] = opened
         return sample
 
     def _optional(self, relative: str) -> str | None:
