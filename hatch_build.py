@@ -1,4 +1,5 @@
-"""Build the parsed, linted rules into the wheel: ``gdsdoctor/rules.json``.
+"""Build the parsed, linted rules into the wheel: ``gdsdoctor/rules.json``; and the man page,
+``share/man/man1/gdsdoctor.1`` (written from the typer app: gdsdoctor/cli/manpage.py).
 
 An installed ``gdsdoctor`` then loads its built-in rules with one ``json.loads`` (about 1 ms)
 instead of parsing the YAML, linting it and compiling 500-odd JMESPath expressions (about
@@ -39,6 +40,12 @@ class BuiltRulesHook(BuildHookInterface):
         document = rules_document(rules_dir, causes)
         built.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
         build_data["force_include"][str(built)] = f"gdsdoctor/{BUILT_RULES}"
+        # The man page, from the command line itself: installed as PREFIX/share/man/man1/gdsdoctor.1.
+        from gdsdoctor.cli.manpage import render
+
+        page = Path(self._temporary.name) / "gdsdoctor.1"
+        page.write_text(render(), encoding="ascii")
+        build_data["shared_data"][str(page)] = "share/man/man1/gdsdoctor.1"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         temporary = getattr(self, "_temporary", None)

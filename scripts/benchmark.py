@@ -27,6 +27,10 @@ Measures (medians of --repeat runs, wall clock):
 6. ``analyze`` of a real sos report of this host (archive and unpacked directory) beside
    ``hotsos`` (PyPI, installed into the benchmark's own temporary venv) on the same directory:
    wall and CPU time, peak memory. Target: gdsdoctor at least 10x faster. Needs root and sos.
+7. The documented installs (scripts/install_check.py: README's venv step as an ordinary user, the
+   system-wide install in a throwaway prefix, the systemd unit's and the NPD plugin's commands
+   against it): each step ok, and how long the install took. Not with --quick (a few minutes,
+   a package index).
 
 Commands run from a wheel built from this checkout and installed into a temporary directory, as
 users run gdsdoctor: the wheel carries the rules parsed and linted (hatch_build.py), where a
@@ -698,6 +702,22 @@ def install_wheel(work: Path) -> str:
     return str(site)
 
 
+def bench_install() -> list[Row]:
+    """scripts/install_check.py's steps, as rows (its own output lines)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "install_check.py")], capture_output=True, text=True
+    )
+    rows: list[Row] = []
+    for line in done.stdout.splitlines():
+        state, _, what = line.partition(" ")
+        rows.append((f"install check: {what.strip()[:120]}", state.strip(), "ok"))
+    rows.append(
+        ("install check, whole", f"{time.monotonic() - started:.0f} s", verdict(done.returncode == 0))
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and one repetition (smoke run)")
@@ -717,7 +737,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["check", "analyze", "rules", "collect", "watch", "sos"],
+        choices=["check", "analyze", "rules", "collect", "watch", "sos", "install"],
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
@@ -740,6 +760,7 @@ def main() -> None:
             "collect": lambda: bench_collect(repeat, work),
             "watch": lambda: bench_watch(1.0 if args.quick else WATCH_SECONDS, work),
             "sos": lambda: bench_sos(repeat, work),
+            "install": lambda: [] if args.quick else bench_install(),
         }
         for name, section in sections.items():
             if name in args.skip:
