@@ -45,7 +45,7 @@ FLAT_SPREAD = 0.10  # coefficient of variation of the phase's rates
 PAGE_CACHE_SHARE = 0.20  # dirty + writeback growth, as a share of the phase's bytes (writers unseen)
 PAGE_CACHE_MIN_BYTES = 64 * 2**20
 
-Window = dict[str, Any]  # {"phase", "samples", "events", "devices", "static"}
+Window = dict[str, Any]  # {"phase", "samples", "after", "events", "devices", "static"}
 
 
 def window(
@@ -57,6 +57,7 @@ def window(
 ) -> Window:
     """The phase with what happened during it (events from a little before to a little after)."""
     inside = [s for s in samples if phase["start"] <= s["t"] <= phase["end"]]
+    after = next((s for s in samples if s["t"] > phase["end"]), None)  # counts taken during the phase
     near = [e for e in events if phase["start"] - EVENT_MARGIN_S <= e["t"] <= phase["end"] + EVENT_MARGIN_S]
     devices = {
         d for d in [resolved.get("top"), *resolved.get("below", []), *resolved.get("controllers", [])] if d
@@ -64,6 +65,7 @@ def window(
     return {
         "phase": phase,
         "samples": inside,
+        "after": after,
         "events": near,
         "devices": devices,
         "resolved": resolved,
@@ -274,7 +276,9 @@ def page_cache(win: Window) -> list[dict[str, Any]]:
     else Dirty + Writeback growing by a good part of what was written, which is the whole host's
     counter (every device's page cache) and says so."""
     phase = win["phase"]
-    opened = [o for s in win["samples"] if isinstance(o := s.get("open_writes"), dict)]
+    # A walk of the open files reports with the sample after the one that started it.
+    counted = [*win["samples"], *([win["after"]] if win.get("after") else [])]
+    opened = [o for s in counted if isinstance(o := s.get("open_writes"), dict)]
     direct = max((o.get("direct", 0) for o in opened), default=0)
     buffered = max((o.get("buffered", 0) for o in opened), default=0)
     growth = _cache_growth(win["samples"])
