@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gdsdoctor import api
+from gdsdoctor.checkpoint.line_rate import ceilings, pcie_link_bytes_per_s
 from gdsdoctor.engine.rules import Cause
-from gdsdoctor.facts.derived.topology_io import pfc_vector
+from gdsdoctor.facts.derived.topology_io import judge, pfc_vector
 from gdsdoctor.pipeline import rules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -345,3 +347,61 @@ def test_barriers_off_are_critical_over_a_volatile_write_cache(
     # the barrier finding ranks above the nags about the same mount
     assert ranked.index("write-barriers-disabled") < ranked.index("ext4-data-mode-not-explicit")
     assert ranked.index("write-barriers-disabled") < ranked.index("online-discard-on-checkpoint-mount")
+
+
+def test_a_pcie_link_is_a_read_ceiling_and_a_write_needs_the_drive_rate_or_the_nic() -> None:
+    link = pcie_link_bytes_per_s(4, 4) * 2  # two Gen4 x4 drives
+    local = ceilings(link_bytes_per_s=link, drives=2)
+    assert local["read"].bytes_per_s == pytest.approx(2 * 7.877e9 * 0.85, rel=1e-3)
+    assert "read ceiling" in local["read"].label and local["write"].bytes_per_s is None
+    spec = ceilings(link_bytes_per_s=link, drives=2, write_bytes_per_s=3.5e9)["write"]
+    assert (spec.bytes_per_s, spec.basis) == (7e9, "write spec")
+    fabric = ceilings(nic_gbit_s=400)
+    assert fabric["read"].bytes_per_s == fabric["write"].bytes_per_s == pytest.approx(45e9)
+    expected = {"read": _ceiling_dict(local["read"]), "write": _ceiling_dict(local["write"])}
+    healthy_write = judge({"tool": "gdsio", "what": "WRITE GPUD", "measured_bytes_per_s": 7e9}, expected)
+    assert healthy_write is not None and healthy_write["level"] == "unjudged"  # 52 % of the links: not poor
+    impossible = judge({"tool": "fio", "what": "write", "measured_bytes_per_s": 20e9}, expected)
+    assert impossible is not None and impossible["level"] == "suspect"
+    slow_read = judge({"tool": "fio", "what": "read", "measured_bytes_per_s": 5e9}, expected)
+    assert slow_read is not None and slow_read["level"] == "poor"
+
+
+def _ceiling_dict(found: Any) -> dict[str, Any]:
+    return {"bytes_per_s": found.bytes_per_s, "basis": found.basis, "label": found.label}
+
+
+def test_an_nvmeof_namespace_is_judged_against_the_nic_line_rate() -> None:
+    texts = _fixture_files("nvmeof-sysfs-rdma-healthy")  # two RDMA controllers, NDR ibstat
+    guide = (
+        REPO / "tests" / "data" / "bench" / "gdsio-output.nfs-rdma-ib-dgx2-client.nvidia-gds-config-guide.txt"
+    )
+    texts["gdsio"] = "".join(
+        line for line in guide.read_text().splitlines(True) if "IoType: WRITE XferType: GPUD" in line
+    )
+    texts["mounts"] = "/dev/nvme1n1 /mnt/ckpt xfs rw,noatime,attr2,inode64,noquota 0 0\n"
+    [finding] = [
+        f
+        for f in api.analyze_texts(texts, path="/mnt/ckpt").findings
+        if f["id"] == "throughput-below-line-rate"
+    ]
+    assert "(NIC line rate 400 Gb/s × 0.9 goodput)" in finding["evidence"][0]["text"]
+
+
+EXT4_LOOP_MOUNT = "/dev/loop1 /tmp/ext4-adv-mnt ext4 rw,relatime 0 0\n"  # as /proc/mounts showed it
+
+
+def _ext4_findings(options: str | None) -> list[str]:
+    texts = {"mounts": EXT4_LOOP_MOUNT, "lsmod": LSMOD_GDS}
+    if options is not None:
+        texts["ext4-options"] = (REPO / "tests" / "data" / "fs" / options).read_text()
+    return [f["id"] for f in api.analyze_texts(texts, path="/tmp/ext4-adv-mnt").findings]
+
+
+def test_the_ext4_data_mode_is_read_where_the_kernel_prints_it() -> None:
+    assert "ext4-data-mode-not-explicit" in _ext4_findings(None)  # the mount table alone: said so
+    assert "ext4-data-mode-not-explicit" not in _ext4_findings(
+        "ext4-options.loop-journal-default-ordered.this-vm-6.18.txt"
+    )
+    # a journal mode that is the superblock's default shows only in the kernel's options
+    assert "ext4-data-journal" in _ext4_findings("ext4-options.loop-data-journal-nobarrier.this-vm-6.18.txt")

@@ -86,9 +86,10 @@ def test_degraded_links_and_throughput_against_the_rated_link(tmp_path: Path) ->
     expected = derived["expected_throughput"]
     assert expected["drives"] == ["nvme0"]
     assert expected["bytes_per_s"] == pytest.approx(4 * 16e9 * 128 / 130 / 8 * 0.85)
+    # the link is a read ceiling: the write is not judged without the drive's write rate
     assert {t["what"]: t["level"] for t in derived["throughput"]} == {
         "read": "poor",
-        "write": "poor",
+        "write": "unjudged",
     }
     assert derived["roce_ports"][0]["netdev_mtu"] == 1500 and derived["roce_ports"][0]["mtu_low"]
 

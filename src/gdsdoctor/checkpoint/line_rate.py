@@ -1,7 +1,9 @@
 """The line rate of a checkpoint path: its ceiling from PCIe generation × width per drive, drive
-count and spec, NIC rate for NVMe-oF, and efficiencies (:func:`expected_throughput`); and
-:func:`verdict`, which turns measured/expected into ok / degraded / poor / suspect (thresholds
-below, from research/net-pci-notes.md §3.4).
+count and spec, NIC rate for NVMe-oF, and efficiencies (:func:`expected_throughput`); the
+ceiling that fits each direction (:func:`ceilings`: a PCIe link is a *read* ceiling, a drive's
+write rate comes from its measured baseline or write spec, an NVMe-oF namespace's from the NIC
+line rate × goodput); and :func:`verdict`, which turns measured/expected into ok / degraded /
+poor / suspect (thresholds below, from research/net-pci-notes.md §3.4).
 
 Low in the tree: the facts (derived topology) and the ``bench`` command both use it.
 """
@@ -82,6 +84,56 @@ def expected_throughput(
         )
     limited_by = min(components, key=components.__getitem__)
     return Expected(components[limited_by], limited_by, components)
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """What one direction can move: ``bytes_per_s`` (None: not known) and what it rests on."""
+
+    bytes_per_s: float | None
+    basis: str  # "link" | "write spec" | "baseline" | "network" | "none"
+    label: str  # for the reader: "4 drives × PCIe link × 85 % (a read ceiling)"
+
+
+def ceilings(
+    *,
+    link_bytes_per_s: float | None = None,
+    drives: int = 1,
+    write_bytes_per_s: float | None = None,
+    write_basis: str = "write spec",
+    nic_gbit_s: float | None = None,
+) -> dict[str, Ceiling]:
+    """The read and the write ceiling of a checkpoint path.
+
+    ``link_bytes_per_s`` is the drives' PCIe links added up (before protocol efficiency).
+    Local drives: read = links × 85 %; write = drives × the drive's write rate (its measured
+    baseline or write spec), unknown without one: data-center NVMe writes sequentially at 40-70 % of
+    its PCIe link (Gen4 x4 ≈ 7.9 GB/s, typical write specs 3.5-5 GB/s; vendor datasheets), so the
+    link is no write ceiling. NVMe-oF (``nic_gbit_s``): the NIC line rate × GOODPUT (RoCE/IB framing
+    and headers of a large streaming transfer) both ways, never above the local ceilings given."""
+    read: Ceiling = Ceiling(None, "none", "no read ceiling known")
+    write: Ceiling = Ceiling(None, "none", "no write ceiling known (no drive write spec or baseline)")
+    if link_bytes_per_s:
+        read = Ceiling(link_bytes_per_s * PCIE_EFFICIENCY, "link",
+                       f"{drives} drive(s) × PCIe link × {PCIE_EFFICIENCY:.0%} (a read ceiling)")  # fmt: skip
+    if write_bytes_per_s:
+        write = Ceiling(
+            drives * write_bytes_per_s, write_basis, f"{drives} drive(s) × the drive's {write_basis}"
+        )
+    if nic_gbit_s:
+        from gdsdoctor.checkpoint.units import GOODPUT  # one goodput factor for estimate and line rates
+
+        network = nic_gbit_s * 1e9 / 8 * GOODPUT
+        label = f"NIC line rate {nic_gbit_s:g} Gb/s × {GOODPUT:g} goodput"
+        read = (
+            Ceiling(network, "network", label) if not read.bytes_per_s or network < read.bytes_per_s else read
+        )
+        write = (
+            Ceiling(network, "network", label)
+            if not write.bytes_per_s or network < write.bytes_per_s
+            else write
+        )
+    return {"read": read, "write": write}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@
   filesystems: true for NFS ``proto=rdma`` or Lustre ``@o2ib``, false for ``proto=tcp`` or
   ``@tcp``, else null), ``volatile_write_cache`` (any device below, stack layer or NVMe
   namespace, says ``write back``, else its controller's ``nvme id-ctrl`` VWC bit; null when
-  unknown).
+  unknown); ext4 mounts also ``ext4_data_mode`` (``ordered``/``journal``/``writeback``),
+  ``ext4_data_mode_source`` (``kernel``: /proc/fs/ext4/<dev>/options, which prints defaults too;
+  ``mount table``: only a non-default mode shows there; null: neither says), ``ext4_options_src``.
 - ``free``: per checkpoint mount ``{mountpoint, size_bytes, avail_bytes, free_pct, fstype,
   shared (parallel or network filesystem), source ("target"|"df"), src}`` — the ``target``
   section (findmnt on ``--path``) wins over df.
@@ -197,6 +199,7 @@ class _Context:
         self.sys_controllers = _index(dicts(sysfs.get("controllers")), "name")
         self.sys_subsystems = dicts(sysfs.get("subsystems"))
         self.mountinfo = obj(ok_section(facts, "mountinfo").get("by_mountpoint"))
+        self.ext4 = obj(ok_section(facts, "ext4_options").get("devices"))  # /proc/fs/ext4/<dev>/options
         self.cli_paths = dicts(ok_section(facts, "nvme_subsys").get("paths"))
         self.cli_namespaces = dicts(ok_section(facts, "nvme_list").get("namespaces"))
         self.cli_controllers = dicts(ok_section(facts, "nvme_list").get("controllers"))
@@ -232,7 +235,26 @@ class _Context:
             "volatile_write_cache": self._write_cache(
                 [layer["name"] for layer in stack] + namespaces, controllers
             ),
+            **(self._ext4_data_mode(device, stack, {**all_opts, **opts}) if fstype == "ext4" else {}),
         }
+
+    def _ext4_data_mode(
+        self, device: str, stack: list[dict[str, Any]], options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The ext4 data mode where the kernel shows it (/proc/fs/ext4/<dev>/options prints every
+        option, defaults included), else what the mount table says (only a non-default mode: a plain
+        data=ordered mount shows no data= there)."""
+        names = [device.removeprefix("/dev/"), *(str(layer["name"]) for layer in stack)]
+        kernel = next((self.ext4[n] for n in names if isinstance(self.ext4.get(n), dict)), None)
+        if kernel and kernel.get("data"):
+            return {
+                "ext4_data_mode": kernel["data"],
+                "ext4_data_mode_source": "kernel",
+                "ext4_options_src": kernel.get("src"),
+            }
+        mode = options.get("data") if isinstance(options.get("data"), str) else None
+        return {"ext4_data_mode": mode, "ext4_data_mode_source": "mount table" if mode else None,
+                "ext4_options_src": kernel.get("src") if kernel else None}  # fmt: skip
 
     def _target_majmin(self, point: str) -> str | None:
         target = ok_section(self.facts, "target")

@@ -43,9 +43,9 @@ nearest device and the NUMA nodes of pastes in topology_nearest.py):
   HCA type.
 - ``roce_qos``: ``{rdma_dscp, rdma_priority, pfc_priorities, pfc_on_rdma_priority, ecn_on_rdma_priority,
   pfc_vector (--pfc with the RDMA priority added), src}`` from ``mlnx_qos`` (DSCP 26 assumed when not shown).
-- ``expected_throughput``: the line rate of the checkpoint drives ``{bytes_per_s, limited_by, drives,
-  components}`` (None when the drives or their links are unknown); ``throughput``: each measured
-  rate against it ``{tool, what, measured_bytes_per_s, expected_bytes_per_s, ratio, level, src}``.
+- ``expected_throughput``: the read and write ceilings of the checkpoint path (topology_io.py);
+  ``throughput``: each measured rate against the ceiling of its direction ``{tool, what, direction,
+  measured_bytes_per_s, expected_bytes_per_s, ceiling, ceiling_basis, ratio, level, src}``.
 - ``gds_vs_cpu``: GDS runs slower than the CPU path on the same benchmark ``{tool, io_type,
   gds_bytes_per_s, cpu_bytes_per_s, ratio, src}`` (ratio < 0.9 only).
 """

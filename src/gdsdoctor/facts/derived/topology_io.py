@@ -253,25 +253,37 @@ def pfc_vector(priority: int | None, enabled: list[Any] | None) -> str | None:
 
 def throughput(facts: dict[str, Any], derived: dict[str, Any], devices: dict[str, dict[str, Any]]) -> dict:
     expected = expected_rate(facts, derived, devices)
-    measured = measurements(facts)
-    judged = []
-    if expected:
-        from gdsdoctor.checkpoint.line_rate import (
-            verdict,  # start-up time: only when there is something to judge
-        )
+    judged = [judge(item, expected) for item in measurements(facts)] if expected else []
+    return {"expected_throughput": expected, "throughput": [j for j in judged if j]}
 
-        for item in measured:
-            found = verdict(item["measured_bytes_per_s"], expected["bytes_per_s"])
-            judged.append({**item, "expected_bytes_per_s": expected["bytes_per_s"],
-                           "ratio": round(found.ratio, 3),
-                           "level": found.level})  # fmt: skip
-    return {"expected_throughput": expected, "throughput": judged}
+
+def judge(item: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any] | None:
+    """A measurement against the ceiling of its direction. A write with no write ceiling is judged
+    only for being faster than the read ceiling allows (``suspect``): below the link it says
+    nothing, a healthy drive writes at 40-70 % of it (``level: unjudged``)."""
+    from gdsdoctor.checkpoint.line_rate import SUSPECT_RATIO, verdict  # start-up time: only when judging
+
+    direction = "write" if "write" in str(item["what"]).lower() else "read"
+    ceiling, read = expected[direction], expected["read"]
+    if ceiling["bytes_per_s"]:
+        found = verdict(item["measured_bytes_per_s"], ceiling["bytes_per_s"])
+        level, ratio, used = found.level, found.ratio, ceiling
+    elif read["bytes_per_s"]:
+        ratio = item["measured_bytes_per_s"] / read["bytes_per_s"]
+        level, used = ("suspect" if ratio > SUSPECT_RATIO else "unjudged"), read
+    else:
+        return None
+    return {**item, "direction": direction, "expected_bytes_per_s": used["bytes_per_s"],
+            "ceiling": used["label"], "ceiling_basis": used["basis"], "ratio": round(ratio, 3),
+            "level": level}  # fmt: skip
 
 
 def expected_rate(
     facts: dict[str, Any], derived: dict[str, Any], devices: dict[str, dict[str, Any]]
 ) -> dict[str, Any] | None:
-    """The line rate of the NVMe drives under the checkpoint mount: drives × PCIe link × efficiency."""
+    """The read and write ceilings of the checkpoint path: the local NVMe drives under the
+    checkpoint mount (PCIe links: a read ceiling), and for an NVMe-oF namespace the NIC's line
+    rate × goodput (line_rate.ceilings)."""
     mounts = [
         m
         for m in [derived.get("target_mount"), *checkpoint_selection(facts, derived.get("target_mount"))]
@@ -281,19 +293,53 @@ def expected_rate(
     drives = [d for d in devices.values() if d["kind"] == "nvme"
               and any(p in points for ns in d["namespaces"] for p in ns["mountpoints"])]  # fmt: skip
     links = [(GEN_BY_SPEED.get(rated(d, devices, "speed_gts")), rated(d, devices, "width")) for d in drives]
-    if not drives or any(gen is None or not width for gen, width in links):
+    nic = fabrics_nic_gbit_s(facts, derived, points)
+    if (not drives or any(gen is None or not width for gen, width in links)) and not nic:
         return None
     from gdsdoctor.checkpoint.line_rate import (  # start-up time: only with drives
         BenchError,
-        expected_throughput,
+        ceilings,
+        pcie_link_bytes_per_s,
     )
 
     try:
-        per_drive = [expected_throughput(pcie_gen=gen, pcie_width=width).bytes_per_s for gen, width in links]
+        link = (
+            sum(pcie_link_bytes_per_s(gen, width) for gen, width in links) if drives and nic is None else None
+        )
     except BenchError:
+        link = None
+    if link is None and nic is None:
         return None
-    return {"bytes_per_s": sum(per_drive), "limited_by": "drives", "drives": [d["name"] for d in drives],
-            "components": {"drives": sum(per_drive)}}  # fmt: skip
+    found = ceilings(link_bytes_per_s=link, drives=max(len(drives), 1), nic_gbit_s=nic)
+    read, write = found["read"], found["write"]
+    limited_by = "network" if read.basis == "network" else "drives"
+    return {"bytes_per_s": read.bytes_per_s, "limited_by": limited_by, "drives": [d["name"] for d in drives],
+            "components": {limited_by: read.bytes_per_s},
+            "read": _ceiling(read), "write": _ceiling(write)}  # fmt: skip
+
+
+def _ceiling(found: Any) -> dict[str, Any]:
+    return {"bytes_per_s": found.bytes_per_s, "basis": found.basis, "label": found.label}
+
+
+def fabrics_nic_gbit_s(facts: dict[str, Any], derived: dict[str, Any], points: set[Any]) -> float | None:
+    """The line rate of the NIC carrying an NVMe-oF checkpoint namespace: the fastest active RDMA
+    port for RDMA, the fastest netdev that is up for TCP (which NIC carries which controller is not
+    read here: the fastest one is the ceiling)."""
+    transports = {
+        str(t)
+        for m in items(obj(derived.get("storage")), "checkpoint_mounts")
+        if m.get("mountpoint") in points
+        for t in strs(m.get("transports"))
+    }
+    rates: list[float] = []
+    if "rdma" in transports:
+        rates = [float(p["rate_gbps"]) for p in items(ok_section(facts, "infiniband"), "ports")
+                 if p.get("active") is True and num(p.get("rate_gbps"))]  # fmt: skip
+    if "tcp" in transports and not rates:
+        rates = [float(n["speed_mbps"]) / 1000 for n in items(ok_section(facts, "netdev"), "interfaces")
+                 if n.get("operstate") == "up" and num(n.get("speed_mbps"))]  # fmt: skip
+    return max(rates) if rates else None
 
 
 def best_gdsio_runs(facts: dict[str, Any]) -> list[dict[str, Any]]:
