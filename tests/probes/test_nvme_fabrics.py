@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.probes import dmesg, nvidia_fs, nvme_cli, system
+from gdsdoctor.errors import ParseError
+from gdsdoctor.probes import dmesg, nvidia_fs, nvme_cli, nvme_host, system
 
 DATA = Path(__file__).parent.parent / "data" / "nvme_fabrics"
 
@@ -95,3 +96,28 @@ def test_rdma_subsystem_text(name: str, paths: list[str], nsids: list[int | None
     assert {p["transport"] for p in section["paths"]} == {"rdma"}
     assert {p["state"] for p in section["paths"]} == {"live"}
     assert sorted({p["nsid"] for p in section["paths"]}, key=str) == nsids
+
+
+def test_host_identity_files() -> None:
+    nqn = "nqn.2014-08.org.nvmexpress:uuid:717a9176-ac73-4ea3-829e-e4ccf0b5735f"  # nvme-cli#3268's
+    assert nvme_host.recognise_hostnqn(f"$ cat /etc/nvme/hostnqn\n{nqn}\n")
+    assert (
+        nvme_host.parse_hostnqn(f"{nqn}\n", "etc/nvme/hostnqn")["uuid"]
+        == "717a9176-ac73-4ea3-829e-e4ccf0b5735f"
+    )
+    hostid = "$ cat /etc/nvme/hostid\n717A9176-AC73-4EA3-829E-E4CCF0B5735F\n"
+    assert nvme_host.recognise_hostid(hostid)
+    assert nvme_host.parse_hostid(hostid, "x")["hostid"] == "717a9176-ac73-4ea3-829e-e4ccf0b5735f"
+    assert not nvme_host.recognise_hostid("717a9176-ac73-4ea3-829e-e4ccf0b5735f\n")  # a bare UUID: anything
+    with pytest.raises(ParseError):
+        nvme_host.parse_hostnqn("not an nqn\n", "x")
+
+
+def test_the_kernel_refusing_a_host_identity_pair() -> None:
+    line = (
+        "[  811.402113] nvme_fabrics: found same hostid 2e3b0c44-1c2e-4f3a-9b6d-a0c417e2f5d1 but different "
+        "hostnqn nqn.2014-08.org.nvmexpress:uuid:717a9176-ac73-4ea3-829e-e4ccf0b5735f\n"
+    )
+    event = dmesg.parse(line, "dmesg")["events"][0]
+    assert event["kind"] == "nvmeof_host_identity"
+    assert event["details"]["hostid"] == "2e3b0c44-1c2e-4f3a-9b6d-a0c417e2f5d1"

@@ -33,6 +33,7 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import FLEET_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundles import is_bundle
+from gdsdoctor.commands import fleet_conflicts
 from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError
 from gdsdoctor.pipeline import analyze_paths, rules
@@ -140,6 +141,7 @@ def node_record(
         "findings": [f["id"] for f in report["findings"]],
         "inconclusive": [i["id"] for i in report["inconclusive"]],
         "config": config_of(analysis.facts),
+        "identity": fleet_conflicts.identity_of(analysis.facts),
         "error": None,
         "causes": {
             f["id"]: {"title": f["title"], "severity": f["severity"], "category": f["category"]}
@@ -215,7 +217,11 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for node in nodes:
         catalogue.update(node.get("causes", {}))
     statuses = Counter(node["status"] for node in nodes)
-    worst = max((node["status"] for node in nodes), key=WORST_ORDER.index, default="UNKNOWN")
+    shared = fleet_conflicts.conflicts(nodes)
+    conflict_statuses = [fleet_conflicts.STATUS_OF[row["severity"]] for row in shared]
+    worst = max(
+        [node["status"] for node in nodes] + conflict_statuses, key=WORST_ORDER.index, default="UNKNOWN"
+    )
     return {
         "kind": FLEET_KIND,
         "schema_version": FLEET_SCHEMA_VERSION,
@@ -229,6 +235,7 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "causes": _causes(nodes, catalogue),
         "groups": _groups(nodes),
         "outliers": _outliers(nodes),
+        "conflicts": shared,
         "nodes": nodes,
     }
 
@@ -440,6 +447,19 @@ def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
             if len(row["outliers"]) > MAX_NAMES_SHOWN:
                 more = len(row["outliers"]) - MAX_NAMES_SHOWN
                 yield Bullet(((f"… and {more} more (--format json lists all)", "dim"),), indent=2)
+    if summary.get("conflicts"):
+        yield Heading("Shared identities (must differ between nodes)")
+        for row in summary["conflicts"]:
+            yield Bullet(
+                (
+                    (row["severity"].upper(), row["severity"]),
+                    ("  ", ""),
+                    (row["key"], "bold"),
+                    (f"  {row['value']!r} on {row['count']} nodes: ", ""),
+                    (_names(row["nodes"]), "dim"),
+                )
+            )
+            yield Bullet(((row["meaning"], "dim"),), indent=2)
     errors = [n for n in summary["nodes"] if n.get("error")]
     if errors:
         yield Heading(f"Unreadable bundles ({len(errors)})")
@@ -453,6 +473,7 @@ def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
             ("Fleet status: ", "bold"),
             (head["status"], STATUS_STYLE[head["status"]]),
             (f" (exit {head['exit_code']}) — worst of {plural(head['nodes'], 'node')}", ""),
+            (" and their shared identities" if summary.get("conflicts") else "", ""),
         ),
         whole=True,  # the last line, whole: `| tail -1` gives the fleet status
     )

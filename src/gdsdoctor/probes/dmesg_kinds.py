@@ -82,6 +82,12 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("nvmeof_no_transport", ("no handler found",), (
         r"no handler found for transport (?P<transport>[\w-]{1,20})",
     )),
+    # the kernel keeps one host ID per host NQN (fabrics.c nvmf_host_add): a connect that pairs
+    # either with another is refused with EINVAL
+    ("nvmeof_host_identity", ("found same host",), (
+        r"found same hostnqn (?P<hostnqn>\S{1,223}) but different hostid (?P<hostid>[0-9a-fA-F-]{36})",
+        r"found same hostid (?P<hostid>[0-9a-fA-F-]{36}) but different hostnqn (?P<hostnqn>\S{1,223})",
+    )),
     ("nvmeof_keepalive", ("keep",), (
         r"failed nvme_keep_alive(?:_end_io)? error=(?P<status>-?\d+)",
         r"(?i)keep[- _]alive (?:failed|timeout|timed out)",

@@ -11,7 +11,7 @@ Section ``nvme_sysfs``::
        "traddr": …, "trsvcid": …, "host_traddr": …, "src_addr": …, "pci_bdf": "052e:78:00.0"|None,
        "state": "live"|"connecting"|"deleting (no IO)"|…, "subsysnqn": …, "subsystem": "nvme-subsys1",
        "model": …, "serial": …, "firmware_rev": …, "numa_node": 0|None (-1 = none), "cntlid": 1,
-       "cntrltype": "io", "hostnqn": …, "kato_s": 0, "queue_count": 65, "sqsize": 1023,
+       "cntrltype": "io", "hostnqn": …, "hostid": …, "kato_s": 0, "queue_count": 65, "sqsize": 1023,
        "ctrl_loss_tmo": "600"|"off"|None, "ctrl_loss_tmo_s": 600|None, "reconnect_delay_s": 10,
        "fast_io_fail_tmo": "off", "fast_io_fail_tmo_s": None, "namespaces": ["nvme0n1"],
        "paths": ["nvme1c1n1"], "fabrics": true}],
@@ -19,7 +19,8 @@ Section ``nvme_sysfs``::
        "subsystype": "nvm", "controllers": ["nvme1", "nvme2"], "namespaces": ["nvme1n1"]}],
      "paths": [{"name": "nvme1c1n1", "controller": "nvme1", "head": "nvme1n1", "ana_state": …,
        "ana_grpid": …}],
-     "block": [{"name": "nvme0n1", "size_bytes": …, "ro": false, "scheduler": "none",
+     "block": [{"name": "nvme0n1", "size_bytes": …, "ro": false, "wwid": "eui.…"|None,
+       "nguid": …|None, "uuid": …|None (an all-zero id is None), "scheduler": "none",
        "schedulers": ["none", "mq-deadline"], "nr_requests": 1023, "max_sectors_kb": 1280,
        "max_hw_sectors_kb": …, "read_ahead_kb": 128, "rotational": false, "logical_block_size": 512,
        "physical_block_size": …, "io_timeout_ms": …, "write_cache": "write back", "nomerges": …,
@@ -51,7 +52,7 @@ CONTROLLER_ATTRS = (
 )  # fmt: skip
 SUBSYSTEM_ATTRS = ("subsysnqn", "model", "serial", "firmware_rev", "iopolicy", "subsystype")
 PATH_ATTRS = ("ana_state", "ana_grpid", "nsid")
-BLOCK_ATTRS = ("size", "ro", "dev")
+BLOCK_ATTRS = ("size", "ro", "dev", "wwid", "nguid", "uuid")  # the ids: one namespace seen from two hosts
 QUEUE_ATTRS = (
     "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "read_ahead_kb", "rotational",
     "logical_block_size", "physical_block_size", "io_timeout", "write_cache", "nomerges", "rq_affinity",
@@ -191,6 +192,7 @@ def _controller(name: str, raw: dict[str, Any], subsystem_of: dict[str, str], pr
         "cntlid": to_int(raw.get("cntlid")),
         "cntrltype": text_or_none(raw.get("cntrltype")),
         "hostnqn": text_or_none(raw.get("hostnqn")),
+        "hostid": text_or_none(raw.get("hostid")),
         "kato_s": to_int(raw.get("kato")),
         "queue_count": to_int(raw.get("queue_count")),
         "sqsize": to_int(raw.get("sqsize")),
@@ -207,6 +209,12 @@ def _controller(name: str, raw: dict[str, Any], subsystem_of: dict[str, str], pr
     }
 
 
+def _namespace_id(value: Any) -> str | None:
+    """An NGUID or namespace UUID; the all-zero value a namespace without one reports is None."""
+    text = text_or_none(value)
+    return text.lower() if text and text.strip("0-") else None
+
+
 def _block(name: str, raw: dict[str, Any], provenance: dict) -> dict[str, Any]:
     queue = _dict(raw.get("queue"))
     sectors = to_int(raw.get("size"))
@@ -216,6 +224,9 @@ def _block(name: str, raw: dict[str, Any], provenance: dict) -> dict[str, Any]:
         "dev": text_or_none(raw.get("dev")),
         "size_bytes": sectors * 512 if sectors is not None else None,  # always 512-byte units
         "ro": to_bool(raw.get("ro")),
+        "wwid": text_or_none(raw.get("wwid")),
+        "nguid": _namespace_id(raw.get("nguid")),
+        "uuid": _namespace_id(raw.get("uuid")),
         "scheduler": scheduler,
         "schedulers": schedulers,
         "nr_requests": to_int(queue.get("nr_requests")),

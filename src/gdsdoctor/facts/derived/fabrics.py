@@ -22,6 +22,14 @@ subsystem (issue 23).
   (``portals``: distinct ``traddr:trsvcid``; two controllers to one portal are no second path).
 - ``single_portal``: subsystems whose live controllers all reach one portal (no failover when
   that port, its switch or the target controller behind it goes away).
+- ``host_identity``: ``{hostnqn, hostid}`` of /etc/nvme (null when not read or absent),
+  ``files`` (each file's section status: ``ok``, ``missing``, …), ``connected_hostnqns`` and
+  ``connected_hostids`` (what the live controllers were connected with: sysfs, list-subsys),
+  ``mismatched`` (fabrics controllers connected with another host NQN than the file's).
+- ``local_fs_namespaces``: NVMe namespaces under a read-write data mount of a local (not
+  cluster) filesystem, with their id (NGUID, else UUID, else WWID from sysfs):
+  ``{mountpoint, fstype, namespace, id, fabrics, src}``. The same id on two nodes of a fleet
+  is one namespace written by two kernels that do not know of each other (``gdsdoctor fleet``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "mount_failures": _mount_failures(facts, entries),
         "subsystems": subsystems,
         "single_portal": [s for s in subsystems if s["live"] and len(s["live_portals"]) == 1],
+        "host_identity": _host_identity(facts, fabrics_ctrls),
+        "local_fs_namespaces": _local_fs_namespaces(facts, derived),
     }
 
 
@@ -129,3 +139,54 @@ def _subsystems(controllers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _portal(controller: dict[str, Any]) -> str | None:
     traddr = controller.get("traddr")
     return f"{traddr}:{controller.get('trsvcid') or '?'}" if traddr else None
+
+
+_LOCAL_FS = frozenset({"xfs", "ext4", "ext3", "ext2", "btrfs", "f2fs", "vfat", "exfat", "bcachefs"})
+
+
+def _host_identity(facts: dict[str, Any], controllers: list[dict[str, Any]]) -> dict[str, Any]:
+    hostnqn = ok_section(facts, "nvme_hostnqn").get("hostnqn")
+    hostid = ok_section(facts, "nvme_hostid").get("hostid")
+    sysfs = {c.get("name"): c for c in dicts(ok_section(facts, "nvme_sysfs").get("controllers"))}
+    fabrics = [sysfs.get(c.get("name")) or c for c in controllers]
+    cli_nqns = {s.get("host_nqn") for s in dicts(ok_section(facts, "nvme_subsys").get("subsystems"))}
+    nqns = sorted({str(n) for n in [*(c.get("hostnqn") for c in fabrics), *cli_nqns] if n})
+    ids = sorted({str(c["hostid"]).lower() for c in fabrics if c.get("hostid")})
+    return {
+        "hostnqn": hostnqn,
+        "hostid": hostid,
+        "files": {name: _status(facts, f"nvme_{name}") for name in ("hostnqn", "hostid")},
+        "connected_hostnqns": nqns,
+        "connected_hostids": ids,
+        "mismatched": [c for c in fabrics if hostnqn and c.get("hostnqn") and c.get("hostnqn") != hostnqn],
+    }
+
+
+def _status(facts: dict[str, Any], section: str) -> str | None:
+    value = facts.get(section)
+    return value.get("status") if isinstance(value, dict) else None
+
+
+def _local_fs_namespaces(facts: dict[str, Any], derived: dict[str, Any]) -> list[dict[str, Any]]:
+    block = {b.get("name"): b for b in dicts(ok_section(facts, "nvme_sysfs").get("block"))}
+    found = []
+    for mount in dicts((derived.get("storage") or {}).get("checkpoint_mounts")):
+        opts = mount.get("all_opts") or mount.get("opts") or {}
+        if mount.get("fstype") not in _LOCAL_FS or (isinstance(opts, dict) and opts.get("ro")):
+            continue
+        controllers = dicts(mount.get("nvme_controllers"))
+        for namespace in mount.get("nvme_namespaces") or []:
+            ids = block.get(namespace) or {}
+            ident = ids.get("nguid") or ids.get("uuid") or ids.get("wwid")
+            if ident:
+                found.append(
+                    {
+                        "mountpoint": mount.get("mountpoint"),
+                        "fstype": mount.get("fstype"),
+                        "namespace": namespace,
+                        "id": ident,
+                        "fabrics": any(c.get("fabrics") for c in controllers) if controllers else None,
+                        "src": mount.get("src"),
+                    }
+                )
+    return found

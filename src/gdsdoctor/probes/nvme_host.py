@@ -1,0 +1,94 @@
+"""The NVMe-oF host identity: ``/etc/nvme/hostnqn`` and ``/etc/nvme/hostid``.
+
+nvme-cli and libnvme connect with the host NQN and host ID in these files; the target's access
+list names the host NQN, and the kernel keeps one host ID per host NQN. Without a hostid file
+nvme-cli makes up a new ID for every connect (the kernel then refuses the second controller:
+"found same hostnqn … but different hostid"); a hostnqn file copied with a cloned image names
+every node of a fleet the same (``gdsdoctor fleet`` compares them).
+
+Sections::
+
+    nqn.2014-08.org.nvmexpress:uuid:717a9176-ac73-4ea3-829e-e4ccf0b5735f
+    -> nvme_hostnqn: {hostnqn, uuid ("717a9176-…" of the uuid: form, else None), src}
+    717a9176-ac73-4ea3-829e-e4ccf0b5735f
+    -> nvme_hostid: {hostid, src}
+
+A missing file is the section's ``missing`` status (what the rules read as "not set"). A pasted
+hostid is a bare UUID, so it is recognised by its prompt (``cat /etc/nvme/hostid``) only.
+
+>>> nqn = "nqn.2014-08.org.nvmexpress:uuid:717a9176-ac73-4ea3-829e-e4ccf0b5735f\\n"
+>>> parse_hostnqn(nqn, "etc/nvme/hostnqn")["uuid"]
+'717a9176-ac73-4ea3-829e-e4ccf0b5735f'
+"""
+
+from __future__ import annotations
+
+from gdsdoctor.errors import ParseError
+from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+
+_NQN = lazy_compile(r"^nqn\.\d{4}-\d{2}\.[^\s:]{1,200}:\S{1,223}$")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_UUID_NQN = lazy_compile(rf":uuid:(?P<uuid>{_UUID})$")
+_HOSTID = lazy_compile(rf"^{_UUID}$")
+_CAT = lazy_compile(r"\bcat\s+/etc/nvme/host(?P<which>nqn|id)\b")
+
+
+def _values(text: str) -> list[tuple[int, str]]:
+    """The lines that are not blank, comments nor a prompt line (`$ cat /etc/nvme/hostnqn`)."""
+    found = []
+    for number, line in numbered_lines(text):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and not _CAT.search(stripped):
+            found.append((number, stripped))
+    return found
+
+
+def parse_hostnqn(text: str, artifact: str) -> Section:
+    values = _values(text)
+    if len(values) != 1 or not _NQN.match(values[0][1]):
+        raise ParseError("not /etc/nvme/hostnqn (one line: nqn.2014-08.org.nvmexpress:uuid:…)")
+    number, value = values[0]
+    uuid = _UUID_NQN.search(value)
+    uuid_text = uuid["uuid"].lower() if uuid else None
+    return {"hostnqn": value, "uuid": uuid_text, "src": src(artifact, number, value)}
+
+
+def parse_hostid(text: str, artifact: str) -> Section:
+    values = _values(text)
+    if len(values) != 1 or not _HOSTID.match(values[0][1]):
+        raise ParseError("not /etc/nvme/hostid (one line: a UUID)")
+    number, value = values[0]
+    return {"hostid": value.lower(), "src": src(artifact, number, value)}
+
+
+def recognise_hostnqn(text: str) -> bool:
+    values = _values(text[:2000])
+    return len(values) == 1 and bool(_NQN.match(values[0][1])) and "nvme-subsys" not in text
+
+
+def recognise_hostid(text: str) -> bool:
+    cat = _CAT.search(text[:2000])
+    values = _values(text[:2000])
+    return bool(cat) and cat["which"] == "id" and len(values) == 1 and bool(_HOSTID.match(values[0][1]))
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        section="nvme_hostnqn",
+        title="NVMe-oF host NQN nvme-cli connects with (/etc/nvme/hostnqn)",
+        sources=(Source("etc/nvme/hostnqn", path="/etc/nvme/hostnqn"),),
+        parse=parse_hostnqn,
+        recognise=recognise_hostnqn,
+        paste_hint="`cat /etc/nvme/hostnqn`",
+    ),
+    Probe(
+        section="nvme_hostid",
+        title="NVMe-oF host ID nvme-cli connects with (/etc/nvme/hostid)",
+        sources=(Source("etc/nvme/hostid", path="/etc/nvme/hostid"),),
+        parse=parse_hostid,
+        recognise=recognise_hostid,
+        paste_hint="`cat /etc/nvme/hostid`",
+        reads_prompts=True,  # a bare UUID: its prompt line says which file it is
+    ),
+)
