@@ -162,6 +162,7 @@ def test_the_live_view_draws_devices_phase_and_events(tmp_path: Path) -> None:
     console.print(renderable(state))
     drawn = console.file.getvalue()
     assert "gdsdoctor watch" in drawn and "no write phase yet" in drawn
+    assert "elapsed 0:0" in drawn and "Ctrl-C ends it with the report" in drawn
     assert "nvme_reset nvme1" in drawn and "\x1b[31m" not in drawn
     top = state.head["devices"]["top"]
     assert top is None or top in drawn
