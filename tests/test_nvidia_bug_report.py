@@ -112,3 +112,42 @@ def test_a_bomb_named_like_a_bug_report_is_stopped(tmp_path: Path, monkeypatch) 
     packed.write_bytes(gzip.compress(head + b"\n" * (4 * 1024 * 1024)))
     with pytest.raises(BundleError, match="decompresses to more than"):
         bundles.read(packed)
+
+
+def test_a_log_of_blank_lines_costs_its_bytes_and_cites_its_own_line_numbers(tmp_path: Path) -> None:
+    """Sections are found by offsets, never a list of the log's lines, and an artifact carries
+    its first line number instead of blank lines standing in for the log before it: 1 Mi blank
+    lines (the old reader held them as a list, ~80 bytes a line, and padded every section after
+    them with as many newlines) cost what the log costs, and the evidence still cites the log's
+    own line."""
+    import tracemalloc
+
+    blank = 1 << 20
+    text = _log().replace(f"{RULE}\n\ndmesg:", "\n" * blank + f"{RULE}\n\ndmesg:", 1)
+    tracemalloc.start()
+    try:
+        capture = nvidia_bug_report.capture_log("nvidia-bug-report.log", text, "x")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * len(text), peak  # the sections' bodies, never a list of lines
+    path = tmp_path / "nvidia-bug-report.log"
+    path.write_text(text)
+    found = analyze_paths([path]).report
+    cited = [
+        e for f in found["findings"] for e in f["evidence"] if (e.get("artifact") or "").endswith("dmesg:")
+    ]
+    assert cited and all(text.split("\n")[e["line"] - 1].strip() == e["text"].strip() for e in cited)
+    assert min(e["line"] for e in cited) > blank
+    assert capture.artifacts["nvidia-bug-report.log: dmesg:"].first_line > blank
+
+
+def test_a_log_without_any_section_rule_is_one_line(tmp_path: Path) -> None:
+    """The prologue and no line of underscores (a log cut right after its start): one clear
+    line, not the ValueError the old splitter raised on a log without separators."""
+    path = tmp_path / "nvidia-bug-report.log"
+    path.write_text((LOGS / "arch-2022-31831145.prologue.log").read_text().split(RULE)[1])
+    assert nvidia_bug_report.START in path.read_text()
+    assert nvidia_bug_report.split_sections(path.read_text()) == []
+    with pytest.raises(BundleError, match="none of the sections gdsdoctor reads"):
+        nvidia_bug_report.read_bug_report(path)

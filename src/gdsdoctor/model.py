@@ -31,6 +31,9 @@ class Artifact:
     detail: str = ""  # one line: why it is not ok, or stderr of a failed command
     exit_code: int | None = None
     duration_s: float = 0.0
+    # The line number of ``data``'s first line in the file it was cut from (a section of an
+    # nvidia-bug-report log): the facts' provenance counts lines in that file.
+    first_line: int = 1
 
     @property
     def sha256(self) -> str:

@@ -14,7 +14,7 @@ with one of three headers, the same across driver releases (the 304 to 580 scrip
 :func:`split_sections` cuts the log into ``(header, text)`` pairs; :data:`SECTIONS` names the
 ones gdsdoctor reads and the facts section each feeds. Each artifact is named after the log and
 its header (``nvidia-bug-report.log: /proc/cmdline``) and keeps the log's own line numbers
-(blank lines stand in for the rest of the log), so evidence cites the line of the log file.
+(``Artifact.first_line``), so evidence cites the line of the log file.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
 
 SEPARATOR = re.compile(r"^_{20,}[ \t]*$")
+_SEPARATORS = re.compile(r"^_{20,}[ \t]*$", re.M)  # the same, found in the whole log
+_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")  # whitespace-only lines, as str.strip() sees them
 START = "Start of NVIDIA bug report log file"
 PEEK_BYTES = 64 * 1024  # the prologue is in the first lines
 # Facts section <- headers (regular expressions, matched whole; the program's directory
@@ -87,10 +89,11 @@ def capture_log(name: str, text: str, where: str) -> Capture:
         if section is None or _missing(header):
             continue
         artifact = f"{name}: {header[4:] if header.startswith('*** ') else header}"[:200]
-        padded = "\n" * (first_line - 1) + body  # the log's own line numbers
         status = ArtifactStatus.OK if body.strip() else ArtifactStatus.MISSING
         detail = "" if body.strip() else "empty in the log"
-        capture.add(section, Artifact(artifact, status, padded.encode(), f"{where}: {header}"[:300], detail))
+        source = f"{where}: {header}"[:300]
+        # first_line: the evidence cites the log's own line numbers
+        capture.add(section, Artifact(artifact, status, body.encode(), source, detail, first_line=first_line))
     capture.host = _prologue(text)
     if capture.host.get("created"):  # the capture's time, for events' ages (facts.event_clock)
         capture.options["created"] = capture.host["created"]
@@ -100,36 +103,57 @@ def capture_log(name: str, text: str, where: str) -> Capture:
 
 
 def split_sections(text: str) -> list[tuple[int, str, str]]:
-    """``(first line number of the body, header, body)`` for every section of the log."""
+    """``(first line number of the body, header, body)`` for every section of the log.
+
+    Found by offsets in the text, never a list of its lines (a log of newlines held as a list
+    cost ~80 bytes a line: 300 MiB for a 32 MiB log); line numbers are counted as it goes."""
     sections: list[tuple[int, str, str]] = []
-    lines = text.split("\n")
-    starts = [n for n, line in enumerate(lines) if SEPARATOR.match(line)]
-    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        sections.extend(_pieces(lines, start + 1, end))
+    separators = list(_SEPARATORS.finditer(text))
+    line, counted = 1, 0  # the line number at offset `counted`
+    for index, here in enumerate(separators):
+        after = separators[index + 1] if index + 1 < len(separators) else None
+        start = here.end() + 1  # the line after the separator
+        end = after.start() - 1 if after else len(text)  # before the next separator's line
+        if start > end:
+            continue
+        line += text.count("\n", counted, start)
+        counted = start
+        sections.extend(_pieces(text, start, end, line))
     return sections
 
 
-def _pieces(lines: list[str], start: int, end: int) -> list[tuple[int, str, str]]:
-    """One section's header and body; a command section split at each further command line
-    of the same program (``append_command`` writes them one after another)."""
-    head = start
-    while head < end and not lines[head].strip():
-        head += 1
-    if head >= end:
+def _pieces(text: str, start: int, end: int, line: int) -> list[tuple[int, str, str]]:
+    """One section's header and body (``line``: the line number at ``start``); a command
+    section is split at each further command line of the same program (``append_command``
+    writes them one after another)."""
+    head = _BLANK_LINES.match(text, start, end).end()  # type: ignore[union-attr]
+    if head >= end or not text[head:end].strip():
         return []
-    header = lines[head].strip()
-    body_start = head + 1
-    if header.startswith("*** ") and body_start < end and lines[body_start].startswith("*** ls:"):
-        body_start += 1
-    program = header.split(" ", 1)[0] if not header.startswith("*** ") and "/" in header.split(" ")[0] else ""
-    pieces, piece_start, piece_header = [], body_start, header
-    for number in range(body_start, end):
-        line = lines[number].strip()
-        if program and line.startswith(program + " ") and number > piece_start:
-            pieces.append((piece_start + 1, piece_header, "\n".join(lines[piece_start:number])))
-            piece_start, piece_header = number + 1, line
-    pieces.append((piece_start + 1, piece_header, "\n".join(lines[piece_start:end])))
+    line += text.count("\n", start, head)
+    header_end = _line_end(text, head, end)
+    header = text[head:header_end].strip()
+    body, body_line = min(header_end + 1, end), line + 1
+    if header.startswith("*** ") and text.startswith("*** ls:", body) and body < end:
+        body, body_line = min(_line_end(text, body, end) + 1, end), body_line + 1
+    first = header.split(" ", 1)[0]
+    program = first if not header.startswith("*** ") and "/" in first else ""
+    pieces, piece, piece_line, piece_header = [], body, body_line, header
+    if program:
+        commands = re.compile(r"^[ \t]*" + re.escape(program) + " ", re.M)
+        for found in commands.finditer(text, body, end):
+            if found.start() <= piece:  # the piece's own first line
+                continue
+            command_end = _line_end(text, found.start(), end)
+            pieces.append((piece_line, piece_header, text[piece : found.start() - 1]))
+            piece_line += text.count("\n", piece, command_end) + 1
+            piece, piece_header = min(command_end + 1, end), text[found.start() : command_end].strip()
+    pieces.append((piece_line, piece_header, text[piece:end]))
     return pieces
+
+
+def _line_end(text: str, start: int, end: int) -> int:
+    found = text.find("\n", start, end)
+    return end if found < 0 else found
 
 
 def _section_of(header: str) -> str | None:

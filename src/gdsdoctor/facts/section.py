@@ -77,4 +77,24 @@ def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:
     except Exception as error:  # a parser bug is reported, never raised
         detail = f"parser failed: {type(error).__name__}: {error}"
         return {"status": "error", "artifact": artifact.name, "detail": detail[:300]}
+    if artifact.first_line != 1:
+        _shift_lines(parsed, artifact.name, artifact.first_line - 1)
     return {**parsed, "status": "ok", "artifact": artifact.name}
+
+
+def _shift_lines(parsed: Any, name: str, offset: int) -> None:
+    """Provenance (``src``: artifact, line, text) of an artifact cut from a larger file, counted
+    in that file: parsers count from 1. Each dict once (a section may hold one twice: by_name)."""
+    seen: set[int] = set()
+    stack = [parsed]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        values = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict) and item.get("artifact") == name and "text" in item:
+            line = item.get("line")
+            if isinstance(line, int) and not isinstance(line, bool):
+                item["line"] = line + offset
+        stack.extend(v for v in values if isinstance(v, dict | list))
