@@ -4,6 +4,7 @@ the corrected command or condition of the cause."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -405,3 +406,23 @@ def test_the_ext4_data_mode_is_read_where_the_kernel_prints_it() -> None:
     )
     # a journal mode that is the superblock's default shows only in the kernel's options
     assert "ext4-data-journal" in _ext4_findings("ext4-options.loop-data-journal-nobarrier.this-vm-6.18.txt")
+
+
+PM983_ID_CTRL = (
+    NVME_CLI / "nvme-id-ctrl-json.v1.x-samsung-pm983.json"
+).read_text()  # WCTEMP 353 K, CCTEMP 365 K
+SMART_HOT = (NVME_CLI / "nvme-smart-log-json.v1.4-1.9.json").read_text()
+
+
+def _temperature_finding(kelvin: int, id_ctrl: bool) -> dict[str, Any] | None:
+    smart = re.sub(r'"temperature" ?: ?\d+', f'"temperature" : {kelvin}', SMART_HOT, count=1)
+    texts = {"smart": smart, **({"id-ctrl": PM983_ID_CTRL} if id_ctrl else {})}
+    found = [f for f in api.analyze_texts(texts).findings if f["id"] == "nvme-temperature-high"]
+    return found[0] if found else None
+
+
+def test_the_temperature_is_judged_against_the_drives_own_warning_temperature() -> None:
+    assert _temperature_finding(349, id_ctrl=False) is not None  # 76 °C, no WCTEMP known: the generic 70 °C
+    assert _temperature_finding(349, id_ctrl=True) is None  # 76 °C is below this drive's 80 °C WCTEMP
+    over = _temperature_finding(355, id_ctrl=True)  # 82 °C
+    assert over is not None and "WCTEMP 80 °C, CCTEMP 92 °C" in " ".join(e["text"] for e in over["evidence"])

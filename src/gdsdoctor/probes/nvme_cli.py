@@ -495,6 +495,9 @@ def _smart_entry(device: str | None, raw: Any, error: str | None, provenance: di
         "unsafe_shutdowns": to_int(fields.get("unsafe_shutdowns")),
         "warning_temp_time_min": to_int(fields.get("warning_temp_time")),
         "critical_comp_time_min": to_int(fields.get("critical_comp_time")),
+        # host-controlled thermal management: transitions into throttling at T1 / T2
+        "thm_temp1_trans_count": to_int(fields.get("thm_temp1_trans_count")),
+        "thm_temp2_trans_count": to_int(fields.get("thm_temp2_trans_count")),
         # data units are thousands of 512-byte blocks
         "data_read_bytes": units_read * 512000 if units_read is not None else None,
         "data_written_bytes": units_written * 512000 if units_written is not None else None,
@@ -559,6 +562,9 @@ def _id_ctrl_entry(device: str | None, raw: Any, error: str | None, provenance: 
         "anacap": to_int(fields.get("anacap")),
         "anatt": to_int(fields.get("anatt")),
         "volatile_write_cache": bool(vwc & 1) if vwc is not None else None,
+        # the drive's own warning / critical composite temperatures (Kelvin in id-ctrl; 0: not reported)
+        "wctemp_c": _kelvin_to_celsius(fields.get("wctemp")),
+        "cctemp_c": _kelvin_to_celsius(fields.get("cctemp")),
         "error": error if raw is not None or error else "no output",
         "src": provenance,
     }

@@ -60,6 +60,8 @@ _JSON_KEY = {
     "percentage_used": "percent_used",
     "warning_temperature_time": "warning_temp_time",
     "critical_composite_temperature_time": "critical_comp_time",
+    "thermal_management_t1_trans_count": "thm_temp1_trans_count",
+    "thermal_management_t2_trans_count": "thm_temp2_trans_count",
     # smartctl's names
     "media_and_data_integrity_errors": "media_errors",
     "error_information_log_entries": "num_err_log_entries",

@@ -17,6 +17,8 @@ and one key per concern, each written by its own module, which documents its key
 - ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
 - ``derived.checkpoint_host`` (host_memory.py): whether the node can stage its shard of an
   asynchronous checkpoint in its available and lockable memory (null without a job);
+- ``derived.nvme_thermal`` (nvme_thermal.py): each NVMe drive's temperature against its own
+  WCTEMP/CCTEMP, with its throttling history;
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -28,7 +30,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from gdsdoctor.facts.derived import core, devices, fabrics, gates, gds, host_memory, storage, topology, udev
+from gdsdoctor.facts.derived import (
+    core,
+    devices,
+    fabrics,
+    gates,
+    gds,
+    host_memory,
+    nvme_thermal,
+    storage,
+    topology,
+    udev,
+)
 
 
 def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
@@ -43,4 +56,5 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
     derived["path_focus"] = core.path_focus(facts, derived)
     derived["checkpoint_host"] = host_memory.derive(facts)
+    derived["nvme_thermal"] = nvme_thermal.derive(facts)
     return derived
