@@ -140,6 +140,9 @@ def test_text_output_off_a_terminal_ends_with_the_report(tmp_path: Path) -> None
     )
     assert result.returncode in (0, 1, 2), result.stderr  # the host's state decides which
     assert f"(exit {result.returncode})" in result.stdout.splitlines()[-1]
+    # how it ends, once, under the header (no live view to show it off a terminal)
+    [ending] = [line for line in result.stdout.splitlines() if line.startswith("elapsed ")]
+    assert ending == "elapsed 0:00 · ends in 0:00 (--duration) · Ctrl-C ends it with the report"
 
 
 def test_the_live_view_draws_devices_phase_and_events(tmp_path: Path) -> None:
