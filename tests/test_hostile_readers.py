@@ -189,6 +189,27 @@ def _nvme_subsys(n: int) -> str:  # paths whose "name" is in lower case: the sea
     )
 
 
+def _nvme_subsys_many(n: int) -> str:  # a subsystem per path: each subsystem counted every path
+    subsystems = [
+        f'  {{"Name": "nvme-subsys0", "NQN": "nqn.x", "Paths": [{{"Name": "nvme{i}", "State": "live"}}]}}'
+        for i in range(n)
+    ]
+    return _json_items('{\n "Subsystems": [\n', subsystems, "\n ]\n}\n")
+
+
+def _nvme_subsys_text(n: int) -> str:
+    return "".join(
+        f"nvme-subsys{i} - NQN=nqn.x{i}\n\\\n +- nvme{i} tcp traddr=10.0.0.1,trsvcid=4420 live\n"
+        for i in range(n)
+    )
+
+
+def _topo(n: int) -> str:  # n GPU and n NIC rows under a short header: each pair looked up by name
+    rows = [f"GPU{i}\tX\tSYS\tSYS\tPIX\t0-7\t0" for i in range(n)]
+    rows += [f"NIC{i}\tSYS\tSYS\tX\tSYS" for i in range(n)]
+    return "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n" + "\n".join(rows) + "\n"
+
+
 def _lsblk(n: int) -> str:  # a name printed escaped: each search for it misses
     items = [f'  {{"name": "d\\u00e9v", "type": "disk", "size": {i}}}' for i in range(n)]
     return _json_items('{\n "blockdevices": [\n', items, "\n ]\n}\n")
@@ -205,15 +226,34 @@ def _cufile_json(n: int) -> str:
     return "{\n" + ",\n".join(f'  "key{i}": {{ "leaf{i}": {i} }}' for i in range(n)) + "\n}\n"
 
 
+def _cufile_nested(n: int) -> str:  # n objects one inside the other around n keys
+    return (
+        '{\n"allow_compat_mode": true,\n'
+        + '"a": {\n' * n
+        + ",\n".join(f'"k{i}": {i}' for i in range(n))
+        + "\n}" * n
+        + "\n}\n"
+    )
+
+
+def _cufile_nested_excerpt(n: int) -> str:  # the same, cut (read line by line)
+    return _cufile_nested(n).replace('"k0": 0,', '"k0": 0,\n  ...')
+
+
 def _linear_cases() -> list[tuple[str, Callable[[str, str], Any], Callable[[int], str]]]:
-    from gdsdoctor.probes import cufile, lsblk, nvme_cli, pci
+    from gdsdoctor.probes import cufile, gpu, lsblk, nvme_cli, pci
 
     return [
         ("nvme list", nvme_cli.parse_list, _nvme_list),
         ("nvme list-subsys", nvme_cli.parse_subsys, _nvme_subsys),
+        ("nvme list-subsys, a subsystem a path", nvme_cli.parse_subsys, _nvme_subsys_many),
+        ("nvme list-subsys text", nvme_cli.parse_subsys, _nvme_subsys_text),
+        ("nvidia-smi topo -m", gpu.parse_nvidia_topo, _topo),
         ("lsblk -J", lsblk.parse, _lsblk),
         ("pci reader", pci.parse_pci, _pci),
         ("cufile.json", cufile.parse_cufile_json, _cufile_json),
+        ("cufile.json nested", cufile.parse_cufile_json, _cufile_nested),
+        ("cufile.json excerpt nested", cufile.parse_cufile_json, _cufile_nested_excerpt),
     ]
 
 
