@@ -537,6 +537,43 @@ def test_an_event_storm_keeps_a_bounded_list_and_the_report_says_so(tmp_path: Pa
     )
 
 
+def _mount_tables(lines: int) -> dict[str, str]:
+    return {
+        "mounts": "/dev/nvme0n1 /mnt/ckpt ext4 rw,relatime 0 0\n" * lines,
+        "mountinfo": "40 35 259:1 / /mnt/ckpt rw,relatime shared:1 - ext4 /dev/nvme0n1 rw\n" * lines,
+        "df": "Filesystem Type 1B-blocks Used Available Capacity Mounted on\n"
+        + "/dev/nvme0n1 ext4 1000000 1000 999000 1% /mnt/ckpt\n" * lines,
+    }
+
+
+def test_a_huge_mount_table_costs_the_memory_of_the_mounts_kept(monkeypatch: Any) -> None:
+    """A 12 MiB mount table (190k mounts, 0.6 MiB in a bundle) took 585-674 MiB and 17-42 s:
+    every mount became ~3 KB of facts and rule work. Past MAX_MOUNTS the lines are counted, not
+    parsed: four times the lines cost no more memory (here with the cap at 500, so the test is
+    quick; the whole analysis is measured in scripts/benchmark.py), and the report says so."""
+    import tracemalloc
+
+    from gdsdoctor.probes import fs, mounts
+
+    monkeypatch.setattr(mounts, "MAX_MOUNTS", 500, raising=False)
+    parsers = {"mounts": mounts.parse, "mountinfo": fs.parse_mountinfo, "df": fs.parse_df}
+    small, large = _mount_tables(40_000), _mount_tables(160_000)  # past the MiB a text is split by
+    for name, parse in parsers.items():
+        peaks = []
+        for text in (small[name], large[name]):
+            tracemalloc.start()
+            section = parse(text, name)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+            rows = section.get("mounts", section.get("filesystems"))
+            assert len(rows) == 500, name
+        assert peaks[1] < 1.2 * peaks[0], f"{name}: {peaks[0]} -> {peaks[1]} bytes for 4x the lines"
+        assert section["input_cut"] == (
+            f"only the first 500 entries of {name} were read; 159,500 lines after them were not "
+            "(a mount there is not seen)"
+        )
+
+
 def test_the_line_finder_equals_a_scan_of_every_line(monkeypatch: Any) -> None:
     """The finder's shortcuts (lines cut as visited, stretches ruled out by one search) give
     what searching each line of ``text.split("\\n")`` in turn gives, stretch sizes included."""

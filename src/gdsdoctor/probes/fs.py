@@ -31,8 +31,9 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import mounts as mount_table
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.mounts import split_options, unescape
+from gdsdoctor.probes.mounts import lines_from, mounts_cut, split_options, unescape
 from gdsdoctor.probes.text import size_bytes
 
 _MOUNTINFO = lazy_compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")
@@ -67,7 +68,11 @@ def _mountinfo_entry(match: re.Match[str], provenance: dict[str, Any]) -> dict[s
 
 def parse_mountinfo(text: str, artifact: str) -> Section:
     mounts = []
+    beyond = 0  # lines past the MAX_MOUNTS kept, counted only
     for number, line in numbered_lines(text):
+        if len(mounts) >= mount_table.MAX_MOUNTS and line.strip():
+            beyond = lines_from(text, number)
+            break
         match = _MOUNTINFO.match(line.strip())
         if match:
             mounts.append(_mountinfo_entry(match, src(artifact, number, line)))
@@ -75,7 +80,10 @@ def parse_mountinfo(text: str, artifact: str) -> Section:
         raise ParseError(
             "no mountinfo lines (expected `id parent major:minor root mountpoint opts … - fstype src opts`)"
         )
-    return {"mounts": mounts, "by_mountpoint": {mount["mountpoint"]: mount for mount in mounts}}
+    section: Section = {"mounts": mounts, "by_mountpoint": {mount["mountpoint"]: mount for mount in mounts}}
+    if beyond:
+        section["input_cut"] = mounts_cut(beyond, "mountinfo")
+    return section
 
 
 def recognise_mountinfo(text: str) -> bool:
@@ -174,9 +182,20 @@ class _Header:
     inodes: bool
 
 
+def _head(text: str) -> list[str]:
+    """The first _HEAD_LINES lines, cut before splitting (``split("\n", n)`` copies the rest of a
+    60 MiB table as its last item)."""
+    end = -1
+    for _ in range(_HEAD_LINES):
+        end = text.find("\n", end + 1)
+        if end == -1:
+            return text.split("\n")
+    return text[:end].split("\n")
+
+
 def _translated_header(text: str) -> _Header | None:
     """The header of a df table whose titles are in another language, from its first lines."""
-    lines = text.split("\n", _HEAD_LINES)[:_HEAD_LINES]
+    lines = _head(text)
     for index in range(1, len(lines)):
         row = lines[index].strip()
         typed = _DF_WITH_TYPE.match(row) is not None
@@ -218,7 +237,11 @@ def parse_df(text: str, artifact: str) -> Section:
     pending: tuple[int, str] | None = None  # old df wraps a long device name onto its own line
     filesystems = []
     translated = None if _english_header_in_head(text) else _translated_header(text)
+    beyond = 0  # lines past the MAX_MOUNTS kept, counted only
     for number, line in numbered_lines(text):
+        if len(filesystems) >= mount_table.MAX_MOUNTS and line.strip():
+            beyond = lines_from(text, number)
+            break
         header = _DF_HEADER.match(line.strip())
         inode_header = None if header else _DF_INODE_HEADER.match(line.strip())
         if header or inode_header:
@@ -244,11 +267,14 @@ def parse_df(text: str, artifact: str) -> Section:
         raise ParseError("no 'Filesystem … Mounted on' header (expected `df -P -T -B1` output)")
     by_mountpoint = {fs["mountpoint"]: fs for fs in filesystems}
     counts = "inodes" if inodes else "bytes"
-    return {"filesystems": filesystems, "by_mountpoint": by_mountpoint, "counts": counts}
+    section: Section = {"filesystems": filesystems, "by_mountpoint": by_mountpoint, "counts": counts}
+    if beyond:
+        section["input_cut"] = mounts_cut(beyond, "df")
+    return section
 
 
 def _english_header_in_head(text: str) -> bool:
-    head = [line.strip() for line in text.split("\n", _HEAD_LINES)[:_HEAD_LINES] if line.strip()][:5]
+    head = [line.strip() for line in _head(text) if line.strip()][:5]
     return any(_DF_HEADER.match(line) or _DF_INODE_HEADER.match(line) for line in head)
 
 
