@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gdsdoctor.capture.live import capture_source
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.probes import PROBES
@@ -413,8 +415,9 @@ def _trickle(fifo: Path, stop: threading.Event) -> threading.Thread:
 
 
 def test_a_slow_writer_cannot_keep_analyze_reading(tmp_path: Path) -> None:
-    """A fifo trickled into kept `analyze` reading for minutes: reading all inputs stops at the
-    deadline, the fifo is a note (never its cut-off part as input) and the rest is analysed."""
+    """A fifo trickled into kept `analyze` reading for minutes: reading all inputs stops at half
+    the deadline (the rest is for analysing), the fifo is a note (never its cut-off part as
+    input) and the rest is analysed."""
     from gdsdoctor.pipeline import analyze_paths
 
     fifo, good = (
@@ -426,19 +429,19 @@ def test_a_slow_writer_cannot_keep_analyze_reading(tmp_path: Path) -> None:
     writer = _trickle(fifo, stop)
     started = time.monotonic()
     try:
-        analysis = _within(20, lambda: analyze_paths([fifo, good], deadline_s=1.5))
+        analysis = _within(20, lambda: analyze_paths([fifo, good], deadline_s=2))
     finally:
         stop.set()
         writer.join(5)
     assert time.monotonic() - started < 6
     notes = analysis.capture.notes
-    assert f"{fifo}: still being written at the 1.5 s deadline for reading inputs; not read" in notes
-    assert f"{good}: not read: the 1.5 s deadline for reading inputs had passed" in notes
+    assert f"{fifo}: still being written at the 1 s deadline for reading inputs; not read" in notes
+    assert f"{good}: not read: the 1 s deadline for reading inputs had passed" in notes
     assert "mounts" not in analysis.capture.assignments
 
 
 def test_analyze_deadline_option_bounds_reading(tmp_path: Path) -> None:
-    """`analyze --deadline` is the same limit, from the command line."""
+    """`analyze --deadline` is the same limit, from the command line (reading: half of it)."""
     from gdsdoctor.cli import run
 
     fifo = tmp_path / "slow"
@@ -453,7 +456,55 @@ def test_analyze_deadline_option_bounds_reading(tmp_path: Path) -> None:
         stop.set()
         writer.join(5)
     assert time.monotonic() - started < 6 and code == 3
-    assert "still being written at the 1 s deadline" in shown.getvalue()
+    assert "still being written at the 0.5 s deadline" in shown.getvalue()
+
+
+@pytest.fixture(scope="module")
+def slow_to_parse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bundle whose one member is slow to parse, not to read: 40k subsystems in
+    `nvme list-subsys -o json` (3 MiB; a provenance search each: several seconds of parsing)."""
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact
+
+    item = '  {"Name": "nvme-subsys0", "NQN": "nqn.x", "Paths": [{"Name": "nvme0", "State": "live"}]}'
+    text = '{\n "Subsystems": [\n' + ",\n".join([item] * 40_000) + "\n ]\n}\n"
+    capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
+    name = "cmd/nvme-list-subsys.json"
+    capture.add("nvme_subsys", Artifact(name, ArtifactStatus.OK, text.encode(), source=name))
+    return write_bundle(capture, tmp_path_factory.mktemp("slow") / "node")  # a directory: no gzip
+
+
+def test_the_deadline_covers_parsing(slow_to_parse: Path) -> None:
+    """--deadline bounded reading only: a bundle slow to parse kept `analyze` (and a fleet run)
+    busy for as long as its parsers took. Past the deadline the run ends UNKNOWN, in one line
+    naming what was not finished, never a report of what happened to be parsed in time."""
+    from gdsdoctor.cli import run
+
+    started = time.monotonic()
+    with (
+        contextlib.redirect_stdout(io.StringIO()) as shown,
+        contextlib.redirect_stderr(io.StringIO()) as said,
+    ):
+        code = run(["analyze", str(slow_to_parse), "--deadline", "1", "-f", "json"])  # SIGALRM: main thread
+    assert code == 3 and time.monotonic() - started < 4
+    line = (
+        "gdsdoctor: not diagnosed: the 1 s deadline passed while parsing nvme_subsys "
+        "(cmd/nvme-list-subsys.json) (a huge or hostile input? --deadline SECONDS gives it longer)\n"
+    )
+    assert said.getvalue() == line
+    assert '"status": "UNKNOWN"' in shown.getvalue()
+
+
+def test_the_deadline_bounds_each_bundle_of_a_fleet(slow_to_parse: Path) -> None:
+    from gdsdoctor.commands.fleet import analyse_fleet
+
+    started = time.monotonic()
+    summary = analyse_fleet([slow_to_parse], jobs=1, deadline_s=1)
+    assert time.monotonic() - started < 4
+    (node,) = summary["nodes"]
+    assert node["status"] == "UNKNOWN"
+    assert node["reason"].startswith("not diagnosed: the 1 s deadline passed while parsing nvme_subsys")
 
 
 def test_inputs_read_before_the_deadline_are_analysed(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The exceptions gdsdoctor raises, in one tree rooted in :class:`GdsdoctorError`.
 
 - :class:`UserError` and its branch are problems the user can fix (a bad input, an unknown id,
-  an unreadable bundle, broken site rules, a bad checkpoint job, a benchmark that cannot run):
+  an unreadable bundle, broken site rules, a bad checkpoint job, a benchmark that cannot run, an
+  analysis past its ``--deadline``):
   the command line prints their one-line message and exits 3 (UNKNOWN); the API raises them as
   they are.
 - :class:`ParseError`: a text is not the format a parser reads. Probes catch it and record the
@@ -37,6 +38,10 @@ class EstimateError(UserError, ValueError):
 
 class BenchError(UserError, RuntimeError):
     """The benchmark cannot run or failed; the message is one line, fit for the CLI."""
+
+
+class DeadlineError(UserError, TimeoutError):
+    """``--deadline`` passed before the analysis was done; the message names the step left."""
 
 
 class ParseError(GdsdoctorError, ValueError):

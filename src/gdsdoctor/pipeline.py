@@ -18,7 +18,8 @@ from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import LiveCapture
-from gdsdoctor.errors import UserError
+from gdsdoctor.deadline import DeadlinePassed, analysis_deadline, doing
+from gdsdoctor.errors import DeadlineError, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import ANALYSED_PROBES, target
 
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from gdsdoctor.engine.evaluate import CauseResult
     from gdsdoctor.engine.rank import RankedFinding
     from gdsdoctor.engine.rules import Cause
+
+# Of `analyze --deadline`, what reading pasted files may take (a fifo fed slowly is given up
+# then); the rest is for parsing and analysing what was read.
+READING_SHARE = 0.5
 
 KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
 HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
@@ -95,11 +100,13 @@ def analyze_capture(
 
     facts = build_facts(capture, ANALYSED_PROBES, parsed)
     causes = rules(rules_dirs)
+    doing("evaluating the rules")
     results = evaluate(causes, facts, HOW_TO_COLLECT)
     focus = facts["derived"].get("path_focus")
     narrow(results, focus)  # --path: other devices' findings at most WARNING
     errors = error_artifacts(facts)  # the user's own error, whose causes rank first
     ranked = rank(results, focus, errors)
+    doing("evaluating the rules over the kernel events now history")
     history = rank(history_results(causes, facts, results), focus, errors)
     acknowledged = None
     if acknowledgements:
@@ -107,6 +114,7 @@ def analyze_capture(
 
         host = str(capture.host.get("hostname") or capture.label)
         acknowledged = acknowledge(ranked, acknowledgements, host, [c.id for c in causes])
+    doing("building the report")
     report = build_report(capture, facts, results, ranked, acknowledged, history)
     return Analysis(capture, facts, results, ranked, report, history)
 
@@ -220,6 +228,7 @@ def load_inputs(
     bundles = [p for p in paths if kinds.is_bundle(p)]
     if bundles and len(paths) > 1:
         raise BundleError("give either one bundle or several pasted files, not both")
+    doing(f"reading {bundles[0] if bundles else 'the inputs'}")
     if bundles:
         capture = kinds.read(bundles[0])
     else:
@@ -254,7 +263,16 @@ def analyze_paths(
     acknowledgements: Sequence[dict[str, Any]] = (),
     since: str | None = None,
 ) -> Analysis:
-    """``analyze``: read the inputs (within ``deadline_s`` seconds), then analyse them; kernel
-    events before ``since`` (``--since``) are history."""
-    capture = load_inputs(paths, target_path, job, deadline_s, since)
-    return analyze_capture(capture, rules_dirs, acknowledgements=acknowledgements)
+    """``analyze``: read the inputs, then analyse them, all within ``deadline_s`` seconds (pasted
+    files are read for at most READING_SHARE of it, so what was read is still analysed); past
+    it, a DeadlineError names the step not finished. Kernel events before ``since``
+    (``--since``) are history."""
+    try:
+        with analysis_deadline(deadline_s):
+            capture = load_inputs(paths, target_path, job, deadline_s * READING_SHARE, since)
+            return analyze_capture(capture, rules_dirs, acknowledgements=acknowledgements)
+    except DeadlinePassed as passed:
+        raise DeadlineError(
+            f"not diagnosed: the {deadline_s:g} s deadline passed while {passed} "
+            "(a huge or hostile input? --deadline SECONDS gives it longer)"
+        ) from None

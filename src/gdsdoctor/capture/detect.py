@@ -16,6 +16,7 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
 from gdsdoctor.capture.recognition import recognise_text
 from gdsdoctor.capture.unwrap import Part, dedented, unwrap
+from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
 from gdsdoctor.probes import PROBES, target
@@ -53,7 +54,9 @@ def capture_files(
         if problem:
             capture.notes.append(f"{where}: {problem}")
             continue
+        doing(f"recognising {where}")
         reader.add(path.name, data, where)
+    doing("merging the inputs")
     reader.finish()
     return capture
 

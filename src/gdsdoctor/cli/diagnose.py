@@ -255,7 +255,7 @@ def analyze(
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
-        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose)
+        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose, deadline)
     acknowledgements = config.get("acknowledge") or ()
     report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements, since).report
     return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
@@ -271,12 +271,13 @@ def _fleet(
     fail_on: str | None,
     job: dict[str, Any] | None = None,
     verbose: bool = False,
+    deadline: float = DEFAULT_DEADLINE_S,
 ) -> int:
     from gdsdoctor.commands import fleet
 
     _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
-        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job)
+        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job, deadline)
     return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets, verbose)
 
 

@@ -41,7 +41,8 @@ Deadline = Annotated[
         "--deadline",
         metavar="SECONDS",
         show_default=False,
-        help=f"Global time limit for capturing or reading the inputs (default {DEFAULT_DEADLINE_S:g}).",
+        help="Global time limit: for `check` and `collect` the capture; for `analyze` reading and "
+        f"analyzing the inputs, each bundle of a fleet (default {DEFAULT_DEADLINE_S:g}).",
     ),
 ]
 RulesDirs = Annotated[

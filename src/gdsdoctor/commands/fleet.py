@@ -31,11 +31,11 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from gdsdoctor import FLEET_SCHEMA_VERSION, __version__
+from gdsdoctor import DEFAULT_DEADLINE_S, FLEET_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundles import is_bundle
 from gdsdoctor.commands import fleet_conflicts
 from gdsdoctor.engine.functions import search
-from gdsdoctor.errors import BundleError
+from gdsdoctor.errors import BundleError, DeadlineError
 from gdsdoctor.pipeline import analyze_paths, rules
 from gdsdoctor.report.outline import STATUS_STYLE, Bullet, Heading, Line
 
@@ -120,12 +120,14 @@ def node_record(
     target_path: str | None = None,
     rules_dirs: Sequence[Path] = (),
     job: dict[str, Any] | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> dict[str, Any]:
-    """Analyse one bundle into the small record the fleet summary is computed from. Never raises
-    for a bad bundle: it becomes an UNKNOWN node with the error."""
+    """Analyse one bundle, within ``deadline_s`` (``--deadline``: each bundle's, so one slow to
+    parse cannot stall the run), into the small record the fleet summary is computed from.
+    Never raises for a bad bundle: it becomes an UNKNOWN node with the error."""
     try:
-        analysis = analyze_paths([path], target_path, rules_dirs, job)
-    except BundleError as error:
+        analysis = analyze_paths([path], target_path, rules_dirs, job, deadline_s)
+    except (BundleError, DeadlineError) as error:
         return _failed_record(path, str(error))
     except Exception as error:  # a bug on one node must not sink the fleet run
         return _failed_record(path, f"internal error: {type(error).__name__}: {error}")
@@ -173,7 +175,7 @@ def _warm(rules_dirs: Sequence[Path]) -> None:
     rules(rules_dirs)
 
 
-Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None]
+Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None, float]
 
 
 def _analyse_one(args: Task) -> dict[str, Any]:
@@ -187,10 +189,12 @@ def analyse_fleet(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
     job: dict[str, Any] | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> dict[str, Any]:
     """Analyse every bundle (in ``jobs`` processes; default: every core) into a fleet summary;
-    ``job`` (the checkpoint job, as for ``check``) applies to every node."""
-    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job) for p in paths]
+    ``job`` (the checkpoint job, as for ``check``) applies to every node, ``deadline_s`` bounds
+    each node's analysis."""
+    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job, deadline_s) for p in paths]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     _warm(rules_dirs)  # a rule error stops here, once, instead of in every worker
     records: list[dict[str, Any]] = []

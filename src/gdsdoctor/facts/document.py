@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts import event_clock, lifecycle
 from gdsdoctor.facts.derived import derive
@@ -43,7 +44,9 @@ def build_facts(
     if target_path:
         facts["target"]["path"] = target_path
     # before the derived facts: they, like the rules, judge the kernel events of the node as it is now
+    doing("judging the kernel events")
     lifecycle.judge(facts, event_clock.capture_clock(capture.host, capture.options), _since(capture))
+    doing("deriving facts")
     facts["derived"] = derive(facts, target_path)
     return facts
 

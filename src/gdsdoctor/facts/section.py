@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gdsdoctor.deadline import doing
 from gdsdoctor.errors import ParseError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes.base import Probe
@@ -70,6 +71,7 @@ def _detail(artifact: Artifact) -> str:
 
 
 def _parsed(probe: Probe, artifact: Artifact) -> dict[str, Any]:
+    doing(f"parsing {probe.section} ({artifact.name})")
     try:
         parsed = probe.parse(artifact.text, artifact.name)
     except ParseError as error:
