@@ -31,6 +31,11 @@ Measures (medians of --repeat runs, wall clock):
    system-wide install in a throwaway prefix, the systemd unit's and the NPD plugin's commands
    against it): each step ok, and how long the install took. Not with --quick (a few minutes,
    a package index).
+8. Hostile inputs (SECURITY.md): every regular expression of src/ and of the rules on its
+   slowest attack text of 16 KiB (the regex audit's texts; CPU ms per KiB, worst and median),
+   and ``analyze`` of a bundle holding each of the worst inputs of issue 26 (a 12 MiB mount
+   table, a 2.5 MiB ``nvidia-smi topo -m`` matrix, 1.3 MiB of ``nvme list-subsys``, three
+   60 MiB mount tables): wall time and peak resident set (target <= 300 MiB).
 
 Commands run from a wheel built from this checkout and installed into a temporary directory, as
 users run gdsdoctor: the wheel carries the rules parsed and linted (hatch_build.py), where a
@@ -686,6 +691,97 @@ def bench_sos(repeat: int, work: Path) -> list[Row]:
             f">= 10x faster: wall {verdict(wall_x >= 10)}, CPU {verdict(cpu_x >= 10)}",
         )
     )
+
+
+# ---- 8. hostile inputs: regular expressions, parsers, mount tables ------------------------------
+
+
+def bench_regex(size: int, every: bool) -> list[Row]:
+    """Every pattern of src/ and of the built-in rules (the audit of tests/test_hostile_regex.py,
+    whose attack texts are reused) on its slowest attack of ``size`` characters: CPU per KiB."""
+    sys.path.insert(0, str(REPO))
+    from tests import regex_audit as audit
+
+    found = audit.every_pattern() if every else audit.patterns_of("gdsdoctor/probes/cufile.py")
+    timed = sorted(((*audit.worst_attack(item, size), item) for item in found), key=lambda t: t[0])
+    kib = size / 1024
+    seconds, text, worst = timed[-1]
+    median = timed[len(timed) // 2][0]
+    budget = audit.budget_s(size)
+    return [
+        (
+            f"{len(timed)} patterns, slowest attack of {size:,} characters each: worst (CPU)",
+            f"{seconds * 1000 / kib:.2f} ms/KiB: {worst.where} on {text[:40]}",
+            f"audit budget {budget * 1000:.0f} ms at this size: {verdict(seconds < budget)}",
+        ),
+        ("the same: median pattern", f"{median * 1e6 / kib:.1f} µs/KiB", ""),
+    ]
+
+
+def _lines(line: str, count: int) -> str:
+    """``count`` lines of ``line`` formatted with their number (distinct mount points, names)."""
+    return "".join(line.format(n=n, d=n % 8) for n in range(max(10, count)))
+
+
+def _hostile_inputs(scale: float) -> dict[str, list[tuple[str, str, str]]]:
+    """What -> its members (section, member, text): the worst inputs of issue 26 at ``scale``
+    times their size (a 12 MiB mount table, 1.3 MiB of `nvme list-subsys`, a 2.5 MiB matrix,
+    three 60 MiB mount tables)."""
+    same = '  {"Name": "nvme-subsys0", "NQN": "nqn.x", "Paths": [{"Name": "nvme0", "State": "live"}]}'
+    side = max(4, int(800 * scale**0.5))  # a square matrix: its bytes grow with the side squared
+    labels = [f"GPU{i}" for i in range(side // 2)] + [f"NIC{i}" for i in range(side - side // 2)]
+    rows = [a + "\t" + "\t".join("X" if a == b else "SYS" for b in labels) + "\t0-47\t0" for a in labels]
+    mount = "/dev/nvme{d}n1 /mnt/ckpt/run{n} ext4 rw,relatime,data=ordered 0 0\n"
+    info = "{n} 35 259:{d} / /mnt/ckpt/run{n} rw,relatime shared:{n} - ext4 /dev/nvme{d}n1 rw,data=ordered\n"
+    df = "/dev/nvme{d}n1 ext4 1000000000 1000 999999000 1% /mnt/ckpt/run{n}\n"
+    df_header = "Filesystem Type 1B-blocks Used Available Capacity Mounted on\n"
+    return {
+        "`/proc/mounts`": [("mounts", "proc/mounts", _lines(mount, int(190_000 * scale)))],
+        "`nvme list-subsys` text": [(
+            "nvme_subsys", "cmd/nvme-list-subsys.txt",
+            _lines("nvme-subsys{n} - NQN=nqn.x{n}\n\\\n +- nvme{n} tcp traddr=10.0.0.1,trsvcid=4420 live\n",
+                   int(16_000 * scale)),
+        )],
+        "`nvme list-subsys -o json`, one name": [(
+            "nvme_subsys", "cmd/nvme-list-subsys.json",
+            '{\n "Subsystems": [\n' + ",\n".join([same] * max(10, int(15_000 * scale))) + "\n ]\n}\n",
+        )],
+        "`nvidia-smi topo -m` square matrix": [(
+            "nvidia_topo", "cmd/nvidia-smi-topo-m.txt",
+            "\t" + "\t".join(labels) + "\tCPU Affinity\tNUMA Affinity\n" + "\n".join(rows) + "\n",
+        )],
+        "`/proc/mounts`, `mountinfo` and `df`": [
+            ("mounts", "proc/mounts", _lines(mount, int(950_000 * scale))),
+            ("mountinfo", "proc/self/mountinfo", _lines(info, int(630_000 * scale))),
+            ("df", "cmd/df.txt", df_header + _lines(df, int(950_000 * scale))),
+        ],
+    }  # fmt: skip
+
+
+def bench_hostile(scale: float, work: Path, every: bool) -> list[Row]:
+    """`analyze` of a bundle holding each of the worst inputs (a whole process each: wall time
+    and peak resident set; with ``every`` false, the mount table only)."""
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    rows = []
+    for index, (what, members) in enumerate(_hostile_inputs(scale).items()):
+        if index and not every:
+            break
+        capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
+        for section, member, text in members:
+            capture.add(section, Artifact(member, ArtifactStatus.OK, text.encode(), source=member))
+        path = write_bundle(capture, work / f"hostile{index}.tar.gz")
+        size = sum(len(text) for _, _, text in members) / 2**20
+        seconds, _, peak = fleet_run(gdsdoctor("analyze", str(path), "-f", "json", "--deadline", "600"))
+        rows.append(
+            (
+                f"`analyze`: {what}, {size:.2f} MiB ({path.stat().st_size / 2**20:.2f} MiB in the bundle)",
+                f"{seconds:.1f} s, peak RSS {peak:.0f} MiB",
+                f"<= 300 MiB: {verdict(peak <= 300)}",
+            )
+        )
     return rows
 
 
@@ -737,7 +833,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["check", "analyze", "rules", "collect", "watch", "sos", "install"],
+        choices=["check", "analyze", "rules", "collect", "watch", "sos", "install", "regex", "hostile"],
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
@@ -761,6 +857,8 @@ def main() -> None:
             "watch": lambda: bench_watch(1.0 if args.quick else WATCH_SECONDS, work),
             "sos": lambda: bench_sos(repeat, work),
             "install": lambda: [] if args.quick else bench_install(),
+            "regex": lambda: bench_regex(1024 if args.quick else 16384, not args.quick),
+            "hostile": lambda: bench_hostile(0.01 if args.quick else 1.0, work, not args.quick),
         }
         for name, section in sections.items():
             if name in args.skip:

@@ -428,6 +428,23 @@ def budget_s(size: int) -> float:
 SIZES = (8, 16, 24, 32, 64, 256, 1024, 4096, 16384)
 
 
+def every_pattern() -> list[Found]:
+    """Every pattern the audit covers: each module's, then the built-in rules'."""
+    found = [item for file in source_files() for item in patterns_of(file)]
+    return found + list(rule_patterns().values())
+
+
+def worst_attack(found: Found, size: int) -> tuple[float, str]:
+    """The CPU seconds of the slowest attack of ``size`` characters, and the text's start
+    (scripts/benchmark.py reports them per KiB)."""
+    compiled = re.compile(found.pattern, found.flags)
+    timed = (
+        (_time(compiled, _text(prefix, unit, ending, size)), repr(prefix + unit * 3 + "…" + ending))
+        for prefix, unit, ending in attacks(found)
+    )
+    return max(timed, default=(0.0, ""))
+
+
 def slowest(found: Found, top: int = SIZES[-1]) -> tuple[float, int, str] | None:
     """The first attack over budget: (seconds, size, text's start), or None when all pass. The
     size grows from 8 characters so an exponential pattern is caught before it hangs."""
