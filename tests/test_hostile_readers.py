@@ -242,6 +242,14 @@ def _cufile_nested_excerpt(n: int) -> str:  # the same, cut (read line by line)
     return _cufile_nested(n).replace('"k0": 0,', '"k0": 0,\n  ...')
 
 
+def _derived(section: str, parse: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
+    """The parser, then the derived facts over its section alone (they joined the paths to each
+    subsystem, the pairs to each GPU, by a scan per item: quadratic after linear parsers)."""
+    from gdsdoctor.facts.derived import derive
+
+    return lambda text, artifact: derive({section: {**parse(text, artifact), "status": "ok"}}, None)
+
+
 def _linear_cases() -> list[tuple[str, Callable[[str, str], Any], Callable[[int], str]]]:
     from gdsdoctor.probes import cufile, gpu, lsblk, nvme_cli, pci
 
@@ -264,6 +272,18 @@ def test_json_parsers_do_linear_work() -> None:
     of the text for every item they could not find: 100k nvme entries took 12 s, 400k 3 min)."""
     for name, parse, make in _linear_cases():
         small, large = _work(parse, make(400)), _work(parse, make(800))
+        assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"
+
+
+def test_derived_facts_do_linear_work() -> None:
+    """The same for the derived facts over a section (smaller: they cost more per item)."""
+    from gdsdoctor.probes import gpu, nvme_cli
+
+    for name, parse, make in (
+        ("list-subsys", _derived("nvme_subsys", nvme_cli.parse_subsys), _nvme_subsys_many),
+        ("topo -m", _derived("nvidia_topo", gpu.parse_nvidia_topo), _topo),
+    ):
+        small, large = _work(parse, make(150)), _work(parse, make(300))
         assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"
 
 

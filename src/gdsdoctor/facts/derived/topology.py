@@ -446,16 +446,17 @@ def topo_pairs(facts: dict[str, Any]) -> list[dict[str, Any]]:
 def gpu_summaries(
     facts: dict[str, Any], devices: dict[str, dict[str, Any]], pairs: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    names = sorted({p["gpu"] for p in pairs}, key=str)
+    by_gpu: dict[Any, list[dict[str, Any]]] = {}  # one pass: a scan of every pair per GPU was quadratic
+    for pair in pairs:
+        by_gpu.setdefault(pair["gpu"], []).append(pair)
+    names = sorted(by_gpu, key=str)
     placed = {label(d["bdf"], None, "gpu"): d for d in devices.values() if d["kind"] == "gpu"}
     topo = {txt(g.get("name")): g for g in items(ok_section(facts, "nvidia_topo"), "gpus")}
-    for name in placed:
-        if name not in names:
-            names.append(name)
+    names += [name for name in placed if name not in by_gpu]
     summaries = []
     for name in names:
         gpu = placed.get(name) or {}
-        mine = [p for p in pairs if p["gpu"] == name]
+        mine = by_gpu.get(name, [])
         summaries.append(
             {"gpu": name, "bdf": gpu.get("bdf"),
              "numa_node": gpu.get("numa_node", num((topo.get(name) or {}).get("numa_affinity"))),
