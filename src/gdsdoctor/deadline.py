@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 _step = ["starting"]  # what the analysis is doing now (one list: set from anywhere, no global)
 
@@ -54,14 +56,33 @@ def analysis_deadline(seconds: float | None) -> Iterator[None]:
         yield
         return
     doing("starting")
-    previous = signal.signal(signal.SIGALRM, _passed)
+    previous, unraisable = signal.signal(signal.SIGALRM, _passed), sys.unraisablehook
+    sys.unraisablehook = _dropping(unraisable)
     signal.setitimer(signal.ITIMER_REAL, seconds)  # type: ignore[arg-type]
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = unraisable
+
+
+def _dropping(hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``hook``, but silent for a DeadlinePassed dropped where it could not be raised (the
+    timer fires again): the user gets one line, not "Exception ignored in …"."""
+
+    def unraisable(info: Any) -> Any:
+        return None if isinstance(info.exc_value, DeadlinePassed) else hook(info)
+
+    return unraisable
 
 
 def _passed(signum: int, frame: FrameType | None) -> None:
+    # A handler may run inside a gc callback or a __del__, where an exception is printed and
+    # dropped instead of raised (one was, and the analysis ran to its end): the timer is armed
+    # again until the exception lands in the analysis, whose end disarms it.
+    signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
     raise DeadlinePassed(current_step())
+
+
+_RETRY_S = 0.05

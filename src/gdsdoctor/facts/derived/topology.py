@@ -449,10 +449,9 @@ def gpu_summaries(
     by_gpu: dict[Any, list[dict[str, Any]]] = {}  # one pass: a scan of every pair per GPU was quadratic
     for pair in pairs:
         by_gpu.setdefault(pair["gpu"], []).append(pair)
-    names = sorted(by_gpu, key=str)
     placed = {label(d["bdf"], None, "gpu"): d for d in devices.values() if d["kind"] == "gpu"}
     topo = {txt(g.get("name")): g for g in items(ok_section(facts, "nvidia_topo"), "gpus")}
-    names += [name for name in placed if name not in by_gpu]
+    names = sorted(by_gpu, key=str) + [name for name in placed if name not in by_gpu]
     summaries = []
     for name in names:
         gpu = placed.get(name) or {}
