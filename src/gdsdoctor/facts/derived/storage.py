@@ -380,21 +380,16 @@ class _Context:
                 found.append(_multipath_entry(subsystem, fabrics))
         if found or self.sys_subsystems:
             return found
-        # The fabric paths grouped by subsystem in one pass (a scan of every path for each
-        # subsystem was quadratic: 4,000 subsystems took 30 s, 40,000 would take 50 minutes).
-        fabric_paths: dict[Any, set[str]] = {}
+        fabric_paths: dict[Any, set[str]] = {}  # by subsystem in one pass (a scan each was quadratic)
         for path in self.cli_paths:
-            if path.get("name") and path.get("transport") in ("rdma", "tcp", "fc"):
+            if path.get("name") and path.get("transport") in FABRICS:
                 fabric_paths.setdefault(path.get("subsystem"), set()).add(path["name"])
-        named: set[Any] = set()
-        for subsystem in as_list(ok_section(self.facts, "nvme_subsys").get("subsystems")):
-            if not isinstance(subsystem, dict):
-                continue
+        multipath: dict[Any, dict[str, Any]] = {}
+        for subsystem in dicts(ok_section(self.facts, "nvme_subsys").get("subsystems")):
             fabrics = sorted(fabric_paths.get(subsystem.get("name"), ()))
-            if len(fabrics) > 1 and subsystem.get("name") not in named:
-                found.append(_multipath_entry(subsystem, fabrics))
-                named.add(subsystem.get("name"))
-        return found
+            if len(fabrics) > 1:
+                multipath.setdefault(subsystem.get("name"), _multipath_entry(subsystem, fabrics))
+        return list(multipath.values())
 
     def _write_cache(self, devices: list[str], controllers: list[dict[str, Any]]) -> bool | None:
         """True when a device below (a layer of the stack, an NVMe namespace) has a volatile write
