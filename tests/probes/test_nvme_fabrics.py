@@ -121,3 +121,32 @@ def test_the_kernel_refusing_a_host_identity_pair() -> None:
     event = dmesg.parse(line, "dmesg")["events"][0]
     assert event["kind"] == "nvmeof_host_identity"
     assert event["details"]["hostid"] == "2e3b0c44-1c2e-4f3a-9b6d-a0c417e2f5d1"
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "format_", "lba", "ms"),
+    [
+        ("id-ns-text.v1.x-512-no-metadata.linux-nvme.txt", "nvme0n1", 0, 512, 0),
+        ("id-ns-text.v2.x-4k-ms64-in-use.wd-sn840.excerpt.txt", None, 4, 4096, 64),
+        ("id-ns-text.v2.x-512-ms8-pi.enterprise.excerpt.txt", "nvme11n1", 1, 512, 8),
+        ("id-ns-json.v2.x-512-no-metadata.excerpt.json", None, 0, 512, 0),
+    ],
+)
+def test_id_ns_format_in_use(name: str, device: str | None, format_: int, lba: int, ms: int) -> None:
+    text = (DATA / name).read_text()
+    assert nvme_cli.recognise_id_ns(text) and not nvme_cli.recognise_id_ctrl(text)
+    namespace = nvme_cli.parse_id_ns(text, name)["namespaces"][0]
+    assert (namespace["device"], namespace["format"], namespace["lba_bytes"], namespace["metadata_bytes"]) == (
+        device, format_, lba, ms)  # fmt: skip
+
+
+def test_flbas_upper_bits_name_formats_past_16() -> None:
+    text = "NVME Identify Namespace 1:\nflbas   : 0x21\n"  # bits 6:5 = 1 -> format 0x11 = 17
+    assert nvme_cli.parse_id_ns(text, "x")["namespaces"][0]["format"] == 17
+
+
+def test_id_ctrl_thresholds_in_celsius() -> None:
+    entry = nvme_cli.parse_id_ctrl(
+        '{"vid": 5197, "sn": "S", "mn": "M", "fr": "F", "wctemp": 353, "cctemp": 358}', "x"
+    )
+    assert (entry["controllers"][0]["wctemp_c"], entry["controllers"][0]["cctemp_c"]) == (80, 85)

@@ -1,6 +1,6 @@
 """NVMe facts from nvme-cli: namespaces, subsystems/paths, SMART, identify-controller, discovery.
 
-Longer than 600 lines: six nvme-cli commands, each with JSON shapes from many versions and a text
+Longer than 600 lines: seven nvme-cli commands, each with JSON shapes from many versions and a text
 form, sharing the shape dispatch and the controller/namespace model.
 
 nvme-cli changed its JSON shapes many times (research/nvme-notes.md §1), so every parser
@@ -39,6 +39,16 @@ output too, read by ``nvme_kv_text``)::
       "subnqn": …, "vid": 5197, "cntlid": 4, "version": "1.2.0", "kas": …, "cmic": 0,
       "multi_controller": false, "anacap": …, "vwc": …, "error": None}]}
 
+``nvme_id_ns`` (``nvme id-ns <namespace>`` text or ``-o json``; paste only)::
+
+    {"namespaces": [{"device": "nvme0n1"|None, "nsid": 1|None, "flbas": 4, "format": 4,
+      "lba_bytes": 4096, "metadata_bytes": 64, "extended_lba": false, "pi_type": 0,
+      "formats": [{"index", "lba_bytes", "metadata_bytes", "in_use"}], "nguid": …, "src"}]}
+
+  ``format`` is the LBA format in use (FLBAS bits 3:0, and 6:5 for more than 16 formats; the
+  text's ``(in use)`` mark); ``metadata_bytes`` its metadata size (``ms``; GDS refuses I/O that
+  carries integrity metadata); ``pi_type``: DPS bits 2:0 (0 = no protection information).
+
 ``nvme_discover`` (``nvme discover`` text or ``-o json``; paste only: discovery connects to a target)::
 
     {"device": "nvme1"|None, "genctr": 4, "records": [{"trtype": "tcp", "adrfam": "ipv4",
@@ -64,7 +74,7 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_kv_text, nvme_list_text
-from gdsdoctor.probes.base import Probe, Section, Source, src
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.text import (
     json_key,
     line_finder,
@@ -600,6 +610,102 @@ def recognise_id_ctrl(text: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------
+# nvme id-ns (text and JSON)
+
+_ID_NS_HEADER = lazy_compile(r"^NVME Identify Namespace (?P<nsid>\d+|0x[0-9a-fA-F]+):\s*$")
+_ID_NS_COMMAND = lazy_compile(r"\bnvme\s+id-ns\s+(?:\S+\s+)*?/dev/(?P<device>nvme\d+n\d+)\b")
+_LBAF_TEXT = lazy_compile(
+    r"^lbaf\s+(?P<index>\d+)\s*:\s*ms:(?P<ms>\d+)\s+lbads:(?P<lbads>\d+)\s+rp:\S+(?P<in_use>\s+\(in use\))?"
+)
+_ID_NS_FIELD = lazy_compile(r"^(?P<key>flbas|dps|nguid|eui64|nsze)\s*:\s*(?P<value>\S+)\s*$")
+
+
+def _id_ns_entry(
+    device: str | None, fields: dict[str, Any], formats: list[dict[str, Any]], provenance: dict
+) -> dict[str, Any]:
+    flbas = to_int(fields.get("flbas"))
+    index = (flbas & 0xF) | ((flbas & 0x60) >> 1) if flbas is not None else None
+    marked = [f for f in formats if f.get("in_use")]
+    in_use = marked[0] if marked else next((f for f in formats if f["index"] == index), None)
+    dps = to_int(fields.get("dps"))
+    return {
+        "device": device,
+        "nsid": to_int(fields.get("nsid")),
+        "flbas": flbas,
+        "format": in_use["index"] if in_use else index,
+        "lba_bytes": in_use["lba_bytes"] if in_use else None,
+        "metadata_bytes": in_use["metadata_bytes"] if in_use else None,
+        "extended_lba": bool(flbas & 0x10) if flbas is not None else None,
+        "pi_type": dps & 0x7 if dps is not None else None,
+        "formats": formats,
+        "nguid": text_or_none(fields.get("nguid")),
+        "src": provenance,
+    }
+
+
+def _parse_id_ns_text(text: str, artifact: str) -> Section:
+    namespaces: list[dict[str, Any]] = []
+    current: tuple[str | None, dict[str, Any], list[dict[str, Any]], dict] | None = None
+    named: str | None = None
+    for number, line in numbered_lines(text):
+        stripped = line.strip()
+        if called := _ID_NS_COMMAND.search(stripped):
+            named = called["device"]
+        if header := _ID_NS_HEADER.match(stripped):
+            if current:
+                namespaces.append(_id_ns_entry(*current))
+            current = (named, {"nsid": to_int(header["nsid"])}, [], src(artifact, number, line))
+            named = None
+        elif current and (lbaf := _LBAF_TEXT.match(stripped)):
+            current[2].append(_format(lbaf["index"], lbaf["lbads"], lbaf["ms"], bool(lbaf["in_use"])))
+            if lbaf["in_use"]:
+                current = (current[0], current[1], current[2], src(artifact, number, line))
+        elif current and (field := _ID_NS_FIELD.match(stripped)):
+            current[1].setdefault(field["key"], field["value"])
+    if current:
+        namespaces.append(_id_ns_entry(*current))
+    if not namespaces:
+        raise ParseError("no 'NVME Identify Namespace N:' block (expected `nvme id-ns` output)")
+    return {"namespaces": namespaces}
+
+
+def _format(index: Any, lbads: Any, ms: Any, in_use: bool) -> dict[str, Any]:
+    shift = to_int(lbads)
+    return {
+        "index": to_int(index),
+        "lba_bytes": 1 << shift if shift is not None and 0 < shift < 32 else None,
+        "metadata_bytes": to_int(ms),
+        "in_use": in_use,
+    }
+
+
+def parse_id_ns(text: str, artifact: str) -> Section:
+    if not text.lstrip().startswith(("{", "[")):
+        return _parse_id_ns_text(text, artifact)
+    find = line_finder(text)
+    namespaces = []
+    for device, raw, error in _per_device_documents(text, "nvme id-ns -o json", "lbafs"):
+        fields = _lower_keys(raw)
+        lbafs = [_lower_keys(f) for f in fields.get("lbafs") or [] if isinstance(f, dict)]
+        formats = [
+            _format(f.get("lbaf", n), f.get("ds"), f.get("ms"), bool(to_int(f.get("in_use"))))
+            for n, f in enumerate(lbafs)
+        ]
+        number, line = _device_line(find, device, "flbas")
+        namespaces.append(
+            _id_ns_entry(device, fields, formats, src(artifact, number, line)) | {"error": error}
+        )
+    return {"namespaces": namespaces}
+
+
+def recognise_id_ns(text: str) -> bool:
+    head = "\n".join(text.split("\n")[:100])
+    if any(_ID_NS_HEADER.match(line.strip()) for line in head.split("\n")):
+        return True
+    return '"lbafs"' in head and '"flbas"' in head  # the keys, quoted as JSON quotes them
+
+
+# ---------------------------------------------------------------------------------------------------
 # nvme discover (text and JSON)
 
 _DISCOVERY_ENTRY = lazy_compile(r"^=+\s*Discovery Log Entry\s+(\d+)\s*=+$")
@@ -719,6 +825,14 @@ PROBES: tuple[Probe, ...] = (
         parse=parse_id_ctrl,
         recognise=recognise_id_ctrl,
         paste_hint="`nvme id-ctrl /dev/nvme0 -o json`",
+    ),
+    Probe(
+        section="nvme_id_ns",
+        title="NVMe identify-namespace (LBA format in use: block size, metadata, protection information)",
+        sources=(),  # paste only for now: the namespaces are known at capture time, as for id-ctrl
+        parse=parse_id_ns,
+        recognise=recognise_id_ns,
+        paste_hint="`nvme id-ns /dev/nvme0n1` (or `-o json`)",
     ),
     Probe(
         # no capture source: discovery connects to a remote discovery controller (not read-only)
