@@ -64,7 +64,7 @@ def test_format_characters_in_a_device_name_never_reach_the_output_raw(tmp_path:
     assert not [c for c in out if unicodedata.category(c) == "Cf"], out[:500]
 
 
-@pytest.mark.parametrize("locale", ["en_US.ISO-8859-1", "C", "POSIX"])
+@pytest.mark.parametrize("locale", ["en_US.ISO-8859-1", "C"])  # POSIX is glibc's other name for C
 @pytest.mark.parametrize("fmt", ["text", "markdown", "junit"])
 def test_a_non_utf8_locale_never_crashes_the_output(tmp_path: Path, fmt: str, locale: str) -> None:
     result = _analyze(tmp_path, fmt, env={"LC_ALL": locale, "PYTHONIOENCODING": "", "PYTHONUTF8": "0"})
