@@ -836,7 +836,7 @@ def main() -> None:
         choices=["check", "analyze", "rules", "collect", "watch", "sos", "install", "regex", "hostile"],
     )
     args = parser.parse_args()
-    repeat, fleet_size = (1, 20) if args.quick else (args.repeat, args.fleet_size)
+    repeat, fleet_size = (1, 8) if args.quick else (args.repeat, args.fleet_size)
     big = 100 if args.quick else args.big
     command = "python3 scripts/benchmark.py " + " ".join(sys.argv[1:])
     machine = (

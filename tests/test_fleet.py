@@ -243,4 +243,4 @@ def test_benchmark_script_smoke_run() -> None:
     )
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
-    assert len(rows) > 15 and any("fleet of 20 bundles" in row for row in rows)
+    assert len(rows) > 15 and any("fleet of 8 bundles" in row for row in rows)
