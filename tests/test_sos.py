@@ -291,3 +291,30 @@ def test_selection_reads_only_the_table(tmp_path: Path) -> None:
     assert not sos.SELECTION.keeps("var/log/journal/big")
     assert sos.SELECTION.enters("sos_commands") and not sos.SELECTION.enters("sys/devices")
     assert bundle.Members().links == {}
+
+
+def test_a_command_that_failed_in_the_report_is_named_by_its_own_message() -> None:
+    """sos keeps a failed command's output and writes its exit code into sos_reports/manifest.json
+    (sos 4): an output that does not parse, of a command that exited non-zero, is the command's
+    failure in the tool's own words (a real report of a VM without loadable modules or NVMe),
+    not "unparsable"; a command that exited 0 is read as ever."""
+    report = analyze_paths([DATA / "debian-vm-failed-commands"]).report
+    probes = {p["name"]: p for p in report["probes"]}
+    assert probes["modules"]["status"] == "error"
+    assert probes["modules"]["detail"].startswith("the command failed (exit 1): libkmod: ERROR")
+    assert (
+        probes["nvme_list"]["detail"]
+        == "the command failed (exit 1): Failed to scan topology: No such file or directory"
+    )
+    assert probes["kernel"]["status"] == "ok"
+
+
+def test_return_codes_of_a_malformed_manifest_are_passed_over() -> None:
+    members = bundle.Members()
+    for raw in (
+        b"[]",
+        b'{"components": {"report": {"plugins": {"x": {"commands": [1, {"filepath": 2}]}}}}}',
+        b"{",
+    ):
+        members.files[sos.SOS_MANIFEST] = raw
+        assert sos.return_codes(members) == {}

@@ -162,9 +162,10 @@ def read_sos(path: Path) -> Capture:
         path = next(iter(_only_subdirectory(path)), path)  # an unpacked archive's top folder
     members = _members(path)
     capture = Capture(origin="sos", label=str(path))
+    exits = return_codes(members)
     for section, patterns in SOS_SOURCES.items():
         for name in _matching(members, patterns):
-            capture.add(section, _artifact(name, members))
+            capture.add(section, _artifact(name, members, exits.get(name)))
     _add_modinfo(capture, members)
     capture.host = _header(members, path)
     capture.options = {"host_root": None, "target_path": None}
@@ -251,7 +252,7 @@ def _matching(members: bundle.Members, patterns: tuple[str, ...]) -> list[str]:
     return found
 
 
-def _artifact(name: str, members: bundle.Members) -> Artifact:
+def _artifact(name: str, members: bundle.Members, exit_code: int | None = None) -> Artifact:
     source = f"sos report: {name}"
     if name in members.duplicates:
         return Artifact(
@@ -266,7 +267,32 @@ def _artifact(name: str, members: bundle.Members) -> Artifact:
     data = members.files[real]
     if not data.strip():
         return Artifact(name, ArtifactStatus.MISSING, b"", source, "empty in the sos report")
-    return Artifact(name, ArtifactStatus.OK, data, source)
+    # a command that failed keeps its output (smartctl and others print a full report with a
+    # non-zero exit): its exit code tells a parse failure from the tool's own error message
+    return Artifact(name, ArtifactStatus.OK, data, source, exit_code=exit_code)
+
+
+def return_codes(members: bundle.Members) -> dict[str, int]:
+    """The exit code of each command output of the report, by its path, from sos 4's
+    ``sos_reports/manifest.json`` (``components.report.plugins.*.commands[]``); {} for sos 3 or
+    a manifest that does not say (untrusted: anything malformed is passed over)."""
+    raw = members.files.get(SOS_MANIFEST, b"")
+    if not raw or len(raw) > bundle.MAX_MANIFEST_BYTES:
+        return {}
+    try:
+        plugins = json.loads(raw)["components"]["report"]["plugins"]
+    except (ValueError, RecursionError, KeyError, TypeError):
+        return {}
+    codes: dict[str, int] = {}
+    for plugin in plugins.values() if isinstance(plugins, dict) else ():
+        commands = plugin.get("commands") if isinstance(plugin, dict) else None
+        for command in commands if isinstance(commands, list) else ():
+            if not isinstance(command, dict):
+                continue
+            where, code = command.get("filepath"), command.get("return_code")
+            if isinstance(where, str) and isinstance(code, int) and not isinstance(code, bool):
+                codes[where] = code
+    return codes
 
 
 def _add_modinfo(capture: Capture, members: bundle.Members) -> None:

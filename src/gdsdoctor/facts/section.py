@@ -38,6 +38,8 @@ def section_from(probe: Probe, artifacts: Sequence[Artifact]) -> dict[str, Any]:
             )
             continue
         section = _parsed(probe, artifact)
+        if section["status"] == "unparsable" and artifact.exit_code:
+            section = _failed_command(artifact)
         if section["status"] == "ok" and probe.combine is None:
             return section
         (read if section["status"] == "ok" else failures).append(section)
@@ -61,6 +63,14 @@ def _combined(probe: Probe, sections: list[dict[str, Any]]) -> dict[str, Any]:
         "artifact": sections[0]["artifact"],
         "artifacts": [s["artifact"] for s in sections],
     }
+
+
+def _failed_command(artifact: Artifact) -> dict[str, Any]:
+    """An output that does not parse, of a command that exited non-zero (a sos report keeps
+    both): the tool's own message says why, not the parser."""
+    said = next((line.strip() for line in artifact.text.split("\n", 20)[:20] if line.strip()), "")
+    detail = f"the command failed (exit {artifact.exit_code})" + (f": {said}" if said else "")
+    return {"status": "error", "artifact": artifact.name, "detail": detail[:300]}
 
 
 def _detail(artifact: Artifact) -> str:
