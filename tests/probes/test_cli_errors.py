@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import cli_errors, fstab, mounts
 
 DATA = Path(__file__).parent.parent / "data"
@@ -82,3 +83,14 @@ def test_fstab(name: str, points: list[tuple[str, bool, bool]]) -> None:
 def test_a_mount_table_is_not_an_fstab() -> None:
     for path in sorted((DATA / "mounts").glob("*.txt")):
         assert not fstab.recognise(path.read_text()), path.name
+
+
+def test_an_fstab_of_comments_only_mounts_nothing() -> None:
+    """This machine's own /etc/fstab (a Debian base image: one comment, no entry) is an empty
+    table, not an unparsable file; text of another kind still is not an fstab."""
+    text = (DATA / "fstab" / "fstab-debian-base-unconfigured.this-machine.txt").read_text()
+    assert fstab.parse(text, "etc/fstab") == {"entries": [], "data_entries": []}
+    with pytest.raises(ParseError):
+        fstab.parse("hello world\n", "etc/fstab")
+    with pytest.raises(ParseError):
+        fstab.parse("", "etc/fstab")

@@ -40,15 +40,19 @@ _SYSTEM_TREES = ("/", "/boot", "/boot/efi", "/usr", "/var", "/home", "/tmp", "/o
 
 def parse(text: str, artifact: str) -> Section:
     entries = []
+    other = 0  # lines neither blank, a comment nor an entry
     for number, line in numbered_lines(text):
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("$"):
             continue
         match = _ENTRY.match(stripped)
         if not match or (match["file"] == "none" and match["type"] != "swap"):
+            other += 0 if match else 1
             continue
         entries.append(_entry(match, artifact, number, line))
-    if not entries:
+    # An fstab of comments only is an answer: boot mounts nothing (a container image's
+    # "# UNCONFIGURED FSTAB FOR BASE SYSTEM"); text with lines of another kind and no entry is not.
+    if not entries and (other or not text.strip()):
         raise ParseError("no fstab entries (expected /etc/fstab: spec mountpoint type options freq passno)")
     return {"entries": entries, "data_entries": [e for e in entries if _is_data(e)]}
 
