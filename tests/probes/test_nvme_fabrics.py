@@ -150,3 +150,20 @@ def test_id_ctrl_thresholds_in_celsius() -> None:
         '{"vid": 5197, "sn": "S", "mn": "M", "fr": "F", "wctemp": 353, "cctemp": 358}', "x"
     )
     assert (entry["controllers"][0]["wctemp_c"], entry["controllers"][0]["cctemp_c"]) == (80, 85)
+
+
+def test_discovery_conf_and_the_autoconnect_unit() -> None:
+    conf = (
+        "# Used for extracting default parameters for discovery\n#\n"
+        "-t rdma -a 192.168.100.10 -s 4420 --host-iface=ens1f0np0\n--transport=tcp --traddr=10.0.0.1 --trsvcid=8009\n"
+    )
+    assert nvme_host.recognise_discovery_conf(conf)
+    entries = nvme_host.parse_discovery_conf(conf, "etc/nvme/discovery.conf")["entries"]
+    assert [(e["transport"], e["traddr"], e["trsvcid"], e["host_iface"]) for e in entries] == [
+        ("rdma", "192.168.100.10", "4420", "ens1f0np0"), ("tcp", "10.0.0.1", "8009", None)]  # fmt: skip
+    assert nvme_host.parse_discovery_conf("# only the shipped comments\n", "x")["entries"] == []
+    for state, enabled in (("enabled", True), ("disabled", False), ("masked", False)):
+        text = f"$ systemctl is-enabled nvmf-autoconnect.service\n{state}\n"
+        assert nvme_host.recognise_autoconnect(text)
+        assert nvme_host.parse_autoconnect(text, "x")["enabled"] is enabled
+    assert not nvme_host.recognise_autoconnect("enabled\n")  # one word alone names no unit

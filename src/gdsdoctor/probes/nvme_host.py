@@ -13,6 +13,13 @@ Sections::
     717a9176-ac73-4ea3-829e-e4ccf0b5735f
     -> nvme_hostid: {hostid, src}
 
+What brings the controllers back after a reboot (nvme-cli's autoconnect)::
+
+    -t rdma -a 10.100.1.50 -s 4420 --host-iface=ens1f0np0          (/etc/nvme/discovery.conf)
+    -> nvme_discovery_conf: {entries: [{transport, traddr, trsvcid, host_iface, src}]}
+    enabled                            (systemctl is-enabled nvmf-autoconnect.service)
+    -> nvmf_autoconnect: {state: "enabled"|"disabled"|"static"|"masked"|"not-found"|…, enabled, src}
+
 A missing file is the section's ``missing`` status (what the rules read as "not set"). A pasted
 hostid is a bare UUID, so it is recognised by its prompt (``cat /etc/nvme/hostid``) only.
 
@@ -22,6 +29,9 @@ hostid is a bare UUID, so it is recognised by its prompt (``cat /etc/nvme/hostid
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
@@ -73,6 +83,63 @@ def recognise_hostid(text: str) -> bool:
     return bool(cat) and cat["which"] == "id" and len(values) == 1 and bool(_HOSTID.match(values[0][1]))
 
 
+_OPTION = lazy_compile(r"^--?(?P<key>[\w-]{1,30})(?:=(?P<value>\S{1,300}))?$")
+_LONG = {"t": "transport", "a": "traddr", "s": "trsvcid", "f": "host_iface", "w": "host_traddr"}
+_UNIT_STATES = (
+    "enabled", "enabled-runtime", "disabled", "static", "masked", "masked-runtime", "linked",
+    "linked-runtime", "alias", "indirect", "generated", "transient", "bad", "not-found",
+)  # fmt: skip
+_STARTS_AT_BOOT = ("enabled", "enabled-runtime", "alias", "indirect", "generated")
+
+
+def parse_discovery_conf(text: str, artifact: str) -> Section:
+    entries = []
+    for number, line in numbered_lines(text):
+        words = line.split()
+        if not words or words[0].startswith("#") or not words[0].startswith("-"):
+            continue
+        entry: dict[str, Any] = dict.fromkeys(("transport", "traddr", "trsvcid", "host_iface", "host_traddr"))
+        pending = None
+        for word in words:
+            match = _OPTION.match(word)
+            if match and not word[1:2].isdigit():
+                key = _LONG.get(match["key"], match["key"].replace("-", "_"))
+                pending = None if match["value"] else key
+                if match["value"] and key in entry:
+                    entry[key] = match["value"]
+            elif pending in entry:
+                entry[pending], pending = word, None
+        entries.append({**entry, "src": src(artifact, number, line)})
+    if not entries and not any(line.strip().startswith("#") for _, line in numbered_lines(text)):
+        raise ParseError("no discovery lines (expected /etc/nvme/discovery.conf: -t rdma -a ADDR -s PORT)")
+    return {"entries": entries}
+
+
+def recognise_discovery_conf(text: str) -> bool:
+    lines = [
+        line.strip() for line in text.split("\n")[:100] if line.strip() and not line.strip().startswith("#")
+    ]
+    return bool(lines) and all(
+        re.match(r"^--?(?:t|transport)[ =]", line) for line in lines if not line.startswith("$")
+    )
+
+
+def parse_autoconnect(text: str, artifact: str) -> Section:
+    values = [(n, v) for n, v in _values(text) if "nvmf-autoconnect" not in v]
+    state = values[-1][1] if values else ""
+    if state not in _UNIT_STATES:
+        raise ParseError("not `systemctl is-enabled nvmf-autoconnect.service` output (one word: enabled, …)")
+    number, line = values[-1]
+    return {"state": state, "enabled": state in _STARTS_AT_BOOT,
+            "src": src(artifact, number, line)}  # fmt: skip
+
+
+def recognise_autoconnect(text: str) -> bool:
+    head = text[:500]
+    values = [v for _, v in _values(head) if "nvmf-autoconnect" not in v]
+    return "nvmf-autoconnect" in head and len(values) == 1 and values[0] in _UNIT_STATES
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvme_hostnqn",
@@ -90,5 +157,28 @@ PROBES: tuple[Probe, ...] = (
         recognise=recognise_hostid,
         paste_hint="`cat /etc/nvme/hostid`",
         reads_prompts=True,  # a bare UUID: its prompt line says which file it is
+    ),
+    Probe(
+        section="nvme_discovery_conf",
+        title="NVMe-oF discovery controllers connected at boot (/etc/nvme/discovery.conf)",
+        sources=(Source("etc/nvme/discovery.conf", path="/etc/nvme/discovery.conf"),),
+        parse=parse_discovery_conf,
+        recognise=recognise_discovery_conf,
+        paste_hint="`cat /etc/nvme/discovery.conf`",
+    ),
+    Probe(
+        section="nvmf_autoconnect",
+        title="whether nvme-cli's boot-time connect runs (systemctl is-enabled nvmf-autoconnect.service)",
+        sources=(
+            Source(
+                "cmd/systemctl-is-enabled-nvmf-autoconnect.txt",
+                argv=("systemctl", "is-enabled", "nvmf-autoconnect.service"),
+                ok_exit_codes=(0, 1),  # disabled or absent exit 1 and print the state
+            ),
+        ),
+        parse=parse_autoconnect,
+        recognise=recognise_autoconnect,
+        paste_hint="`systemctl is-enabled nvmf-autoconnect.service`",
+        reads_prompts=True,  # one word: its prompt names the unit
     ),
 )
