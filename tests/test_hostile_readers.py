@@ -258,7 +258,7 @@ def _linear_cases() -> list[tuple[str, Callable[[str, str], Any], Callable[[int]
         ("nvme list-subsys", nvme_cli.parse_subsys, _nvme_subsys),
         ("nvme list-subsys, a subsystem a path", nvme_cli.parse_subsys, _nvme_subsys_many),
         ("nvme list-subsys text", nvme_cli.parse_subsys, _nvme_subsys_text),
-        ("nvidia-smi topo -m", gpu.parse_nvidia_topo, _topo),
+        ("nvidia-smi topo -m", gpu.parse_nvidia_topo, lambda n: _topo(n // 8)),  # under the row cap
         ("lsblk -J", lsblk.parse, _lsblk),
         ("pci reader", pci.parse_pci, _pci),
         ("cufile.json", cufile.parse_cufile_json, _cufile_json),
@@ -275,13 +275,23 @@ def test_json_parsers_do_linear_work() -> None:
         assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"
 
 
+def test_a_huge_topo_matrix_keeps_its_first_devices_and_says_so() -> None:
+    """An 800 x 800 `nvidia-smi topo -m` (2.5 MiB) took 250 MiB of facts: rows and columns past
+    MAX_TOPO_DEVICES are not read, and the report says the matrix was cut."""
+    from gdsdoctor.probes import gpu
+
+    section = gpu.parse_nvidia_topo(_topo(200), "topo")
+    assert len(section["gpus"]) + len(section["nics"]) == gpu.MAX_TOPO_DEVICES
+    assert section["input_cut"] == "a matrix of 400 devices: only the first 256 rows and columns were read"
+
+
 def test_derived_facts_do_linear_work() -> None:
     """The same for the derived facts over a section (smaller: they cost more per item)."""
     from gdsdoctor.probes import gpu, nvme_cli
 
     for name, parse, make in (
         ("list-subsys", _derived("nvme_subsys", nvme_cli.parse_subsys), _nvme_subsys_many),
-        ("topo -m", _derived("nvidia_topo", gpu.parse_nvidia_topo), _topo),
+        ("topo -m", _derived("nvidia_topo", gpu.parse_nvidia_topo), lambda n: _topo(n * 2 // 5)),
     ):
         small, large = _work(parse, make(150)), _work(parse, make(300))
         assert large < 2.4 * small, f"{name}: {small} -> {large} for twice the items"
@@ -481,14 +491,14 @@ def test_analyze_deadline_option_bounds_reading(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def slow_to_parse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A bundle whose one member is slow to parse, not to read: 40k subsystems in
-    `nvme list-subsys -o json` (3 MiB; a provenance search each: several seconds of parsing)."""
+    """A bundle whose one member is slow to parse, not to read: 100k subsystems in
+    `nvme list-subsys -o json` (8 MiB; a provenance pattern compiled for each name: 3-10 s)."""
     from gdsdoctor.capture.bundle import write_bundle
     from gdsdoctor.capture.capture import Capture
     from gdsdoctor.model import Artifact
 
-    item = '  {"Name": "nvme-subsys0", "NQN": "nqn.x", "Paths": [{"Name": "nvme0", "State": "live"}]}'
-    text = '{\n "Subsystems": [\n' + ",\n".join([item] * 40_000) + "\n ]\n}\n"
+    item = '  {{"Name": "nvme-subsys{}", "NQN": "nqn.x", "Paths": [{{"Name": "nvme0", "State": "live"}}]}}'
+    text = '{\n "Subsystems": [\n' + ",\n".join(item.format(i) for i in range(100_000)) + "\n ]\n}\n"
     capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
     name = "cmd/nvme-list-subsys.json"
     capture.add("nvme_subsys", Artifact(name, ArtifactStatus.OK, text.encode(), source=name))

@@ -116,8 +116,10 @@ def analyze(
     deadline_s: float = 60.0,
     since: str | None = None,
 ) -> Report:
-    """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``;
-    pasted files (a fifo fed by a slow writer among them) are read within ``deadline_s`` seconds."""
+    """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``,
+    within ``deadline_s`` seconds in all (called from the main thread; past it, a DeadlineError
+    naming the step not finished); pasted files (a fifo fed by a slow writer among them) are read
+    for at most half of it."""
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
     checked = _job(job)
     return _run(

@@ -20,7 +20,8 @@ ANSI escapes stripped)::
 "mlx5_0"}, "gpus": [{name, index, cpu_affinity, numa_affinity (int|None), gpu_numa_id (int|None), links:
 {label: relation}, best_nic, best_nic_relation, best_nic_rank, src}], "nics": [{name, device (None when
 no legend names it), links, src}], "nvmes": [...], "gpu_nic": [{gpu, nic, device, relation, rank, src}],
-"gpu_nvme": [same with nvme]}``. ``rank`` orders relations best→worst as NVIDIA's GDS tools
+"gpu_nvme": [same with nvme]}``, and ``input_cut`` when the matrix had more than MAX_TOPO_DEVICES rows
+or columns (only those are read). ``rank`` orders relations best→worst as NVIDIA's GDS tools
 do: PIX 0, PXB 1, PHB 2, NODE 3, SYS 4, SOC 5 (None for NV#/X/unknown).
 """
 
@@ -113,6 +114,10 @@ _LEGEND = lazy_compile(r"^\s*((?:NIC|NVMe)\d+):\s*(\S+)\s*$")
 _RELATION = lazy_compile(r"^(X|SYS|NODE|PHB|PXB|PIX|SOC|NV\d+|N/A)$")
 _TRAILERS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 5}
+# Devices (rows, and columns of each row) read from a matrix: a node has a few dozen. Each cell
+# becomes a link and each GPU x NIC cell a pair of facts (~1 KB): an 800 x 800 matrix (2.5 MiB)
+# took 250 MiB, and a 64 MiB one would take GBs; the report says when a matrix was cut.
+MAX_TOPO_DEVICES = 256
 
 
 def strip_ansi(text: str) -> str:
@@ -134,7 +139,8 @@ def numeric(value: str | None) -> int | None:
 
 
 def topo_row(label: str, cells: list[str], columns: list[str], trailers: list[str]) -> dict[str, Any]:
-    links = {column: cell for column, cell in zip(columns, cells, strict=False) if column != label}
+    kept = zip(columns[:MAX_TOPO_DEVICES], cells, strict=False)
+    links = {column: cell for column, cell in kept if column != label}
     extra = cells[len(columns) :]
     values = dict(zip(trailers, extra, strict=False))
     row: dict[str, Any] = {"name": label, "links": links}
@@ -202,6 +208,7 @@ def parse_nvidia_topo(text: str, artifact: str) -> Section:
     trailers: set[str] = set()
     header: tuple[list[str], list[str]] | None = None
     seen: dict[str, dict[str, Any]] = {}
+    rows_cut = 0
     for number, raw in numbered_lines(text):
         line = strip_ansi(raw)
         if (found := topo_header(line)) is not None:
@@ -214,6 +221,9 @@ def parse_nvidia_topo(text: str, artifact: str) -> Section:
             continue
         tokens = line.split()
         if header is None or len(tokens) < 2 or not _LABEL.match(tokens[0]) or not _RELATION.match(tokens[1]):
+            continue
+        if tokens[0] not in seen and len(seen) >= MAX_TOPO_DEVICES:
+            rows_cut += 1
             continue
         row = topo_row(tokens[0], tokens[1:], *header)
         if (same := seen.get(row["name"])) is not None:  # a later matrix (NVMe columns) adds links
@@ -237,7 +247,7 @@ def parse_nvidia_topo(text: str, artifact: str) -> Section:
         gpu["best_nic"] = best["device"] or best["nic"] if best else None
         gpu["best_nic_relation"] = best["relation"] if best else None
         gpu["best_nic_rank"] = best["rank"] if best else None
-    return {
+    section: Section = {
         "columns": list(columns),
         "has_cpu_affinity": "CPU Affinity" in trailers,
         "has_numa_affinity": "NUMA Affinity" in trailers,
@@ -247,6 +257,12 @@ def parse_nvidia_topo(text: str, artifact: str) -> Section:
         "gpu_nic": nic_pairs,
         "gpu_nvme": pair_list(rows["gpus"], rows["nvmes"], legend, "nvme"),
     }
+    if rows_cut or len(columns) > MAX_TOPO_DEVICES:
+        section["input_cut"] = (
+            f"a matrix of {max(len(seen) + rows_cut, len(columns)):,} devices: only the first "
+            f"{MAX_TOPO_DEVICES} rows and columns were read"
+        )
+    return section
 
 
 def recognise_nvidia_topo(text: str) -> bool:

@@ -14,7 +14,8 @@ findmnt draws its tree before TARGET, writes a space as ``\x20`` and a bind moun
 ``/dev/sda1[/subdir]`` (the device is the part before the bracket).
 
 Lines in neither form are skipped and named in ``skipped_lines`` (the report's notes): one odd line
-(a mount point with a literal space, a line cut short) never loses the others.
+(a mount point with a literal space, a line cut short) never loses the others. Past MAX_MOUNTS
+entries the lines are counted, not parsed, and ``input_cut`` says so (so do mountinfo and df).
 
 >>> section = parse("/dev/nvme0n1p1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0\\n", "proc/mounts")
 >>> mount = section["mounts"][0]
