@@ -17,7 +17,7 @@ from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import BY_SECTION
 
 DATA = Path(__file__).parent / "data"
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # One real sample per reader that reads text line by line (JSON documents do not survive a bad line
 # in their middle, and are still accounted for: see test_one_bad_line_never_loses_the_file).

@@ -32,7 +32,7 @@ CORPUS = [
     for p in sorted((REPO / "tests" / "data").rglob("*"))
     if p.is_file() and not p.name.endswith(".xz")
 ] or ["/dev/nvme0n1 / ext4 rw 0 0\n"]
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _names = count()
 
 
@@ -75,7 +75,7 @@ def test_parse_and_recognise_never_raise_on_any_text(probe: Probe, text: str) ->
 
 
 @pytest.mark.parametrize("probe", ANALYSED_PROBES, ids=PROBE_IDS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=mutated_samples())
 def test_parse_and_recognise_never_raise_on_damaged_outputs(probe: Probe, text: str) -> None:
     _parse_only_parse_error(probe, text)

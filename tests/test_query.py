@@ -55,7 +55,7 @@ CONDITIONS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.lists(ELEMENTS, min_size=_INDEXED_FROM - 4, max_size=80),  # mostly past the threshold: indexed
     st.sampled_from(CONDITIONS),

@@ -269,7 +269,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(

@@ -28,7 +28,7 @@ def survives(parse: Parser, text: str) -> None:
 
 
 def check_garbage(parse: Parser) -> None:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=80, deadline=None)
     @given(st.text())
     def run(text: str) -> None:
         survives(parse, text)

@@ -362,7 +362,7 @@ def _strip_char_by_char(text: str) -> str:
     return "".join(chars)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet='{}[],:"\\/*\n ab1é\t', max_size=60))
 def test_comment_stripping_equals_a_character_loop(text: str) -> None:
     assert cufile.strip_json_comments(text) == _strip_char_by_char(text)
