@@ -109,3 +109,17 @@ def test_the_text_report_names_the_error_a_finding_answers(tmp_path: Path) -> No
     text = render_text(report)
     first = text.index(answer)
     assert "Answers the error in 0-single-node-io.txt" in text[first : first + 400]
+
+
+def test_the_one_line_reason_names_what_sets_the_status(tmp_path: Path) -> None:
+    """Slurm's drain reason and node-problem-detector's message name the cause of the status
+    (the worst severity, in rank order within it), even where the answer to the pasted error,
+    of a lower severity, ranks first in the report."""
+    from gdsdoctor.report.oneline import npd_result, oneline
+
+    error, platform, answer, other = SCENARIOS[0]
+    report = analyze_paths(_inputs(tmp_path, error, platform)).report
+    assert _roots(report)[0]["id"] == answer and report["summary"]["status"] == "CRITICAL"
+    assert oneline(report).startswith(f"{other} CRITICAL") and answer in oneline(report)
+    code, message = npd_result(report)
+    assert code == 1 and message.startswith(other)

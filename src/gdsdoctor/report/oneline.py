@@ -28,6 +28,9 @@ def ascii_line(text: object) -> str:
     return "".join(c if " " <= c <= "~" else "?" for c in flat)
 
 
+_SEVERITY_FIRST = ("critical", "warning")
+
+
 def render_oneline(report: dict[str, Any], limit: int = SLURM_REASON_MAX) -> str:
     return fit(oneline(report), limit) + "\n"
 
@@ -37,6 +40,10 @@ def oneline(report: dict[str, Any]) -> str:
     roots = [f for f in report["findings"] if not f["explained_by"] and f["severity"] != "info"]
     if not roots:
         return ascii_line(f"{summary['status']}: {summary['reason']}")
+    # The line names what sets the status: the worst severity first, in rank order within it (a
+    # warning that answers a pasted error ranks above a critical elsewhere in the report, but a
+    # drain reason or a node condition names the critical one).
+    roots.sort(key=lambda f: _SEVERITY_FIRST.index(f["severity"]))
     top, others = roots[0], roots[1:]
     line = f"{top['id']} {top['severity'].upper()} {top['certainty']:.2f}"
     if summary.get("partial"):  # before the title: a cut line must still say the run was blind somewhere
