@@ -339,3 +339,38 @@ def test_return_codes_of_a_malformed_manifest_are_passed_over() -> None:
     ):
         members.files[sos.SOS_MANIFEST] = raw
         assert sos.return_codes(members) == {}
+
+
+def test_the_smart_log_of_each_drive_is_read_from_its_own_file(tmp_path: Path) -> None:
+    """sos's nvme plugin writes `nvme smart-log /dev/nvmeXnY` once per namespace
+    (`sos_commands/nvme/nvme_smart-log_.dev.nvme0n1`, sos/report/plugins/nvme.py): every file is
+    read and the drives combined, each citing its own file. The logs are the real PM981 smart-log
+    of tests/data/nvme_cli (prompt line dropped, as sos writes no prompt); the second is a copy
+    renamed nvme1n1 with its critical_warning set to 0x4 (reliability degraded), edited."""
+    sample = (
+        Path(__file__).parent
+        / "data"
+        / "nvme_cli"
+        / "nvme-smart-log-text.v1.14-samsung-pm981.opensource-com.txt"
+    )
+    healthy = sample.read_text().split("\n", 1)[1]
+    degraded = healthy.replace("nvme0n1", "nvme1n1").replace("critical_warning : 0", "critical_warning : 0x4")
+    tree = tmp_path / "sosreport-node-2026-12-01-abc"
+    for name, text in {
+        "sos_commands/kernel/uname_-a": "Linux node 6.8.0-45-generic #45-Ubuntu SMP x86_64 GNU/Linux\n",
+        "sos_commands/nvme/nvme_smart-log_.dev.nvme0n1": healthy,
+        "sos_commands/nvme/nvme_smart-log_.dev.nvme1n1": degraded,
+    }.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    analysis = analyze_paths([tree])
+    smart = analysis.facts["nvme_smart"]
+    assert [d["device"] for d in smart["devices"]] == ["nvme0", "nvme1"]  # by controller, as live
+    assert [d["src"]["artifact"] for d in smart["devices"]] == [
+        "sos_commands/nvme/nvme_smart-log_.dev.nvme0n1",
+        "sos_commands/nvme/nvme_smart-log_.dev.nvme1n1",
+    ]
+    fired = {f["id"]: f for f in analysis.report["findings"]}
+    cited = {e["artifact"] for f in fired.values() for e in f["evidence"] if e.get("artifact")}
+    assert "sos_commands/nvme/nvme_smart-log_.dev.nvme1n1" in cited
+    assert "sos_commands/nvme/nvme_smart-log_.dev.nvme0n1" not in cited

@@ -62,6 +62,9 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     "lspci_tree": ("sos_commands/pci/lspci_-tv",),
     "nvme_list": ("sos_commands/nvme/nvme_list",),
     "nvme_subsys": ("sos_commands/nvme/nvme_list-subsys",),
+    # one file per namespace (sos's nvme plugin runs `nvme smart-log /dev/nvmeXnY` for each),
+    # read as one section (Probe.combine), each device with its own file and line
+    "nvme_smart": ("sos_commands/nvme/nvme_smart-log_.dev.nvme*",),
     "netdev": (
         "sos_commands/networking/ip_-d_address",
         "sos_commands/networking/ip_address",

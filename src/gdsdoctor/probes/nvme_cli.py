@@ -65,7 +65,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -538,6 +538,20 @@ def parse_smart(text: str, artifact: str) -> Section:
     return {"devices": devices}
 
 
+def combine_smart(sections: Sequence[Section]) -> Section:
+    """SMART logs of one host's drives given one file each (a sos report keeps one per
+    namespace): every device once, the first file's entry kept."""
+    devices: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for section in sections:
+        for device in section["devices"]:
+            name = str(device.get("device"))
+            if device.get("device") is None or name not in seen:
+                devices.append(device)
+                seen.add(name)
+    return {"devices": devices}
+
+
 def recognise_smart(text: str) -> bool:
     head = "\n".join(text.split("\n")[:100])
     return bool(
@@ -809,6 +823,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         parse=parse_smart,
         recognise=recognise_smart,
+        combine=combine_smart,
         paste_hint="`nvme smart-log /dev/nvme0 -o json` (one per controller; the text output reads too)",
     ),
     Probe(
