@@ -7,7 +7,9 @@ log meanwhile, so each assertion is about the evidence naming this test's device
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,15 @@ def _mine(facts: dict[str, Any], key: str, device: str) -> list[dict[str, Any]]:
     ]
 
 
+@contextlib.contextmanager
+def _mounted(device: str, point: Path) -> Iterator[Path]:
+    _run("mount", device, str(point))
+    try:
+        yield point
+    finally:
+        _run("umount", str(point))
+
+
 def _shut_down(mountpoint: Path) -> None:
     (mountpoint / "checkpoint").write_bytes(b"x" * 4096)
     _run("sync")
@@ -61,22 +72,16 @@ def test_repaired_and_remounted_xfs_is_history(tmp_path: Path) -> None:
     point = tmp_path / "ckpt"
     point.mkdir()
     with loop_device("xfs", tmp_path / "xfs.img", 320 << 20) as device:
-        _run("mount", device, str(point))
-        try:
+        with _mounted(device, point):
             _shut_down(point)
             broken = check(target_path=str(point)).report
             current = _about(broken, "findings", device)
             assert current and current[0]["severity"] == "critical", broken["findings"]
             assert broken["summary"]["status"] == "CRITICAL"
-        finally:
-            _run("umount", str(point))
         _run("xfs_repair", "-L", device)  # a shutdown leaves a dirty log
-        _run("mount", device, str(point))
-        try:
+        with _mounted(device, point):
             (point / "after").write_bytes(b"ok")  # writes work again
             repaired = check(target_path=str(point))
-        finally:
-            _run("umount", str(point))
     report = repaired.report
     assert not _about(report, "findings", device), report["findings"]
     assert not _mine(repaired.facts, "events", device)
@@ -91,12 +96,8 @@ def test_repaired_and_remounted_xfs_is_history(tmp_path: Path) -> None:
 def test_ext4_abort_on_a_loop_name_reused_by_a_new_xfs_is_history(tmp_path: Path) -> None:
     point = tmp_path / "ckpt"
     point.mkdir()
-    with loop_device("ext4", tmp_path / "ext4.img", 128 << 20) as old:
-        _run("mount", old, str(point))
-        try:
-            _shut_down(point)  # ext4: "Aborting journal on device loopN-8."
-        finally:
-            _run("umount", str(point))
+    with loop_device("ext4", tmp_path / "ext4.img", 128 << 20) as old, _mounted(old, point):
+        _shut_down(point)  # ext4: "Aborting journal on device loopN-8."
     image = tmp_path / "xfs.img"
     with image.open("wb") as handle:
         handle.truncate(320 << 20)
@@ -106,11 +107,8 @@ def test_ext4_abort_on_a_loop_name_reused_by_a_new_xfs_is_history(tmp_path: Path
         image.unlink()
         pytest.skip(f"{old} was taken before it could be reused: {attach.stderr.decode().strip()}")
     try:
-        _run("mount", old, str(point))
-        try:
+        with _mounted(old, point):
             reused = check(target_path=str(point))
-        finally:
-            _run("umount", str(point))
     finally:
         _run("losetup", "-d", old)
         image.unlink()
@@ -123,17 +121,13 @@ def test_ext4_abort_on_a_loop_name_reused_by_a_new_xfs_is_history(tmp_path: Path
 def test_since_puts_the_events_before_it_in_history(tmp_path: Path) -> None:
     point = tmp_path / "ckpt"
     point.mkdir()
-    with loop_device("xfs", tmp_path / "xfs.img", 320 << 20) as device:
-        _run("mount", device, str(point))
-        try:
-            _shut_down(point)
-            live = LiveCapture(Path("/"), str(point))
-            capture = live.finish()
-            now = analyze_capture(capture).report
-            capture.options["since"] = "0s"  # nothing logged after the capture began
-            later = analyze_capture(capture)
-        finally:
-            _run("umount", str(point))
+    with loop_device("xfs", tmp_path / "xfs.img", 320 << 20) as device, _mounted(device, point):
+        _shut_down(point)
+        live = LiveCapture(Path("/"), str(point))
+        capture = live.finish()
+        now = analyze_capture(capture).report
+        capture.options["since"] = "0s"  # nothing logged after the capture began
+        later = analyze_capture(capture)
     assert _about(now, "findings", device)
     assert not _about(later.report, "findings", device)
     name = device.removeprefix("/dev/")
