@@ -127,11 +127,11 @@ def _pieces(text: str, start: int, end: int, line: int) -> list[tuple[int, str, 
     section is split at each further command line of the same program (``append_command``
     writes them one after another)."""
     head = _BLANK_LINES.match(text, start, end).end()  # type: ignore[union-attr]
-    if head >= end or not text[head:end].strip():
-        return []
-    line += text.count("\n", start, head)
     header_end = _line_end(text, head, end)
     header = text[head:header_end].strip()
+    if not header:  # only blank lines (the last one without its newline)
+        return []
+    line += text.count("\n", start, head)
     body, body_line = min(header_end + 1, end), line + 1
     if header.startswith("*** ") and text.startswith("*** ls:", body) and body < end:
         body, body_line = min(_line_end(text, body, end) + 1, end), body_line + 1

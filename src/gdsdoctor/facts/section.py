@@ -12,7 +12,7 @@ from typing import Any
 
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import ParseError
-from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
 from gdsdoctor.probes.base import Probe
 
 RUN_AS_ROOT = "run as root"
@@ -68,7 +68,8 @@ def _combined(probe: Probe, sections: list[dict[str, Any]]) -> dict[str, Any]:
 def _failed_command(artifact: Artifact) -> dict[str, Any]:
     """An output that does not parse, of a command that exited non-zero (a sos report keeps
     both): the tool's own message says why, not the parser."""
-    said = next((line.strip() for line in artifact.text.split("\n", 20)[:20] if line.strip()), "")
+    head = decode_text(artifact.data[:4096])  # the first lines, never a copy of the whole output
+    said = next((line.strip() for line in head.split("\n")[:20] if line.strip()), "")
     detail = f"the command failed (exit {artifact.exit_code})" + (f": {said}" if said else "")
     return {"status": "error", "artifact": artifact.name, "detail": detail[:300]}
 
