@@ -320,7 +320,13 @@ def test_a_table_that_cannot_fit_becomes_a_list() -> None:
 @pytest.mark.parametrize("name", ["report", "estimate", "rules show"])
 def test_prose_stops_near_100_columns_on_a_wide_terminal(name: str) -> None:
     text = _run(WIDE_OUTPUTS[name], 200)
-    prose = [line for line in text.splitlines() if "http" not in line and "$ " not in line]
+    # URLs, commands and file paths stay whole, so their lines may run past the prose width (a
+    # rule's "defined in:" path is as long as the checkout's location makes it).
+    prose = [
+        line
+        for line in text.splitlines()
+        if "http" not in line and "$ " not in line and not any(w.startswith("/") for w in line.split())
+    ]
     assert max(len(line) for line in prose) <= 100
     assert max(len(line) for line in prose) > 80  # it does use the width it has
     assert max(len(line) for line in _run(["probes"], 200).splitlines()) <= 200
