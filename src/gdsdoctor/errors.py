@@ -58,6 +58,11 @@ class Unavailable(GdsdoctorError):
     capture records the source as missing, with the message as the reason."""
 
 
+class SourceFailed(GdsdoctorError):
+    """Raised by a reader whose command ran and failed (``lfs quota`` refused): the capture
+    records the source as an error, with the tool's own message as the reason."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean X?)`` for a mistyped name: the choices that begin with it or hold it
     (``fs-errors`` → ``fs-errors-or-shutdown``), else the closest spellings; empty when none is

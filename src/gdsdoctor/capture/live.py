@@ -26,9 +26,9 @@ from typing import Any
 from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture.capture import HOST_TREES, PRODUCED_ELSEWHERE, Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
-from gdsdoctor.errors import Unavailable, UserError
+from gdsdoctor.errors import SourceFailed, Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.probes import PROBES, target
+from gdsdoctor.probes import PROBES, lustre_path, target
 from gdsdoctor.probes.base import Probe, Source
 from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root
 
@@ -68,6 +68,7 @@ class LiveCapture:
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))
+            self.selected.extend(lustre_path.probes_for(target_path))
         self.capture = Capture(origin="live", host=host_summary(host_root), label=os.uname().nodename)
         self.capture.options = {"host_root": str(host_root), "target_path": target_path}
         if absent:
@@ -199,6 +200,8 @@ def _run_reader(source: Source, host_root: Path) -> Artifact:
         return Artifact(source.artifact, ArtifactStatus.MISSING, source=source.describe, detail=str(error))
     except PermissionError as error:
         return Artifact(source.artifact, ArtifactStatus.DENIED, source=source.describe, detail=str(error))
+    except SourceFailed as error:
+        return Artifact(source.artifact, ArtifactStatus.ERROR, source=source.describe, detail=str(error))
     except Exception as error:  # a reader bug must not sink the whole check
         detail = f"reader failed: {type(error).__name__}: {error}"
         return Artifact(source.artifact, ArtifactStatus.ERROR, source=source.describe, detail=detail)

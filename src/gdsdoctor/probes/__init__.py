@@ -16,6 +16,7 @@ from gdsdoctor.probes import (
     gdscheck,
     gpu,
     lsblk,
+    lustre_path,
     meminfo,
     modules,
     mounts,
@@ -59,8 +60,8 @@ PROBES: tuple[Probe, ...] = (
     *watch.PROBES,
 )
 
-BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in PROBES}
-# What an analysis parses: the probes above, and the checkpoint path when one is named.
-ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE)
+# What an analysis parses: the probes above, and the checkpoint path's when one is named.
+ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE, *lustre_path.PROBES)
+BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in ANALYSED_PROBES}
 
 __all__ = ["ANALYSED_PROBES", "BY_SECTION", "PROBES", "ParseError", "Probe", "Source"]

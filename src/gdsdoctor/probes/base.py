@@ -47,12 +47,17 @@ class Source:
     # A reader of this process's own state (its environment, its ulimits), whatever the root:
     # not read for another machine's root either.
     this_process: bool = False
+    # The reader runs ``how`` itself, after checks of its own (lfs only for a path on Lustre): the
+    # command is then what the capture records as the source.
+    runs_how: bool = False
 
     @property
     def describe(self) -> str:
         """What gdsdoctor itself runs or reads (the artifact's recorded source)."""
         if self.argv:
             return " ".join(self.argv)
+        if self.runs_how and self.how:
+            return self.how
         if self.path:
             return self.path
         return f"(reads {self.artifact})" if self.reader else self.how or f"(reads {self.artifact})"

@@ -30,9 +30,8 @@
   either is unknown.
 - ``targets``: the storage targets of ``lfs df``/``lfs df -i``/``beegfs-df`` merged per target
   (the ``fs_targets`` probe's shape).
-- ``full_targets``: active data targets with less free than their share of ``needed_bytes``
-  (``needed / data targets of that filesystem``: ``share_bytes``, ``share_text``, ``below_share``)
-  or 95 % used or more; with ``avail_text`` and ``label`` (``OST0006 of /lustre``).
+- ``stripe_layout``, ``full_targets``, ``whole_file_risk``, ``short_target_mounts``: see
+  ``storage_space.target_space``.
 - ``inode_short``: metadata targets, and local filesystems of a ``df -i``, 95 % of inodes used or
   with fewer free than the files the job's checkpoints create (``job.gpus × checkpoints_kept``);
   ``label``, ``inodes_free_text``.
@@ -82,16 +81,17 @@ from gdsdoctor.facts.derived.storage_events import (
     namespace_of,
 )
 from gdsdoctor.facts.derived.storage_space import (
+    TARGET_SPACE_EMPTY,
     capacity_short,
     checkpoint_bytes_of,
     files_needed_of,
     free_from_df,
     free_of,
-    full_targets,
     inode_short,
     needed_bytes_of,
     quota_short,
     storage_targets,
+    target_space,
 )
 
 OBJECT_STORE_FUSE = (
@@ -130,7 +130,7 @@ EMPTY: dict[str, Any] = {
     "needed_bytes": None,
     "capacity_short": [],
     "targets": [],
-    "full_targets": [],
+    **TARGET_SPACE_EMPTY,
     "inode_short": [],
     "quota_short": [],
     "fabrics_controllers": [],
@@ -167,7 +167,7 @@ def _derive(facts: dict[str, Any], selected: list[dict[str, Any]]) -> dict[str, 
         "needed_bytes": needed,
         "capacity_short": capacity_short(free, needed),
         "targets": targets,
-        "full_targets": full_targets(targets, needed),
+        **target_space(facts, targets, needed),
         "inode_short": inode_short(facts, targets, files),
         "quota_short": quota_short(facts, needed, files),
         "fabrics_controllers": fabrics,

@@ -14,6 +14,15 @@ from typing import Any
 
 from gdsdoctor.facts.derived.access import dicts, obj, ok_section
 from gdsdoctor.facts.derived.core import PSEUDO_FSTYPES, SYSTEM_MOUNTPOINTS, longest_prefix_mount
+from gdsdoctor.facts.derived.storage_stripes import (
+    checkpoint_layout,
+    file_bytes_of,
+    file_share,
+    layout_summary,
+    mirror_count,
+    share_basis,
+    whole_file_risk,
+)
 
 
 def free_of(facts: dict[str, Any], mount: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,8 +151,39 @@ def _group(target: dict[str, Any]) -> tuple[Any, ...]:
     return target.get("fs"), target.get("fsname"), target.get("mountpoint")
 
 
-def full_targets(targets: list[dict[str, Any]], needed: int | None) -> list[dict[str, Any]]:
-    """Active data targets that cannot take their share of the job's checkpoints, or are nearly full."""
+TARGET_SPACE_EMPTY: dict[str, Any] = {
+    "stripe_layout": None, "full_targets": [], "whole_file_risk": [], "short_target_mounts": []}  # fmt: skip
+
+
+def target_space(facts: dict[str, Any], targets: list[dict[str, Any]], needed: int | None) -> dict[str, Any]:
+    """``derived.storage``'s per-target keys:
+
+    - ``stripe_layout``: the Lustre layout new checkpoint files get (``lfs getstripe``;
+      storage_stripes.py): ``{path, kind, components, stripe_counts, pools, mirror_count,
+      file_bytes, file_text, src}``; null when none was read (shares then assume an even spread);
+    - ``full_targets``: active data targets with less free than their share (``share_bytes``,
+      ``share_text``, ``share_basis``, ``below_share``) or 95 % used; ``avail_text``, ``label``;
+    - ``whole_file_risk``: with no layout read, the Lustre OSTs with less free than one whole
+      checkpoint file (``job.checkpoint_bytes / job.gpus``), where stripe_count 1 would put it;
+    - ``short_target_mounts``: the mountpoints of both, once each."""
+    layout, file_bytes = checkpoint_layout(facts), file_bytes_of(facts)
+    full = full_targets(targets, needed, layout, file_bytes)
+    risk = whole_file_risk(targets, layout, file_bytes, human_bytes)
+    return {
+        "stripe_layout": layout_summary(layout, file_bytes, human_bytes),
+        "full_targets": full,
+        "whole_file_risk": risk,
+        "short_target_mounts": sorted({str(t["mountpoint"]) for t in [*full, *risk] if t.get("mountpoint")}),
+    }
+
+
+def full_targets(
+    targets: list[dict[str, Any]], needed: int | None, layout: Layout = None, file_bytes: int | None = None
+) -> list[dict[str, Any]]:
+    """Active data targets that cannot take their share of the job's checkpoints, or are nearly full.
+    A target's share is the even spread ``needed × mirrors / data targets``, or, where the Lustre
+    stripe layout was read, one checkpoint file's share of it (storage_stripes) when that is more:
+    with stripe_count 1 a whole file lands on one OST."""
     data = [
         t for t in targets if t.get("kind") == "data" and t.get("active") and t.get("avail_bytes") is not None
     ]
@@ -152,14 +192,33 @@ def full_targets(targets: list[dict[str, Any]], needed: int | None) -> list[dict
         counts[_group(target)] = counts.get(_group(target), 0) + 1
     found = []
     for target in data:
-        share = needed / counts[_group(target)] if needed else None
+        share, basis = _share(target, counts[_group(target)], needed, layout, file_bytes)
         short = share is not None and target["avail_bytes"] < share
         full = (target.get("use_pct") or 0) >= FULL_PCT
         if short or full:
             found.append({**target, "share_bytes": round(share) if share else None,
-                          "share_text": human_bytes(share), "avail_text": human_bytes(target["avail_bytes"]),
+                          "share_text": human_bytes(share), "share_basis": basis,
+                          "avail_text": human_bytes(target["avail_bytes"]),
                           "below_share": short, "label": _label(target)})  # fmt: skip
     return found
+
+
+Layout = dict[str, Any] | None
+
+
+def _share(
+    target: dict[str, Any], osts: int, needed: int | None, layout: Layout, file_bytes: int | None
+) -> tuple[float | None, str]:
+    """The bytes of the job's checkpoints ``target`` must hold, and the words that say why."""
+    on_lustre = target.get("fs") == "lustre"
+    summary = layout_summary(layout, file_bytes, human_bytes) if on_lustre else None
+    basis = share_basis(summary, osts, target.get("fs"))
+    if not needed:
+        return None, basis
+    spread = needed * (mirror_count(layout) if on_lustre else 1) / osts
+    if summary is None or layout is None or not file_bytes:
+        return spread, basis
+    return max(spread, file_share(layout, file_bytes, osts)), basis
 
 
 def _label(target: dict[str, Any]) -> str:
