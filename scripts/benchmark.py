@@ -691,6 +691,7 @@ def bench_sos(repeat: int, work: Path) -> list[Row]:
             f">= 10x faster: wall {verdict(wall_x >= 10)}, CPU {verdict(cpu_x >= 10)}",
         )
     )
+    return rows
 
 
 # ---- 8. hostile inputs: regular expressions, parsers, mount tables ------------------------------

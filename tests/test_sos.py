@@ -297,6 +297,31 @@ def test_directory_sos_report_links_are_resolved_inside_it_only(tmp_path: Path) 
     assert b"root:x" not in b"".join(a.data for a in capture.artifacts.values())
 
 
+def test_an_archive_whose_mounts_sos_links_through_proc_self_is_read_once(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """sos links proc/mounts -> self/mounts and proc/self -> PID; the PID directory comes first in
+    its archive (sorted), so the first pass keeps every PID's mounts and mountinfo, and the archive
+    is not decompressed again for them."""
+    archive = _sos_archive(
+        tmp_path / "sosreport-self.tar.xz",
+        [
+            ("proc/17/mountinfo", b"25 1 259:1 / / rw,relatime - xfs /dev/nvme0n1p1 rw\n"),
+            ("proc/4242/mounts", b"/dev/nvme0n1 /mnt/ckpt xfs rw,noatime 0 0\n"),
+            ("proc/4242/mountinfo", b"31 1 259:2 / /mnt/ckpt rw,noatime - xfs /dev/nvme0n1 rw\n"),
+            _link("proc/mounts", "self/mounts"),
+            _link("proc/self", "4242"),
+        ],
+    )
+    passes = []
+    real = bundle.read_members
+    monkeypatch.setattr(bundle, "read_members", lambda *a, **k: passes.append(a) or real(*a, **k))
+    capture = bundles.read(archive)
+    assert len(passes) == 1
+    assert capture.artifacts["proc/mounts"].data.startswith(b"/dev/nvme0n1 /mnt/ckpt")
+    assert b"/mnt/ckpt" in capture.artifacts["proc/self/mountinfo"].data  # PID 4242's, not 17's
+
+
 def test_a_sos_report_holding_nothing_we_read_is_one_line(tmp_path: Path) -> None:
     archive = _sos_archive(tmp_path / "sosreport-empty.tar.xz", [("sos_logs/sos.log", b"x\n")])
     with pytest.raises(BundleError, match="none of the files gdsdoctor reads"):

@@ -52,4 +52,6 @@ def decode_text(data: bytes) -> str:
         text = data[3:].decode("utf-8", errors="replace")
     else:
         text = data.decode("utf-8", errors="replace")
+    if "\r" not in text:  # the usual case; replace("\r\n") scans slowly even when nothing matches
+        return text
     return text.replace("\r\n", "\n").replace("\r", "\n")

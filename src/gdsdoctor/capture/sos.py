@@ -102,8 +102,24 @@ PEEK_HEADERS = 64  # archive members looked at to tell a sos report from a gdsdo
 MAX_HEADER_FILE = 1024 * 1024  # the header's files (hostname, date, manifest) are small
 
 
+# sos links proc/mounts -> self/mounts and proc/self -> PID (its own process). The first pass
+# over the report keeps these files of every PID directory, so that an archive is not
+# decompressed a second time for the one proc/self names (docs/performance.md).
+_SELF_TARGETS = ("proc/[0-9]*/mounts", "proc/[0-9]*/mountinfo")
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+# Looked up for every file of the directories walked (a thousand or more): the plain names in a
+# set, fnmatch only for the few patterns.
+_EXACT_NAMES = frozenset(p for p in _ALL_PATTERNS if not _is_glob(p))
+_GLOBS = tuple(p for p in (*_ALL_PATTERNS, *_SELF_TARGETS) if _is_glob(p))
+
+
 def _selected(name: str) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _ALL_PATTERNS)
+    return name in _EXACT_NAMES or any(fnmatch.fnmatchcase(name, pattern) for pattern in _GLOBS)
 
 
 def _directories() -> frozenset[str]:
@@ -206,7 +222,7 @@ def _link_targets(members: bundle.Members) -> set[str]:
     targets = set()
     for patterns in (*SOS_SOURCES.values(), _HEADER_PATHS):
         for pattern in patterns:
-            if any(c in pattern for c in "*?["):
+            if _is_glob(pattern):
                 continue
             target = bundle.resolve_link(pattern, members, must_exist=False)
             if target and target != pattern:
@@ -244,13 +260,15 @@ def _strip_top(members: bundle.Members) -> None:
 
 
 def _matching(members: bundle.Members, patterns: tuple[str, ...]) -> list[str]:
-    """The report's names for ``patterns``, in order, each once (files and links to files)."""
+    """The report's names for ``patterns``, in order, each once (files, links to files, and
+    files under a linked directory: ``proc/self/mountinfo`` with ``proc/self -> PID``)."""
     names = [*members.files, *members.links]
     found: list[str] = []
     for pattern in patterns:
-        hits = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern)) if "*" in pattern else [pattern]
+        hits = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern)) if _is_glob(pattern) else [pattern]
         for name in hits:
-            if name not in found and (name in members.files or name in members.links):
+            held = name in members.files or name in members.links or bundle.resolve_link(name, members)
+            if name not in found and held:
                 found.append(name)
     return found
 

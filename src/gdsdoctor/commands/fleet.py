@@ -25,7 +25,6 @@ import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +208,10 @@ def _run(tasks: list[Task], workers: int, rules_dirs: Sequence[Path]) -> Iterato
     if workers == 1:
         yield from map(_analyse_one, tasks)
         return
+    # multiprocessing (~15 ms of imports) only for a fleet on several processes: `analyze` of one
+    # bundle imports this module to tell a fleet apart (docs/performance.md)
+    from concurrent.futures import ProcessPoolExecutor
+
     chunk = max(1, min(16, len(tasks) // (workers * 4)))  # few round trips, still a smooth progress bar
     with ProcessPoolExecutor(workers, initializer=_warm, initargs=(tuple(rules_dirs),)) as pool:
         yield from pool.map(_analyse_one, tasks, chunksize=chunk)

@@ -459,6 +459,7 @@ def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: s
         if isinstance(s, dict) and isinstance(s.get("name"), str)
     }
     names = list(KALLSYMS_OF_INTEREST) + sorted(n for n in found if n not in KALLSYMS_OF_INTEREST)
+    absent_cites = _line_of(text, "{")  # a scan's first line, or a table's: one search, not one a name
     symbols = []
     for name in names:
         present = name in found
@@ -467,7 +468,7 @@ def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: s
                 "name": name,
                 "present": present if (present or complete) else None,
                 "module": found[name].get("module") if present else None,
-                "src": src(artifact, *_line_of(text, name if present else "{")),
+                "src": src(artifact, *(_line_of(text, name) if present else absent_cites)),
             }
         )
     hidden = scan.get("addresses_hidden")
