@@ -219,7 +219,12 @@ EXPECTED_SECTION = {
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for kind in ("pci", "gpu", "rdma") for p in (DATA / kind).iterdir() if p.name != "SOURCES.md"),
+    sorted(
+        p
+        for kind in ("pci", "gpu", "rdma")
+        for p in (DATA / kind).rglob("*")
+        if p.is_file() and p.name != "SOURCES.md"
+    ),
 )
 def test_each_sample_is_claimed_by_exactly_its_own_section(path: Path) -> None:
 

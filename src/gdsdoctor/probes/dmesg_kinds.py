@@ -62,6 +62,21 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("nvrm_xid", ("xid",), (
         r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+)",
     )),
+    # The NVIDIA driver's own account of a GPU it cannot serve (open-gpu-kernel-modules' wording,
+    # drivers 177 to 580): its user-space libraries are another release than the module that runs
+    # (the first line of a four-line message names the libraries' version); a GPU it could not
+    # initialise; a GPU gone from the bus (one line, or the last line of the three-line form,
+    # which names no device). An Xid 79 line is an nvrm_xid event (above), not one of these.
+    ("nvrm_api_mismatch", ("api mismatch",), (
+        r"NVRM: API mismatch: the client has the version (?P<client_version>\d+(?:\.\d+)+)",
+    )),
+    ("nvrm_gpu_init_failed", ("rminitadapter",), (
+        r"NVRM: GPU (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): RmInitAdapter failed",
+    )),
+    ("nvrm_gpu_lost", ("fallen off the bus",), (
+        r"NVRM: (?:The NVIDIA )?GPU (?:at PCI:)?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\b.*fallen off the bus",
+        r"NVRM: .*fallen off the bus and is not responding to commands",
+    )),
     ("nvme_status_error", ("sct ",), (
         r"^(?P<device>nvme\d+(?:c\d+)?n\d+): (?P<op>.+?)\(0x[0-9a-f]+\) @ LBA (?P<lba>\d+), (?P<blocks>\d+) "
         r"blocks, (?P<status>.+?) \(sct (?P<sct>0x[0-9a-f]+) / sc (?P<sc>0x[0-9a-f]+)\)",

@@ -32,7 +32,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes import nvidia_smi_text
+from gdsdoctor.probes import nvidia_smi_failures, nvidia_smi_text
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.gpu_records import Q_FIELDS, new_gpu, normalise_bus_id
 
@@ -274,21 +274,43 @@ def recognise_nvidia_topo(text: str) -> bool:
 
 
 def parse_nvidia_smi(text: str, artifact: str) -> Section:
-    """``nvidia-smi -q``, or the table, ``-L`` list or ``--query-gpu`` CSV pasted instead."""
-    if nvidia_smi_text.layout_of(text):
-        return nvidia_smi_text.parse(text, artifact)
-    return parse_nvidia_smi_q(text, artifact)
+    """``nvidia-smi -q``, or the table, ``-L`` list or ``--query-gpu`` CSV pasted instead; with
+    ``failures``, the messages of a GPU (or the driver) it could not reach. An output that is only
+    such messages is a section with no GPUs: nvidia-smi's answer, not an unreadable output."""
+    failures = nvidia_smi_failures.read(text, artifact)
+    if nvidia_smi_failures.only_failures(text):
+        no_devices = any(f["kind"] == "no_devices" for f in failures)
+        section: Section = {"driver_version": None, "cuda_version": None, "gpus": [], "format": "failure"}
+        section["attached_gpus"] = 0 if no_devices else None
+    elif nvidia_smi_text.layout_of(text):
+        section = nvidia_smi_text.parse(text, artifact)
+    else:
+        section = parse_nvidia_smi_q(text, artifact)
+    section["failures"] = failures
+    return section
 
 
 def recognise_nvidia_smi(text: str) -> bool:
-    return recognise_nvidia_smi_q(text) or nvidia_smi_text.layout_of(text) is not None
+    return (
+        recognise_nvidia_smi_q(text)
+        or nvidia_smi_text.layout_of(text) is not None
+        or nvidia_smi_failures.only_failures(text)
+    )
+
+
+# nvidia-smi exits with NVML's return code (9: no driver, 15: a GPU lost, 18: version mismatch…)
+# and prints why: the output is read whatever the exit code, and one that says nothing readable is
+# reported as the command's failure, in its own words (facts/section.py).
+_ANY_EXIT = tuple(range(256))
 
 
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvidia_smi",
         title="NVIDIA GPUs: driver/CUDA version, PCIe link generation/width, BAR1 size (nvidia-smi -q)",
-        sources=(Source("cmd/nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=60.0),),
+        sources=(
+            Source("cmd/nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=60.0, ok_exit_codes=_ANY_EXIT),
+        ),
         parse=parse_nvidia_smi,
         recognise=recognise_nvidia_smi,
         paste_hint="`nvidia-smi -q` (or `nvidia-smi`, `nvidia-smi -L`)",

@@ -26,7 +26,9 @@ from gdsdoctor.probes.base import Section, numbered_lines, src
 from gdsdoctor.probes.gpu_records import new_gpu, normalise_bus_id
 
 _TABLE_HEAD = lazy_compile(
-    r"NVIDIA-SMI (?P<smi>\S+)\s+Driver Version: (?P<driver>\S+)(?:\s+CUDA Version: (?P<cuda>[\d.]+|N/A))?"
+    # "KMD Version" / "CUDA UMD Version" in the header of drivers 610 and later
+    r"NVIDIA-SMI (?P<smi>\S+)\s+(?:Driver|KMD) Version: (?P<driver>\S+)"
+    r"(?:\s+CUDA (?:UMD )?Version: (?P<cuda>[\d.]+|N/A))?"
 )
 _TABLE_GPU = lazy_compile(
     r"^\|\s+(?P<index>\d+)\s++(?P<name>\S(?:.*?\S)?)\s++(?P<persist>On|Off)\s*\|\s+"

@@ -32,7 +32,11 @@ def _gpus(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any] | No
     if smi:
         models = [str(g.get("product_name")) for g in smi.get("gpus") or [] if g.get("product_name")]
         count = len(smi.get("gpus") or []) or smi.get("attached_gpus")
-        return {"count": count, "models": sorted(set(models)), "driver": smi.get("driver_version")}
+        gpus = {"count": count, "models": sorted(set(models)), "driver": smi.get("driver_version")}
+        failures = smi.get("failures") or []
+        if failures:  # nvidia-smi's own words for what it could not show
+            gpus["unreachable"] = str(failures[0].get("text"))[:200]
+        return gpus
     counts = (derived.get("topology") or {}).get("counts") or {}
     if derived.get("nvidia_present") is False:
         return {"count": 0, "models": [], "driver": None}
@@ -100,14 +104,15 @@ def summary_lines(node: dict[str, Any]) -> list[str]:
         node.get(k) for k in ("gpus", "gds", "nvme", "checkpoint_fs", "virtualization")
     )
     lines = []
+    unreachable = f"nvidia-smi: {gpus['unreachable']}" if gpus and gpus.get("unreachable") else ""
     if gpus is None:
         lines.append("GPUs: unknown")
     elif not gpus["count"]:
-        lines.append("GPUs: no NVIDIA GPU found")
+        lines.append(f"GPUs: {unreachable or 'no NVIDIA GPU found'}")
     else:
         models = f" × {', '.join(gpus['models'])}" if gpus["models"] else ""
         driver = f", driver {gpus['driver']}" if gpus.get("driver") else ""
-        lines.append(f"GPUs: {gpus['count']}{models}{driver}")
+        lines.append(f"GPUs: {gpus['count']}{models}{driver}" + (f"; {unreachable}" if unreachable else ""))
     if gds is not None:
         loaded = {True: "loaded", False: "not loaded", None: "unknown"}[gds["nvidia_fs_loaded"]]
         version = f" {gds['nvidia_fs_version']}" if gds.get("nvidia_fs_version") else ""
