@@ -4,14 +4,17 @@ runs lfs only for a path on Lustre."""
 
 from __future__ import annotations
 
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from gdsdoctor.capture import command_lock
 from gdsdoctor.capture.live import ANOTHER_HOST, capture_live, capture_source
 from gdsdoctor.facts.derived.storage_stripes import file_share
 from gdsdoctor.model import ArtifactStatus
-from gdsdoctor.pipeline import analyze_paths
+from gdsdoctor.pipeline import analyze_paths, check
 from gdsdoctor.probes import lfs_layout, lustre_path
 from tests.conftest import fake_binary, this_kernels_root
 
@@ -193,3 +196,72 @@ def test_live_getstripe_runs_only_on_lustre_and_reads_as_the_paste(
     assert failed.status is ArtifactStatus.ERROR and "cannot get lov name" in failed.detail
     elsewhere = capture_source(probes[0].sources[0], root, same_host=False)  # another machine's root
     assert (elsewhere.status, elsewhere.detail) == (ArtifactStatus.MISSING, ANOTHER_HOST)
+
+
+def _fake_lustre_tools(bindir: Path, ckpt: str) -> None:
+    """findmnt says `lustre` for the FSTYPE query (the one word written here) and is the real
+    findmnt for the rest (the target probe's JSON of the real tmp mount); lfs prints the real
+    captured outputs kept under tests/data for exactly the commands gdsdoctor runs."""
+    real_findmnt = shutil.which("findmnt", path="/usr/bin:/bin")
+    if real_findmnt is None:
+        pytest.skip("util-linux findmnt not installed")
+    fake_binary(bindir, "findmnt", f'case "$*" in *FSTYPE*) echo lustre;; *) exec {real_findmnt} "$@";; esac')
+    uid, gid = lustre_path.quota_owners(ckpt)
+    cases = {
+        f"quota -u {uid} {ckpt}": "lfs-quota-home-full.txt",  # Mila: 99.99G of a 100G hard limit
+        f"quota -g {gid} {ckpt}": "sdsc-lfs-quota-h-g.txt",  # SDSC: 5.95G of 50T
+        f"getstripe -d {ckpt}": "fsx-2.15-lfs-getstripe-d-pfl.txt",
+    }
+    script = 'case "$*" in\n' + "".join(
+        f'"{args}") /bin/cat {TARGETS / name};;\n' for args, name in cases.items()
+    )
+    fake_binary(bindir, "lfs", script + "*) exit 9;;\nesac")
+
+
+def _quota_finding(analysis) -> tuple:
+    found = next(f for f in analysis.report["findings"] if f["id"] == "capacity-quota-exceeded")
+    return found["severity"], found["certainty"], [e["text"] for e in found["evidence"]]
+
+
+def test_live_lfs_quota_gives_the_findings_of_the_pasted_outputs(tmp_path: Path, isolated_path: Path) -> None:
+    root = this_kernels_root(tmp_path / "root")
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    _fake_lustre_tools(isolated_path, str(ckpt))
+    live = check(root, str(ckpt), deadline_s=20)
+    probes = {p["name"]: p for p in live.report["probes"]}
+    assert probes["lfs_quota"]["status"] == "ok" and probes["lfs_getstripe"]["status"] == "ok"
+    pasted = analyze_paths([TARGETS / "lfs-quota-home-full.txt", TARGETS / "sdsc-lfs-quota-h-g.txt"])
+    assert _quota_finding(live) == _quota_finding(pasted)
+    assert "usr normandf on /home/mila" in _quota_finding(live)[2][0]
+    owners = {(q["kind"], q["owner"]) for q in live.facts["lfs_quota"]["quotas"]}
+    assert owners == {("usr", "normandf"), ("grp", "sds184")}
+    assert live.facts["derived"]["storage"]["stripe_layout"]["stripe_counts"] == [1, 8, 16, 32]
+    group_only = analyze_paths([TARGETS / "sdsc-lfs-quota-h-g.txt"]).report["findings"]
+    assert "capacity-quota-exceeded" not in {f["id"] for f in group_only}  # 5.95G of 50T: quiet
+
+
+def test_live_lfs_quota_is_not_asked_off_lustre(tmp_path: Path, isolated_path: Path) -> None:
+    fake_binary(isolated_path, "findmnt", "echo ext4")
+    fake_binary(isolated_path, "lfs", f"/usr/bin/touch {tmp_path}/lfs-ran")
+    probes = lustre_path.probes_for(str(tmp_path))
+    capture = capture_live(this_kernels_root(tmp_path / "root"), None, probes)
+    quota = capture.artifacts["cmd/lfs-quota.txt"]
+    assert quota.status is ArtifactStatus.MISSING and "is on ext4, not Lustre" in quota.detail
+    assert not (tmp_path / "lfs-ran").exists()
+
+
+def test_a_lock_whose_holder_has_not_written_its_pid_yet_is_waited_for(
+    tmp_path: Path, isolated_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both Lustre readers run the same `findmnt -T PATH` at once: the second finds the lock file
+    taken and still empty (the first has not recorded its pid); it waits, it does not crash."""
+    monkeypatch.setenv("GDSDOCTOR_RUNTIME_DIR", str(tmp_path / "run"))
+    fake_binary(isolated_path, "tool", "exit 0")
+    first = command_lock.acquire(["tool"], str(isolated_path), time.monotonic() + 1)
+    try:
+        with pytest.raises(command_lock.StillRunning):
+            command_lock.acquire(["tool"], str(isolated_path), time.monotonic() + 0.1)
+    finally:
+        command_lock.release(first)
+    command_lock.release(command_lock.acquire(["tool"], str(isolated_path), time.monotonic() + 1))

@@ -140,7 +140,9 @@ def _still_running_message(holder: int | None, command: str) -> str:
 def _holder(descriptor: int) -> int | None:
     """The process holding the lock: the pid recorded in the file if it still has the file
     open, else any process that has (a child the command left behind inherits it)."""
-    with contextlib.suppress(OSError, ValueError):
+    # IndexError: an empty file, whose holder (another thread of this run, running the same
+    # command) has the lock but has not written its pid yet
+    with contextlib.suppress(OSError, ValueError, IndexError):
         recorded = int(os.pread(descriptor, 32, 0).split()[0])
         if _has_open(recorded, descriptor):
             return recorded

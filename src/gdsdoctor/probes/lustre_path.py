@@ -1,17 +1,23 @@
 """What Lustre says about the checkpoint path itself, captured only when ``--path`` is on Lustre.
 
-``lfs getstripe -d PATH`` (the layout new checkpoint files get) is run by a reader, in the
-order a careful engineer would: ``findmnt -T PATH`` first (in a subprocess, like the ``target``
-probe: a hung mount hangs a killable child), and ``lfs`` only when the path's filesystem is
-``lustre`` and ``lfs`` is installed. Elsewhere the section is ``missing`` with the reason ("/mnt/ckpt
-is on xfs, not Lustre"). Every command is read-only and runs through the capture's runner
-(timeout, process-group kill, one copy at a time); none runs for another machine's root.
+``lfs getstripe -d PATH`` (the layout new checkpoint files get) and ``lfs quota -u UID PATH`` /
+``lfs quota -g GID PATH`` (the quotas its files are charged to: the user and group running the
+check; as root, whom quotas do not hold, the checkpoint directory's owner and group) are run by
+readers, in the order a careful engineer would: ``findmnt -T PATH`` first (in a subprocess, like
+the ``target`` probe: a hung mount hangs a killable child), and ``lfs`` only when the path's
+filesystem is ``lustre`` and ``lfs`` is installed. Elsewhere the section is ``missing`` with the
+reason ("/mnt/ckpt is on xfs, not Lustre"). Every command is read-only and runs through the
+capture's runner (timeout, process-group kill, one copy at a time); none runs for another
+machine's root.
 
-Section ``lfs_getstripe``: the ``lfs_layout`` parser's shape (see lfs_layout.py).
+Section ``lfs_getstripe``: the ``lfs_layout`` parser's shape (see lfs_layout.py). Section
+``lfs_quota``: the ``fs_quota`` shape (``fs_targets.parse_quota``, the parser of a pasted ``lfs
+quota``), one entry per ``Disk quotas for usr|grp`` table.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from gdsdoctor.capture.runner import run_command
 from gdsdoctor.errors import SourceFailed, Unavailable
 from gdsdoctor.model import ArtifactStatus, decode_text
 from gdsdoctor.probes.base import Probe, Reader, Source
+from gdsdoctor.probes.fs_targets import parse_quota
 from gdsdoctor.probes.lfs_layout import parse_getstripe, recognise_getstripe
 
 LFS_TIMEOUT_S = 20.0  # a hung Lustre client blocks lfs: the runner kills it at this
@@ -61,16 +68,34 @@ def _getstripe(path: str) -> Sequence[tuple[str, ...]]:
     return [("lfs", "getstripe", "-d", path)]
 
 
+def quota_owners(path: str) -> tuple[int, int]:
+    """Whose quotas the checkpoint files are charged to: the user and group running the check; as
+    root (whom quotas do not hold) the owner and group of the checkpoint directory. Asked only
+    after findmnt answered for the path, so the stat does not meet a hung mount first."""
+    uid, gid = os.getuid(), os.getgid()
+    if uid == 0:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return uid, gid
+        return status.st_uid, status.st_gid
+    return uid, gid
+
+
+def _quota(path: str) -> Sequence[tuple[str, ...]]:
+    uid, gid = quota_owners(path)
+    return [("lfs", "quota", "-u", str(uid), path), ("lfs", "quota", "-g", str(gid), path)]
+
+
+def _source(artifact: str, path: str, commands: Commands, how: str) -> Source:
+    return Source(artifact, reader=lustre_reader(path, commands), how=how, timeout=LFS_TIMEOUT_S,
+                  this_process=True, runs_how=True)  # fmt: skip
+
+
 def probes_for(path: str) -> tuple[Probe, ...]:
     """The Lustre probes of one checkpoint path (argv, never a shell)."""
-    getstripe = Source(
-        "cmd/lfs-getstripe-d.txt",
-        reader=lustre_reader(path, _getstripe),
-        how=f"lfs getstripe -d {path}",
-        timeout=LFS_TIMEOUT_S,
-        this_process=True,
-        runs_how=True,
-    )
+    getstripe = _source("cmd/lfs-getstripe-d.txt", path, _getstripe, f"lfs getstripe -d {path}")
+    quota = _source("cmd/lfs-quota.txt", path, _quota, f"lfs quota -u UID {path}; lfs quota -g GID {path}")
     return (
         Probe(
             section="lfs_getstripe",
@@ -79,6 +104,15 @@ def probes_for(path: str) -> tuple[Probe, ...]:
             parse=parse_getstripe,
             recognise=recognise_getstripe,
             paste_hint="`lfs getstripe -d CHECKPOINT_DIR` (or `lfs getstripe FILE`)",
+            targeted=True,
+            tags=("storage",),
+        ),
+        Probe(
+            section="lfs_quota",
+            title="Lustre user and group quotas of the checkpoint path (lfs quota on --path)",
+            sources=(quota,),
+            parse=parse_quota,  # a pasted lfs quota is recognised as fs_quota, read the same way
+            paste_hint='`lfs quota -u "$USER" CHECKPOINT_DIR` and `lfs quota -g GROUP CHECKPOINT_DIR`',
             targeted=True,
             tags=("storage",),
         ),

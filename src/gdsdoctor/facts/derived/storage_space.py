@@ -247,10 +247,15 @@ def inode_short(
     return list({entry["label"]: entry for entry in found}.values())  # a df -i pasted and captured: once
 
 
+# `quota -s` and pasted quotas (fs_quota), `lfs quota` run on a --path on Lustre (lfs_quota)
+QUOTA_SECTIONS = ("fs_quota", "lfs_quota")
+
+
 def quota_short(facts: dict[str, Any], needed: int | None, files: int | None) -> list[dict[str, Any]]:
     """Quotas reached, over their soft limit, or leaving less than the job's checkpoints need."""
     found = []
-    for quota in dicts(ok_section(facts, "fs_quota").get("quotas")):
+    quotas = [q for section in QUOTA_SECTIONS for q in dicts(ok_section(facts, section).get("quotas"))]
+    for quota in quotas:
         used, hard, soft = quota.get("used_bytes"), quota.get("hard_bytes"), quota.get("soft_bytes")
         limit = min((v for v in (soft, hard) if v), default=None)
         left = limit - used if limit is not None and used is not None else None
