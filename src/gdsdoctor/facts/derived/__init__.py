@@ -12,6 +12,8 @@ and one key per concern, each written by its own module, which documents its key
   space, the kernel log sorted for storage;
 - ``derived.fabrics`` (fabrics.py): the NVMe-oF tier's boot mounts (fstab), failed mounts of a
   pasted session, and the paths (portals, host interfaces) to each subsystem;
+- ``derived.fabrics_locality`` (fabrics_locality.py): which NIC carries each NVMe-oF controller
+  and where it sits against each GPU (the topology model's GPU × NIC pairs);
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
   throughput against line rate;
 - ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
@@ -34,6 +36,7 @@ from gdsdoctor.facts.derived import (
     core,
     devices,
     fabrics,
+    fabrics_locality,
     gates,
     gds,
     host_memory,
@@ -52,6 +55,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["storage"] = storage.derive(facts, core.checkpoint_selection(facts, derived["target_mount"]))
     derived["fabrics"] = fabrics.derive(facts, derived)  # reads storage's NVMe-oF controllers
     derived["topology"] = topology.derive(facts, derived)
+    derived["fabrics_locality"] = fabrics_locality.derive(facts, derived)  # storage's NVMe-oF x topology
     derived["udev"] = udev.derive(facts, derived)
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
     derived["path_focus"] = core.path_focus(facts, derived)
