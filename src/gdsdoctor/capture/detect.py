@@ -15,7 +15,7 @@ from gdsdoctor.capture import compress
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
 from gdsdoctor.capture.recognition import recognise_text
-from gdsdoctor.capture.unwrap import Part, dedented, unwrap
+from gdsdoctor.capture.unwrap import Part, dedented, inline_code, unwrap
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
@@ -108,7 +108,7 @@ class PasteReader:
     def _readings(self, text: str) -> Readings:
         """Each output in the text with its reader (None when no reader knows it)."""
         parts = unwrap(text)
-        readings = [(part, self._recognised(part)) for part in parts]
+        readings = _with_quoted_commands(text, [(part, self._recognised(part)) for part in parts])
         if any(probe for _, (probe, _) in readings) or [p.text for p in parts] == [text]:
             return self._kept(readings)  # read, or nothing was unwrapped: nothing else to try
         if "```" in text or "~~~" in text:
@@ -130,14 +130,20 @@ class PasteReader:
 
     def _recognised(self, part: Part) -> tuple[Probe | None, str]:
         """The reader of one part (tried without its common indentation when not recognised as
-        pasted; the part then becomes that; then, by the readers that read prompts, with its
-        prompt lines: `ulimit -l` prints one bare number) and words naming an ambiguity."""
+        pasted, then as the code its prose quotes inline; the part then becomes that; then, by the
+        readers that read prompts, with its prompt lines: `ulimit -l` prints one bare number) and
+        words naming an ambiguity."""
         recognition = recognise_text(part.text, self.probes)
         if recognition.best is None and (flat := dedented(part)) is not None:
             flat_recognition = recognise_text(flat.text, self.probes)
             if flat_recognition.best is not None:
                 part.text, part.removed = flat.text, flat.removed
                 recognition = flat_recognition
+        if recognition.best is None and (quoted := inline_code(part)) is not None and _quotes_output(quoted):
+            quoted_recognition = recognise_text(quoted.text, self.probes)
+            if quoted_recognition.best is not None:
+                part.text, part.removed = quoted.text, quoted.removed
+                recognition = quoted_recognition
         if recognition.best is None and part.prompts:
             prompted = "\n".join([*(line for _, line in part.prompts), part.text])
             recognition = recognise_text(prompted, [p for p in self.probes if p.reads_prompts])
@@ -203,6 +209,28 @@ def _with_prompts(padded: str, prompts: list[tuple[int, str]]) -> str:
     return "\n".join(lines)
 
 
+def _quotes_output(quoted: Part) -> bool:
+    """Quoted code that holds an output, not only commands (a request to run them is no output)."""
+    return any(line and not line.startswith("$ ") for line in quoted.text.split("\n"))
+
+
+def _with_quoted_commands(text: str, readings: Readings) -> Readings:
+    """The commands that the prose around the outputs quotes inline ("the command `mount -t xfs
+    -o nobarrier …` results in:" above a fenced error), given to the reader of a terminal session
+    that one of the outputs is: a command's options are evidence of what failed. Only the command
+    lines are added, in their places (``_one_per_kind`` puts the parts of one reader together);
+    the outputs quoted inline are the fenced parts' or nobody's."""
+    terminal = next((probe for _, (probe, _) in readings if probe is not None and probe.reads_prompts), None)
+    quoted = inline_code(Part(text)) if terminal is not None else None
+    if quoted is None:
+        return readings
+    commands = [line if line.startswith("$ ") else "" for line in quoted.text.split("\n")]
+    if not any(commands):
+        return readings
+    quoted.text = "\n".join(commands)
+    return [*readings, (quoted, (terminal, ""))]
+
+
 def _one_per_kind(readings: Readings) -> Readings:
     """Parts of one file read by one reader, put back together in their places (two outputs of
     one command, each behind its prompt, are one input of that kind)."""
@@ -218,6 +246,7 @@ def _one_per_kind(readings: Readings) -> Readings:
             if line.strip():
                 lines.extend([""] * (number + 1 - len(lines)))
                 lines[number] = line
+        first.first_line = min(first.first_line, part.first_line)  # a part may come before it
         first.text = "\n".join(lines[first.first_line - 1 :])
         first.command = f"{first.command}; {part.command}".strip("; ")
         first.removed = list(dict.fromkeys([*first.removed, *part.removed]))

@@ -32,6 +32,7 @@ KNOWN_COMMANDS = frozenset(
 )
 _FENCE = lazy_compile(r"^\s*+(?:```+|~~~+)\s*+[\w+.-]*+\s*+$")
 _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
+_INLINE_SPAN = lazy_compile(r"`([^`\n]{3,400})`")
 _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
@@ -189,6 +190,32 @@ def dedented(part: Part) -> Part | None:
     return Part(
         text, part.command, part.first_line, [*part.removed, "indentation"], part.identity, part.prompts
     )
+
+
+def inline_code(part: Part) -> Part | None:
+    """Prose around `inline code` (an issue thread, a ticket): each line replaced by the code it
+    quotes, lines without any left blank so that the facts cite the paste's own line numbers, or
+    None when it quotes none. A line's code is its longest span of two words or more (a one-word
+    span names a command or a module, it quotes nothing); a span that is a command we know is
+    written as the prompt it was typed at (``$ mount -o nobarrier /dev/nvme0n1 /ckpt``), so that
+    the readers of a terminal session see the command before its output. Tried only when the
+    part as pasted is not recognised."""
+    if len(part.text) > MAX_UNWRAP_CHARS or part.text.count("\n") > MAX_UNWRAP_LINES:
+        return None
+    out: list[str] = []
+    for line in part.text.split("\n"):
+        spans = [span.strip() for span in _INLINE_SPAN.findall(line) if len(span.split()) >= 2]
+        out.append(_quoted(max(spans, key=len)) if spans else "")
+    if not any(out):
+        return None
+    removed = [*part.removed, "prose around inline code"]
+    return Part("\n".join(out), part.command, part.first_line, removed, part.identity, part.prompts)
+
+
+def _quoted(span: str) -> str:
+    words = span.split()
+    command = words[1] if words[0] == "sudo" and len(words) > 1 else words[0]
+    return f"$ {span}" if command.rsplit("/", 1)[-1] in KNOWN_COMMANDS else span
 
 
 def _strip_inline_code(lines: list[str], removed: list[str]) -> list[str]:

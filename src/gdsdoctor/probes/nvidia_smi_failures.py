@@ -9,7 +9,8 @@ drivers 390 to 610, from public reports; tests/data/gpu/SOURCES.md):
   driver`` (no kernel module serves /dev/nvidiactl: not built for this kernel, refused, not loaded);
 - ``version_mismatch``: ``Failed to initialize NVML: Driver/library version mismatch`` (the
   user-space libraries were upgraded and the old kernel module still runs), with the library's
-  version from the ``NVML library version: 580.126`` line that follows on newer drivers;
+  version from the ``NVML library version: 580.126`` line that follows on newer drivers
+  (nvidia-container-cli: ``nvml error: driver/library version mismatch``);
 - ``nvml_failed``: ``Failed to initialize NVML: <reason>`` otherwise (``Unknown Error`` in a
   container whose device cgroup lost the GPUs, ``Insufficient Permissions``);
 - ``no_devices``: ``No devices were found`` (the driver runs and sees no GPU it can use: none given
@@ -34,7 +35,11 @@ _FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "driver_unreachable",
         lazy_compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA"),
     ),
-    ("version_mismatch", lazy_compile(r"Failed to initialize NVML: Driver/library version mismatch", re.I)),
+    # nvidia-container-cli says it in its own words: "nvml error: driver/library version mismatch"
+    (
+        "version_mismatch",
+        lazy_compile(r"(?:Failed to initialize NVML|nvml error): Driver/library version mismatch", re.I),
+    ),
     ("nvml_failed", lazy_compile(r"Failed to initialize NVML: (?P<reason>\S.*)")),
     ("no_devices", lazy_compile(r"^\s*No devices were found\s*$")),
     (

@@ -107,6 +107,7 @@ def _mount_failures(facts: dict[str, Any], entries: list[dict[str, Any]]) -> lis
                 "fstype": (command or {}).get("fstype") or (entry or {}).get("fstype"),
                 "barrier_option": any(o.split("=", 1)[0] in _BARRIER for o in options),
                 "src": error.get("src"),
+                "command_src": (command or {}).get("src"),  # the command line that gave the options
             }
         )
     return failures
