@@ -20,6 +20,7 @@ from gdsdoctor.capture.live import capture_live
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.pipeline import analyze_capture, analyze_paths
+from gdsdoctor.probes import nvme_cli
 
 DATA = Path(__file__).parent / "data" / "sos"
 HOTSOS = DATA / "hotsos-openstack"
@@ -399,3 +400,57 @@ def test_the_smart_log_of_each_drive_is_read_from_its_own_file(tmp_path: Path) -
     cited = {e["artifact"] for f in fired.values() for e in f["evidence"] if e.get("artifact")}
     assert "sos_commands/nvme/nvme_smart-log_.dev.nvme1n1" in cited
     assert "sos_commands/nvme/nvme_smart-log_.dev.nvme0n1" not in cited
+
+
+def test_each_drives_id_ctrl_is_named_by_its_file_in_either_layout(tmp_path: Path) -> None:
+    """sos runs `nvme id-ctrl -H /dev/nvmeXnY` once per namespace and names each output after its
+    command line (`nvme_id-ctrl_-H_.dev.nvme0n1`), beside the plugin's other outputs or, in some
+    releases, in a sub-folder (`nvme_id-ctrl_-H/`, smart-logs in `nvme_fw_smart_error_logs/`). The
+    output names no device: the file's name does, so each drive's thresholds pair with its own
+    SMART log. Samples: a real `id-ctrl -H` (T-FORCE TM8FPL500G) and the real PM981 `id-ctrl` and
+    `smart-log` of tests/data/nvme_cli, prompt lines dropped; the nvme1n1 smart-log is the PM981's
+    renamed, edited."""
+    samples = Path(__file__).parent / "data" / "nvme_cli"
+    tforce = (samples / "nvme-id-ctrl-H-text.tforce-tm8fpl500g.k8s-homelab.txt").read_text()
+    pm981 = (samples / "nvme-id-ctrl-text.v1.14-samsung-pm981.opensource-com.txt").read_text()
+    smart = (samples / "nvme-smart-log-text.v1.14-samsung-pm981.opensource-com.txt").read_text()
+    smart = smart.split("\n", 1)[1]
+    nvme = "sos_commands/nvme/"
+    files = {
+        "sos_commands/kernel/uname_-a": "Linux node 6.8.0-45-generic #45-Ubuntu SMP x86_64 GNU/Linux\n",
+        f"{nvme}nvme_id-ctrl_-H_.dev.nvme0n1": tforce,
+        f"{nvme}nvme_id-ctrl_-H/nvme_id-ctrl_-H_.dev.nvme1n1": pm981.split("\n", 1)[1],
+        f"{nvme}nvme_id-ctrl_-H/nvme_id-ctrl_-H_.dev.nvme1n2": pm981.split("\n", 1)[1],  # its 2nd namespace
+        f"{nvme}nvme_fw_smart_error_logs/nvme_smart-log_.dev.nvme0n1": smart,
+        f"{nvme}nvme_smart-log_.dev.nvme1n1": smart.replace("nvme0n1", "nvme1n1"),
+    }
+    tree = tmp_path / "sosreport-node-2026-12-01-abc"
+    for name, text in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    facts = analyze_paths([tree]).facts
+    controllers = sorted(facts["nvme_id_ctrl"]["controllers"], key=lambda c: c["device"])
+    assert [(c["device"], c["model"]) for c in controllers] == [
+        ("nvme0", "T-FORCE TM8FPL500G"),
+        ("nvme1", "SAMSUNG MZVLB256HAHQ-000L7"),
+    ]
+    assert [c["src"]["artifact"] for c in controllers] == [
+        f"{nvme}nvme_id-ctrl_-H_.dev.nvme0n1",
+        f"{nvme}nvme_id-ctrl_-H/nvme_id-ctrl_-H_.dev.nvme1n1",
+    ]
+    assert sorted(d["device"] for d in facts["nvme_smart"]["devices"]) == ["nvme0", "nvme1"]
+    thermal = {t["device"]: t for t in facts["derived"]["nvme_thermal"]}
+    assert thermal["nvme0"]["wctemp_c"] == 83  # the T-FORCE's own WCTEMP (356 K), paired by name
+    assert thermal["nvme1"]["wctemp_c"] is None  # the PM981 excerpt stops before wctemp
+
+
+def test_an_id_ctrl_output_naming_no_device_is_not_given_one() -> None:
+    """A pasted `nvme id-ctrl -H` output, or a file whose name is not sos's spelling of the
+    command line, names no device: none is guessed from the file name."""
+    sample = (
+        Path(__file__).parent / "data" / "nvme_cli" / "nvme-id-ctrl-H-text.tforce-tm8fpl500g.k8s-homelab.txt"
+    )
+    text = sample.read_text()
+    for name in ("id-ctrl.txt", "nvme0-id-ctrl.txt", "sos_commands/nvme/nvme_id-ctrl_-H_.dev.sda"):
+        (controller,) = nvme_cli.parse_id_ctrl(text, name)["controllers"]
+        assert controller["device"] is None and controller["model"] == "T-FORCE TM8FPL500G"

@@ -64,7 +64,19 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     "nvme_subsys": ("sos_commands/nvme/nvme_list-subsys",),
     # one file per namespace (sos's nvme plugin runs `nvme smart-log /dev/nvmeXnY` for each),
     # read as one section (Probe.combine), each device with its own file and line
-    "nvme_smart": ("sos_commands/nvme/nvme_smart-log_.dev.nvme*",),
+    # one per namespace; some sos releases keep them in sub-folders of sos_commands/nvme
+    # (nvme_fw_smart_error_logs/, nvme_id-ctrl_-H/: the plugin's `subdir=`), others beside the
+    # plugin's other outputs
+    "nvme_smart": (
+        "sos_commands/nvme/nvme_smart-log_.dev.nvme*",
+        "sos_commands/nvme/nvme_fw_smart_error_logs/nvme_smart-log_.dev.nvme*",
+    ),
+    # `nvme id-ctrl -H /dev/nvmeXnY`, one file per namespace: its output names no device, the
+    # file's name does (nvme_cli.parse_id_ctrl reads it from there)
+    "nvme_id_ctrl": (
+        "sos_commands/nvme/nvme_id-ctrl_-H_.dev.nvme*",
+        "sos_commands/nvme/nvme_id-ctrl_-H/nvme_id-ctrl_-H_.dev.nvme*",
+    ),
     "netdev": (
         "sos_commands/networking/ip_-d_address",
         "sos_commands/networking/ip_address",

@@ -87,6 +87,7 @@ from gdsdoctor.probes.text import (
 )
 
 _CTRL_NAME = lazy_compile(r"^nvme\d+$")
+_DEVICE_NAME = lazy_compile(r"^nvme\d+(?:n\d+)?$")
 READER_BUDGET_S = 45.0  # the per-controller readers' Source timeout is 60 s
 _TRANSPORTS = ("pcie", "rdma", "tcp", "fc", "loop", "apple-nvme")
 _STATES = ("live", "connecting", "resetting", "new", "deleting", "dead", "only-admin", "(null)", "unknown")
@@ -541,15 +542,21 @@ def parse_smart(text: str, artifact: str) -> Section:
 def combine_smart(sections: Sequence[Section]) -> Section:
     """SMART logs of one host's drives given one file each (a sos report keeps one per
     namespace): every device once, the first file's entry kept."""
-    devices: list[dict[str, Any]] = []
+    return _first_per_device(sections, "devices")
+
+
+def _first_per_device(sections: Sequence[Section], key: str) -> Section:
+    """The entries under ``key`` of several outputs, each device once (the first file's: two
+    namespaces of one controller give it twice); entries naming no device all kept."""
+    entries: list[dict[str, Any]] = []
     seen: set[str] = set()
     for section in sections:
-        for device in section["devices"]:
-            name = str(device.get("device"))
-            if device.get("device") is None or name not in seen:
-                devices.append(device)
+        for entry in section[key]:
+            name = str(entry.get("device"))
+            if entry.get("device") is None or name not in seen:
+                entries.append(entry)
                 seen.add(name)
-    return {"devices": devices}
+    return {key: entries}
 
 
 def recognise_smart(text: str) -> bool:
@@ -601,10 +608,11 @@ def _id_ctrl_entry(device: str | None, raw: Any, error: str | None, provenance: 
 
 
 def parse_id_ctrl(text: str, artifact: str) -> Section:
+    named = _device_in_sos_name(artifact)  # the output itself names no device
     if not text.lstrip().startswith(("{", "[")) and nvme_kv_text.is_id_ctrl_text(text):
         return {
             "controllers": [
-                _id_ctrl_entry(device, fields, None, src(artifact, number, line))
+                _id_ctrl_entry(device or named, fields, None, src(artifact, number, line))
                 for device, fields, number, line in nvme_kv_text.id_ctrl_blocks(text)
             ]
         }
@@ -612,8 +620,23 @@ def parse_id_ctrl(text: str, artifact: str) -> Section:
     controllers = []
     for device, raw, error in _per_device_documents(text, "nvme id-ctrl -o json", "mn"):
         number, line = _device_line(find, device, "vid")
-        controllers.append(_id_ctrl_entry(device, raw, error, src(artifact, number, line)))
+        controllers.append(_id_ctrl_entry(device or named, raw, error, src(artifact, number, line)))
     return {"controllers": controllers}
+
+
+def _device_in_sos_name(artifact: str) -> str | None:
+    """The controller of a sos report's ``nvme id-ctrl`` file: sos names an output after its
+    command line, ``/`` as ``.`` and spaces as ``_`` (``nvme id-ctrl -H /dev/nvme0n1`` is
+    ``nvme_id-ctrl_-H_.dev.nvme0n1``). None for any other name: no device is guessed."""
+    base = artifact.rpartition("/")[2]
+    device = base.rpartition("_.dev.")[2] if base.startswith("nvme_id-ctrl_") else ""
+    return nvme_kv_text.controller_of(device) if _DEVICE_NAME.match(device) else None
+
+
+def combine_id_ctrl(sections: Sequence[Section]) -> Section:
+    """Identify-controller outputs given one file each (a sos report keeps one per namespace):
+    every controller once, the first file's entry kept."""
+    return _first_per_device(sections, "controllers")
 
 
 def recognise_id_ctrl(text: str) -> bool:
@@ -839,6 +862,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         parse=parse_id_ctrl,
         recognise=recognise_id_ctrl,
+        combine=combine_id_ctrl,
         paste_hint="`nvme id-ctrl /dev/nvme0 -o json`",
     ),
     Probe(

@@ -28,7 +28,8 @@ Information (NVMe Log 0x02)`` with its own names (``Media and Data Integrity Err
     ver       : 0x10200
 
 Its fields keep their JSON names and come as the text (``0x144d``; the JSON parser reads hex), the
-device named by a pasted ``nvme id-ctrl /dev/nvme0`` line, else None.
+device named by a pasted ``nvme id-ctrl /dev/nvme0`` line, else None (a sos report's file names it
+in its own name: ``nvme_cli.parse_id_ctrl``).
 """
 
 from __future__ import annotations
@@ -112,17 +113,18 @@ def _blocks(text: str, header: re.Pattern[str], command: re.Pattern[str]) -> lis
     for number, line in numbered_lines(text):
         stripped = line.strip()
         if called := command.search(stripped):
-            named = _controller(called["device"])
+            named = controller_of(called["device"])
         if opened := header.match(stripped):
             own = opened.groupdict().get("device")
-            blocks.append((_controller(own) if own else named, {}, number, line))
+            blocks.append((controller_of(own) if own else named, {}, number, line))
             named = None  # a command line names the block after it only
         elif blocks and (field := _FIELD.match(stripped)):
             blocks[-1][1].setdefault(field["key"], field["value"])
     return blocks
 
 
-def _controller(device: str) -> str:
+def controller_of(device: str) -> str:
+    """The controller a namespace's output is (nvme0n1 -> nvme0); a controller's name as it is."""
     match = _NAMESPACE.match(device)
     return match[1] if match else device
 
