@@ -250,3 +250,49 @@ def test_real_list_subsys_addresses_name_the_interface(
         c["name"]: (c["netdev"], c["basis"]) for c in facts["derived"]["fabrics_locality"]["controllers"]
     }
     assert found == expected
+
+
+# --- the source address's RoCE GIDs ------------------------------------------------------------
+
+ROCE_SOURCE = "nvmeof-rdma-source-without-rocev2-gid"
+
+
+def write_gids(host: FakeHost, bdf: str, device: str, netdev: str, table: dict[int, tuple[str, str]]) -> None:
+    """``gids/<i>`` and ``gid_attrs/{types,ndevs}/<i>`` of port 1, as the kernel lays them out."""
+    port = host.sysfs.paths[bdf] / "infiniband" / device / "ports/1"
+    for index, (gid, kind) in table.items():
+        host.sysfs.write(port / "gids" / str(index), gid)
+        host.sysfs.write(port / "gid_attrs/types" / str(index), kind)
+        host.sysfs.write(port / "gid_attrs/ndevs" / str(index), netdev)
+
+
+LINK_LOCAL = "fe80:0000:0000:0000:ba3f:d2ff:fe00:0003"
+MAPPED = "0000:0000:0000:0000:0000:ffff:c0a8:0a66"  # ::ffff:192.168.10.102
+
+
+@pytest.mark.parametrize(
+    ("state", "types", "fires"),
+    [
+        ("connecting", ("IB/RoCE v1",), True),  # the port has no RoCE v2: rdma_cm has no v2 GID to use
+        ("connecting", ("IB/RoCE v1", "RoCE v2"), False),  # both: the v2 one is used, the cause is elsewhere
+        ("live", ("IB/RoCE v1",), False),  # connected over RoCE v1: an L2 fabric carries it
+    ],
+)
+def test_an_rdma_source_address_without_a_rocev2_gid(
+    fs: FakeFilesystem, state: str, types: tuple[str, ...], fires: bool
+) -> None:
+    host = two_socket_node(fs)
+    host.add_nvmeof_subsystem(1, paths=1, states=(state,),
+                              addresses=["traddr=192.168.10.10,trsvcid=4420,host_traddr=192.168.10.102"])  # fmt: skip
+    table = {0: (LINK_LOCAL, "IB/RoCE v1")}
+    for offset, kind in enumerate(types):
+        table[2 + offset] = (MAPPED, kind)
+    write_gids(host, "0000:99:00.0", "mlx5_1", "ens2np0", table)
+    locality, causes = report_of(
+        fs, ip_address_text({"ens1np0": "192.168.10.101/24", "ens2np0": "192.168.10.102/24"})
+    )
+    assert locality["controllers"][0]["source_address"] == "192.168.10.102"
+    cause = causes[ROCE_SOURCE]
+    assert cause["outcome"] == ("fired" if fires else "clear")
+    if fires:
+        assert "nvme1 from 192.168.10.102 (ens2np0): GIDs v1" in cause["evidence"][0]["text"]

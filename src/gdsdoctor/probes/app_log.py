@@ -28,7 +28,8 @@ Section ``app_log``:
 - ``gpus[]``: GPU names the output shows (``{name, bar1_total_bytes, src}``);
 - ``operator``: GPU Operator nvidia-fs container failures ``[{text, src}]``;
 - ``memlock``: the locked-memory limit the log states (UCX "(current: 64 kbytes)", ``ulimit -a``)
-  ``{soft_bytes, soft_unlimited, src}``, else None.
+  ``{soft_bytes, soft_unlimited, src}``, else None;
+- ``gid_settings``: the RoCE GID indexes the log says were set (``app_log_rdma.gid_settings``).
 
 Kinds: ``driver_not_initialized`` (5001), ``platform_not_supported`` (5007),
 ``io_not_supported`` (5008), ``device_not_supported`` (5009), ``nvfs_driver_error`` (5010),
@@ -53,7 +54,7 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.app_log_ckpt import checkpoint_error, save_context
 from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
-from gdsdoctor.probes.app_log_rdma import memlock_hint, rdma_error
+from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.base import Probe, numbered_lines, src
 
@@ -287,8 +288,9 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     lines = numbered_lines(text)
     if not any(_signature(line) for _, line in lines):
         raise ParseError(
-            "no cuFile error, cuFile error code, compat-mode message, gdsio IO failure, NCCL/UCX RDMA error"
-            " or checkpoint error (OSError errno, PytorchStreamWriter, watchdog timeout, OOM kill)"
+            "no cuFile error, cuFile error code, compat-mode message, gdsio IO failure, NCCL/UCX RDMA error,"
+            " NCCL GID index setting or checkpoint error (OSError errno, PytorchStreamWriter,"
+            " watchdog timeout, OOM kill)"
         )
     errors = [e for line_no, line in lines if (e := _line_error(line_no, line, artifact))]
     checkpoint = save_context(lines, errors, artifact)
@@ -322,6 +324,7 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
         "gpus": gpus,
         "operator": operator,
         "memlock": memlock_hint(lines, artifact),
+        "gid_settings": gid_settings(lines, artifact),
         "checkpoint": checkpoint,
     }
 

@@ -32,7 +32,12 @@ Kinds (the work-completion status is ``enum ibv_wc_status``):
 ``rdma``: ``{status (int|None), opcode, vendor_err (int|None: the vendor syndrome's value; NCCL prints
 it in decimal, UCX in hex: "vendor err 129" and "vend 0x81" are one syndrome),
 device, port, link_layer ("RoCE"|"IB"|None: UCX names it; NCCL's IPv4-mapped GID ::ffff: is RoCE v2,
-a peer on an ``%ib`` interface InfiniBand), peer, direction ("Send"|"Recv"|None)}``.
+a peer on an ``%ib`` interface InfiniBand), peer, direction ("Send"|"Recv"|None), local_gid (NCCL's
+``localGid``: the GID the queue pair used)}``.
+
+``gid_settings(lines)``: the GID indexes the log says were set (NCCL's "NCCL_IB_GID_INDEX set by
+environment to 3.", ``NCCL_IB_GID_INDEX=``/``UCX_IB_GID_INDEX=`` in a pasted command) as
+``[{name, index, src}]``; NCCL's line alone makes a text an application log.
 
 ``memlock_hint(lines)``: the limit a log states (UCX "(current: 64 kbytes)", a pasted ``ulimit -a``
 "max locked memory (kbytes, -l) 64") as ``{soft_bytes, soft_unlimited, src}``, else None.
@@ -81,6 +86,12 @@ _UCX_LIMIT = lazy_compile(
 )
 _ULIMIT_A = lazy_compile(r"^\s*max locked memory\s+\(kbytes, -l\)\s+(?P<value>\d+|unlimited)\s*$")
 _KINDS_BY_STATUS = {4: "rdma_local_protection_error", 12: "rdma_retry_exceeded"}
+# NCCL's "NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.", or the variable set in a pasted
+# command (`export NCCL_IB_GID_INDEX=3`, `mpirun -x UCX_IB_GID_INDEX=1`)
+_GID_SETTING = lazy_compile(
+    r"\b(?P<name>NCCL_IB_GID_INDEX|UCX_IB_GID_INDEX)(?: set by environment to |=)(?P<value>\d{1,3})\b"
+)
+_NCCL_GID_ENV = lazy_compile(r"\bNCCL INFO NCCL_IB_GID_INDEX set by environment to \d")
 
 
 def is_rdma_line(line: str) -> bool:
@@ -89,8 +100,18 @@ def is_rdma_line(line: str) -> bool:
 
 
 def signature(line: str) -> bool:
-    """A line this module makes an error of (what makes a text an application log)."""
-    return rdma_error(0, line, "") is not None
+    """A line this module makes an error of, or NCCL's own report of a GID index set by the
+    environment (what makes a text an application log)."""
+    return rdma_error(0, line, "") is not None or bool(_NCCL_GID_ENV.search(line))
+
+
+def gid_settings(lines: Iterable[tuple[int, str]], artifact: str) -> list[dict[str, Any]]:
+    """The RoCE GID indexes the log says were set: ``{name, index, src}``, in order."""
+    return [
+        {"name": found["name"], "index": int(found["value"]), "src": src(artifact, line_no, line)}
+        for line_no, line in lines
+        for found in _GID_SETTING.finditer(line)
+    ]
 
 
 def _int(text: str | None, base: int = 10) -> int | None:
@@ -98,7 +119,8 @@ def _int(text: str | None, base: int = 10) -> int | None:
 
 
 def _record(**fields: Any) -> dict[str, Any]:
-    keys = ("status", "opcode", "vendor_err", "device", "port", "link_layer", "peer", "direction")
+    keys = ("status", "opcode", "vendor_err", "device", "port", "link_layer", "peer", "direction",
+            "local_gid")  # fmt: skip
     return {key: fields.get(key) for key in keys}
 
 
@@ -124,9 +146,11 @@ def _nccl_completion(line: str) -> tuple[str, dict[str, Any]] | None:
         return None
     status = int(match["status"])
     hca = _HCA.search(line)
+    local = _LOCAL_GID.search(line)
     rdma = _record(status=status, opcode=int(match["opcode"]), vendor_err=int(match["vendor"]),
                    device=hca[1] if hca else None, link_layer=_link_layer(match["peer"], line),
-                   peer=match["peer"], direction=match["dir"])  # fmt: skip
+                   peer=match["peer"], direction=match["dir"],
+                   local_gid=local[1] if local else None)  # fmt: skip
     return _KINDS_BY_STATUS.get(status, "rdma_completion_error"), rdma
 
 

@@ -14,6 +14,8 @@ and one key per concern, each written by its own module, which documents its key
   pasted session, and the paths (portals, host interfaces) to each subsystem;
 - ``derived.fabrics_locality`` (fabrics_locality.py): which NIC carries each NVMe-oF controller
   and where it sits against each GPU (the topology model's GPU × NIC pairs);
+- ``derived.roce_gids`` (roce_gids.py): the GID a configured index or an NVMe-oF RDMA source
+  address names, against its RoCE version;
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
   throughput against line rate;
 - ``derived.udev`` (udev.py): the device-mapper, md or loop layer under each checkpoint mount;
@@ -41,6 +43,7 @@ from gdsdoctor.facts.derived import (
     gds,
     host_memory,
     nvme_thermal,
+    roce_gids,
     storage,
     topology,
     udev,
@@ -56,6 +59,7 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["fabrics"] = fabrics.derive(facts, derived)  # reads storage's NVMe-oF controllers
     derived["topology"] = topology.derive(facts, derived)
     derived["fabrics_locality"] = fabrics_locality.derive(facts, derived)  # storage's NVMe-oF x topology
+    derived["roce_gids"] = roce_gids.derive(facts, derived)  # reads fabrics_locality's controllers
     derived["udev"] = udev.derive(facts, derived)
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
     derived["path_focus"] = core.path_focus(facts, derived)
