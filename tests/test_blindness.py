@@ -220,3 +220,37 @@ def test_tools_are_found_in_sbin_when_path_lacks_it(tmp_path: Path, monkeypatch:
     assert (
         runner.run_command("tool.txt", ("gdsdoctor-test-tool",), timeout=10).status is ArtifactStatus.MISSING
     )
+
+
+# --- a source read only in part (issue 20: blindness is not health) ---------------------------------
+
+
+def _mount_table(tmp_path: Path, filler: int) -> Path:
+    """/proc/mounts: ``filler`` container overlay mounts (a dense Kubernetes node), then a
+    checkpoint directory on an s3fs FUSE mount."""
+    lines = [f"overlay /run/containerd/io.containerd.runtime.v2.task/k8s.io/c{n}/rootfs overlay rw,relatime 0 0"
+             for n in range(filler)]  # fmt: skip
+    lines.append("s3fs /mnt/ckpt fuse.s3fs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0")
+    path = tmp_path / "mounts.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_mount_table_read_in_part_leaves_its_causes_inconclusive_not_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the mount table's cap the mounts are counted, not read: a cause that found nothing in
+    the part read is inconclusive (the cut is named), and one that fired there stands."""
+    from gdsdoctor.pipeline import analyze_paths
+    from gdsdoctor.probes import mounts
+
+    monkeypatch.setattr(mounts, "MAX_MOUNTS", 40, raising=False)
+    seen = analyze_paths([_mount_table(tmp_path, 10)], None).report
+    assert "fs-object-store-fuse" in {f["id"] for f in seen["findings"]}
+
+    blind = analyze_paths([_mount_table(tmp_path, 60)], None).report
+    assert "fs-object-store-fuse" not in {f["id"] for f in blind["findings"]}
+    (verdict,) = [i for i in blind["inconclusive"] if i["id"] == "fs-object-store-fuse"]
+    assert [(m["section"], m["status"]) for m in verdict["missing"]] == [("mounts", "cut")]
+    assert "only the first 40 entries" in verdict["missing"][0]["detail"]
+    validate_report(blind)

@@ -139,6 +139,8 @@ def evaluate_cause(
     fired = certainty >= cause.min_certainty
     if missing and not fired:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
+    if not fired and (cut := _read_in_part(cause, facts)):
+        return CauseResult(cause, Outcome.INCONCLUSIVE, missing=cut)
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
         outcome.cause = cause = _capped(cause, query)
@@ -223,6 +225,28 @@ def _missing(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]
             continue
         missing += [_missing_entry(cause, facts, how_to_collect, section) for section in options]
     return missing
+
+
+def _read_in_part(cause: Cause, facts: dict[str, Any]) -> list[dict[str, str]]:
+    """The required sections its parser read only in part (``input_cut``: a mount table past its
+    first 10,000 entries, a kernel log's events cut in the middle): what was not read may hold
+    what the cause looks for, so a cause that found nothing there is not clear (blindness is not
+    health). A cause that fired on what was read stands."""
+    cut = []
+    for requirement in cause.requires:
+        for section in (requirement,) if isinstance(requirement, str) else requirement:
+            value = facts.get(section)
+            read = isinstance(value, dict) and value.get("status") == "ok"
+            if read and isinstance(value.get("input_cut"), str):
+                cut.append(
+                    {
+                        "section": section,
+                        "status": "cut",
+                        "detail": value["input_cut"],
+                        "collect": f"{section} was read only in part ({value['input_cut']})",
+                    }
+                )
+    return cut
 
 
 def _missing_entry(
