@@ -5,6 +5,7 @@ from __future__ import annotations
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import (
     app_log,
+    beegfs_quota,
     bench,
     cli_errors,
     cufile,
@@ -14,6 +15,7 @@ from gdsdoctor.probes import (
     fs_targets,
     fstab,
     gdscheck,
+    gpfs,
     gpu,
     ip_addr,
     lsblk,
@@ -51,6 +53,8 @@ PROBES: tuple[Probe, ...] = (
     *fs.PROBES,
     *ext4_options.PROBES,
     *fs_targets.PROBES,
+    beegfs_quota.PROBE,
+    gpfs.PROBE,
     *meminfo.PROBES,
     *pci.PROBES,
     *gpu.PROBES,

@@ -6,11 +6,13 @@ targets), or when the metadata target runs out of inodes (a DCP save writes a fi
 with "Disk quota exceeded" when the user's, group's or project's quota is reached.
 
 Sections ``lfs_df`` (``lfs df``, sizes) and ``lfs_df_i`` (``lfs df -i``, inodes) and ``beegfs_df``
-(``beegfs-df``, both): ``{"targets": [...], "filesystems": [...]}``::
+(BeeGFS 7 ``beegfs-df``, BeeGFS 8 ``beegfs health df``, both): ``{"targets": [...], "filesystems":
+[...]}``::
 
     fsx-OST0000_UUID            1.1T       44.6M        1.1T   0% /fsx[OST:0]
     filesystem_summary:         3.3T      134.8M        3.3T   0% /fsx
          101         low     238.4GiB     144.2GiB  61%      125.0M      125.0M 100%
+    s:302  storage  target_0-682AD7A2-3  s:3  s:1  Normal  893.8GiB  14.3GiB (1.60%)  879.5GiB …
 
 - ``targets[]``: ``{fs ("lustre"|"beegfs"), fsname, name ("OST0000", "MDT0000", "101"), kind ("data"|
   "metadata"), index, mountpoint, size_bytes, used_bytes, avail_bytes, use_pct, inodes, inodes_used,
@@ -37,6 +39,7 @@ soft_bytes, hard_bytes (null when 0: no limit), grace, files, files_soft, files_
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from gdsdoctor.errors import ParseError
@@ -61,7 +64,19 @@ _LFS_INACTIVE = lazy_compile(
     r"^\s*(?:(?P<fsname>[\w.-]{1,80}?)-)?(?P<kind>OST|MDT)(?P<hex>[0-9a-fA-F]{4})(?:_UUID)?"
     r"\s*:\s*inactive device\s*$"
 )
-_BEEGFS_SECTION = lazy_compile(r"^\s*(?P<section>METADATA SERVERS|STORAGE TARGETS):\s*$")
+_BEEGFS_SECTION = lazy_compile(
+    r"^\s*(?:(?P<section>METADATA SERVERS|STORAGE TARGETS):|## (?P<section8>Metadata|Storage) Targets)\s*$"
+)
+# BeeGFS 8 `beegfs health df`: ID TYPE ALIAS NODE STORAGE_POOL CAP_POOL SPACE SPACE_USED SPACE_FREE INODES…
+_BEEGFS8_HEADER = lazy_compile(
+    r"^\s*ID\s+TYPE\s+ALIAS\s+NODE\s+STORAGE_POOL\s+CAP_POOL\s+SPACE\s+SPACE_USED\s+SPACE_FREE\b"
+)
+_BEEGFS8_ROW = lazy_compile(
+    r"^\s*[ms]:(?P<id>\d{1,6})\s+(?P<type>meta|storage)\s+\S{1,120}\s+\S{1,40}\s+\S{1,40}\s+(?P<pool>[A-Za-z]{1,12})"
+    r"\s+(?P<total>[\d.]{1,12}[KMGTPE]?i?B)\s+(?P<used>[\d.]{1,12}[KMGTPE]?i?B)\s+\((?P<used_pct>[\d.]{1,6})%\)"
+    r"\s+(?P<free>[\d.]{1,12}[KMGTPE]?i?B)\s+(?P<itotal>[\d.]{1,12}[kKMGT]?)\s+(?P<iused>[\d.]{1,12}[kKMGT]?)"
+    r"\s+\((?P<iused_pct>[\d.]{1,6})%\)\s+(?P<ifree>[\d.]{1,12}[kKMGT]?)\s*$"
+)
 _BEEGFS_HEADER = lazy_compile(r"^\s*TargetID\s+(?:Cap\. )?Pool\s+Total\s+Free\s+%\s+ITotal\s+IFree\s+%\s*$")
 _BEEGFS_ROW = lazy_compile(
     r"^\s*(?P<id>\d{1,6})\s+(?P<pool>[a-z]{1,12})\s+(?P<total>[\d.]{1,12}[KMGTPE]iB)"
@@ -154,13 +169,27 @@ def parse_lfs_df(text: str, artifact: str) -> Section:
     return {"targets": targets, "filesystems": filesystems}
 
 
+def _beegfs8_row(row: re.Match[str], provenance: dict[str, Any]) -> dict[str, Any]:
+    """A row of BeeGFS 8's ``beegfs health df``: sizes with their units, used shares given."""
+    total, used, free = (size_bytes(row[key])[0] for key in ("total", "used", "free"))
+    inodes, inodes_used, inodes_free = (_count(row[key]) for key in ("itotal", "iused", "ifree"))
+    return _target("beegfs", row["id"], "metadata" if row["type"] == "meta" else "data", provenance,
+                   index=int(row["id"]), size_bytes=total, used_bytes=used, avail_bytes=free,
+                   use_pct=round(float(row["used_pct"])), inodes=inodes, inodes_used=inodes_used,
+                   inodes_free=inodes_free, inodes_use_pct=round(float(row["iused_pct"])),
+                   pool=row["pool"].lower())  # fmt: skip
+
+
 def parse_beegfs_df(text: str, artifact: str) -> Section:
-    """``beegfs-df``: the METADATA SERVERS and STORAGE TARGETS tables."""
+    """``beegfs-df`` (BeeGFS 7: METADATA SERVERS and STORAGE TARGETS) and ``beegfs health df``
+    (BeeGFS 8: ``## Metadata Targets`` and ``## Storage Targets``)."""
     section: str | None = None
     targets: list[dict[str, Any]] = []
     for number, line in numbered_lines(text):
         if match := _BEEGFS_SECTION.match(line):
-            section = match["section"]
+            section = match["section"] or match["section8"]
+        elif section and (row8 := _BEEGFS8_ROW.match(line)):
+            targets.append(_beegfs8_row(row8, src(artifact, number, line)))
         elif section and (row := _BEEGFS_ROW.match(line)):
             total, free = size_bytes(row["total"])[0], size_bytes(row["free"])[0]
             inodes, inodes_free = _count(row["itotal"]), _count(row["ifree"])
@@ -172,8 +201,21 @@ def parse_beegfs_df(text: str, artifact: str) -> Section:
                 inodes_used=inodes - inodes_free if inodes is not None and inodes_free is not None else None,
                 inodes_use_pct=100 - int(row["ifree_pct"]), pool=row["pool"]))  # fmt: skip
     if not targets:
-        raise ParseError("no `METADATA SERVERS:` / `STORAGE TARGETS:` tables (expected `beegfs-df`)")
+        raise ParseError(
+            "no `METADATA SERVERS:` / `STORAGE TARGETS:` tables (expected `beegfs-df` or `beegfs health df`)"
+        )
     return {"targets": targets, "filesystems": []}
+
+
+QUOTA_KEYS = ("kind", "owner", "id", "filesystem", "used_bytes", "soft_bytes", "hard_bytes", "grace", "files",
+              "files_soft", "files_hard")  # fmt: skip
+
+
+def quota_entry(provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """One quota in the ``fs_quota`` shape, whichever tool printed it (null: not given, or no limit)."""
+    extra = {key: value for key, value in fields.items() if key not in QUOTA_KEYS and key != "over_soft"}
+    return {**{key: fields.get(key) for key in QUOTA_KEYS}, "over_soft": bool(fields.get("over_soft")),
+            **extra, "src": provenance}  # fmt: skip
 
 
 def _quota_bytes(value: str, unit: str) -> int | None:
@@ -255,6 +297,12 @@ def parse_quota(text: str, artifact: str) -> Section:
     return {"quotas": quotas}
 
 
+def combine_quotas(sections: Sequence[Section]) -> Section:
+    """Quota outputs of one host given one file each (``lfs quota -u`` and ``-g``, a pool per
+    file): every table of every file."""
+    return {"quotas": [quota for section in sections for quota in section.get("quotas", [])]}
+
+
 def recognise_lfs_df(text: str) -> bool:
     return any(_LFS_HEADER.match(line) for line in text.split("\n")[:40])
 
@@ -262,7 +310,7 @@ def recognise_lfs_df(text: str) -> bool:
 def recognise_beegfs_df(text: str) -> bool:
     head = text.split("\n")[:40]
     sections = any(_BEEGFS_SECTION.match(line) for line in head)
-    return sections and any(_BEEGFS_HEADER.match(line) for line in head)
+    return sections and any(_BEEGFS_HEADER.match(line) or _BEEGFS8_HEADER.match(line) for line in head)
 
 
 def recognise_quota(text: str) -> bool:
@@ -290,11 +338,15 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         section="beegfs_df",
-        title="BeeGFS space and inodes per storage and metadata target (beegfs-df)",
-        sources=(Source("cmd/beegfs-df.txt", argv=("beegfs-df",), timeout=20.0),),
+        title="BeeGFS space and inodes per storage and metadata target (beegfs-df, beegfs health df)",
+        # BeeGFS 7's beegfs-df, else BeeGFS 8's beegfs CLI (which replaced beegfs-ctl and beegfs-df)
+        sources=(
+            Source("cmd/beegfs-df.txt", argv=("beegfs-df",), timeout=20.0),
+            Source("cmd/beegfs-health-df.txt", argv=("beegfs", "health", "df"), timeout=20.0),
+        ),
         parse=parse_beegfs_df,
         recognise=recognise_beegfs_df,
-        paste_hint="`beegfs-df`",
+        paste_hint="`beegfs-df` (BeeGFS 7) or `beegfs health df` (BeeGFS 8)",
         tags=("storage",),
     ),
     Probe(
@@ -303,6 +355,7 @@ PROBES: tuple[Probe, ...] = (
         sources=(Source("cmd/quota.txt", argv=("quota", "-s", "-w"), timeout=20.0, ok_exit_codes=(0, 1)),),
         parse=parse_quota,
         recognise=recognise_quota,
+        combine=combine_quotas,
         paste_hint="`lfs quota -h -u $USER MOUNT` or `quota -s`",
         tags=("storage",),
     ),

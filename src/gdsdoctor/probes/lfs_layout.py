@@ -26,6 +26,7 @@ a file's objects, as listed), src}``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from gdsdoctor.errors import ParseError
@@ -154,6 +155,11 @@ def parse_getstripe(text: str, artifact: str) -> Section:
     if not layouts:
         raise ParseError("no `stripe_count:` / `lmm_stripe_count:` lines (expected `lfs getstripe`)")
     return {"layouts": layouts}
+
+
+def combine_layouts(sections: Sequence[Section]) -> Section:
+    """``lfs getstripe`` outputs given one file each: their layouts in the order given."""
+    return {"layouts": [layout for section in sections for layout in section.get("layouts", [])]}
 
 
 def recognise_getstripe(text: str) -> bool:

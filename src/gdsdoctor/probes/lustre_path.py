@@ -25,8 +25,8 @@ from gdsdoctor.capture.runner import run_command
 from gdsdoctor.errors import SourceFailed, Unavailable
 from gdsdoctor.model import ArtifactStatus, decode_text
 from gdsdoctor.probes.base import Probe, Reader, Source
-from gdsdoctor.probes.fs_targets import parse_quota
-from gdsdoctor.probes.lfs_layout import parse_getstripe, recognise_getstripe
+from gdsdoctor.probes.fs_targets import combine_quotas, parse_quota
+from gdsdoctor.probes.lfs_layout import combine_layouts, parse_getstripe, recognise_getstripe
 
 LFS_TIMEOUT_S = 20.0  # a hung Lustre client blocks lfs: the runner kills it at this
 Commands = Callable[[str], Sequence[tuple[str, ...]]]
@@ -103,6 +103,7 @@ def probes_for(path: str) -> tuple[Probe, ...]:
             sources=(getstripe,),
             parse=parse_getstripe,
             recognise=recognise_getstripe,
+            combine=combine_layouts,
             paste_hint="`lfs getstripe -d CHECKPOINT_DIR` (or `lfs getstripe FILE`)",
             targeted=True,
             tags=("storage",),
@@ -112,6 +113,7 @@ def probes_for(path: str) -> tuple[Probe, ...]:
             title="Lustre user and group quotas of the checkpoint path (lfs quota on --path)",
             sources=(quota,),
             parse=parse_quota,  # a pasted lfs quota is recognised as fs_quota, read the same way
+            combine=combine_quotas,
             paste_hint='`lfs quota -u "$USER" CHECKPOINT_DIR` and `lfs quota -g GROUP CHECKPOINT_DIR`',
             targeted=True,
             tags=("storage",),

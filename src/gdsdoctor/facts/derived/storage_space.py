@@ -152,7 +152,8 @@ def _group(target: dict[str, Any]) -> tuple[Any, ...]:
 
 
 TARGET_SPACE_EMPTY: dict[str, Any] = {
-    "stripe_layout": None, "full_targets": [], "whole_file_risk": [], "short_target_mounts": []}  # fmt: skip
+    "stripe_layout": None, "full_targets": [], "whole_file_risk": [], "short_target_mounts": [],
+    "layout_dirs": {"lustre": [], "beegfs": []}}  # fmt: skip
 
 
 def target_space(facts: dict[str, Any], targets: list[dict[str, Any]], needed: int | None) -> dict[str, Any]:
@@ -165,16 +166,31 @@ def target_space(facts: dict[str, Any], targets: list[dict[str, Any]], needed: i
       ``share_text``, ``share_basis``, ``below_share``) or 95 % used; ``avail_text``, ``label``;
     - ``whole_file_risk``: with no layout read, the Lustre OSTs with less free than one whole
       checkpoint file (``job.checkpoint_bytes / job.gpus``), where stripe_count 1 would put it;
-    - ``short_target_mounts``: the mountpoints of both, once each."""
+    - ``short_target_mounts``: the mountpoints of both, once each;
+    - ``layout_dirs``: ``{lustre: [dir], beegfs: [dir]}``, where to read the stripe layout of each
+      filesystem with a short target (--path, else its mountpoint; [] when none is short)."""
     layout, file_bytes = checkpoint_layout(facts), file_bytes_of(facts)
     full = full_targets(targets, needed, layout, file_bytes)
     risk = whole_file_risk(targets, layout, file_bytes, human_bytes)
+    short = [*full, *risk]
     return {
         "stripe_layout": layout_summary(layout, file_bytes, human_bytes),
         "full_targets": full,
         "whole_file_risk": risk,
-        "short_target_mounts": sorted({str(t["mountpoint"]) for t in [*full, *risk] if t.get("mountpoint")}),
+        "short_target_mounts": sorted({str(t["mountpoint"]) for t in short if t.get("mountpoint")}),
+        "layout_dirs": {
+            fs: _layout_dir(facts, [t for t in short if t.get("fs") == fs]) for fs in ("lustre", "beegfs")
+        },
     }
+
+
+def _layout_dir(facts: dict[str, Any], short: list[dict[str, Any]]) -> list[str]:
+    """Where to read the stripe layout the short targets' filesystem gives new files: --path, else
+    the mountpoint (at most one, so that one command is printed)."""
+    if not short:
+        return []
+    path = obj(facts.get("target")).get("path") or short[0].get("mountpoint")
+    return [str(path)] if path else []
 
 
 def full_targets(
@@ -247,34 +263,56 @@ def inode_short(
     return list({entry["label"]: entry for entry in found}.values())  # a df -i pasted and captured: once
 
 
-# `quota -s` and pasted quotas (fs_quota), `lfs quota` run on a --path on Lustre (lfs_quota)
-QUOTA_SECTIONS = ("fs_quota", "lfs_quota")
+# `quota -s` and pasted quotas (fs_quota), `lfs quota` run on a --path on Lustre (lfs_quota),
+# pasted `beegfs-ctl --getquota` (beegfs_quota) and `mmlsquota` (gpfs_quota): one shape, one judgement
+QUOTA_SECTIONS = ("fs_quota", "lfs_quota", "beegfs_quota", "gpfs_quota")
 
 
 def quota_short(facts: dict[str, Any], needed: int | None, files: int | None) -> list[dict[str, Any]]:
-    """Quotas reached, over their soft limit, or leaving less than the job's checkpoints need."""
+    """Quotas reached, over their soft limit, 95 % used, or leaving less than the job's checkpoints
+    need (space, or files for a sharded save)."""
     found = []
-    quotas = [q for section in QUOTA_SECTIONS for q in dicts(ok_section(facts, section).get("quotas"))]
-    for quota in quotas:
-        used, hard, soft = quota.get("used_bytes"), quota.get("hard_bytes"), quota.get("soft_bytes")
-        limit = min((v for v in (soft, hard) if v), default=None)
-        left = limit - used if limit is not None and used is not None else None
-        count, files_limit = quota.get("files"), quota.get("files_soft") or quota.get("files_hard")
-        files_left = files_limit - count if files_limit and count is not None else None
-        reasons = []
-        if quota.get("over_soft") or (left is not None and left <= 0):
-            reasons.append("over its limit")
-        elif left is not None and needed is not None and left < needed:
-            reasons.append(f"{human_bytes(left)} left, the checkpoints need {human_bytes(needed)}")
-        elif left is not None and limit and used / limit >= FULL_PCT / 100:
-            reasons.append(f"{round(100 * used / limit)}% of its space used")
-        if files_left is not None and (files_left <= 0 or (files is not None and files_left < files)):
-            reasons.append(f"{max(files_left, 0):,} files left")
-        if reasons:
-            owner = " ".join(str(v) for v in (quota.get("kind"), quota.get("owner")) if v) or "the user"
-            found.append({**quota, "left_bytes": left, "label": f"{owner} on {quota.get('filesystem')}",
-                          "reason": "; ".join(reasons)})  # fmt: skip
+    for section in QUOTA_SECTIONS:
+        for quota in dicts(ok_section(facts, section).get("quotas")):
+            left, reasons = _quota_reasons(quota, needed, files)
+            if reasons:
+                owner = " ".join(str(v) for v in (quota.get("kind"), quota.get("owner")) if v) or "the user"
+                where = f" on {quota['filesystem']}" if quota.get("filesystem") else ""
+                found.append({**quota, "left_bytes": left, "label": f"{owner}{where}", "source": section,
+                              "reason": "; ".join(reasons)})  # fmt: skip
     return found
+
+
+def _quota_reasons(
+    quota: dict[str, Any], needed: int | None, files: int | None
+) -> tuple[int | None, list[str]]:
+    # GPFS counts usage not yet settled across its nodes apart (in_doubt): it may all be real
+    used = _number(quota.get("used_bytes"))
+    if used is not None:
+        used += _number(quota.get("in_doubt_bytes")) or 0
+    limit = min(
+        (v for v in (_number(quota.get("soft_bytes")), _number(quota.get("hard_bytes"))) if v), default=None
+    )
+    left = limit - used if limit is not None and used is not None else None
+    count = _number(quota.get("files"))
+    files_limit = _number(quota.get("files_soft")) or _number(quota.get("files_hard"))
+    files_left = files_limit - count if files_limit and count is not None else None
+    reasons = []
+    if quota.get("over_soft") or (left is not None and left <= 0):
+        reasons.append("over its limit")
+    elif left is not None and needed is not None and left < needed:
+        reasons.append(f"{human_bytes(left)} left, the checkpoints need {human_bytes(needed)}")
+    elif left is not None and limit and used is not None and used / limit >= FULL_PCT / 100:
+        reasons.append(f"{round(100 * used / limit)}% of its space used")
+    if files_left is not None and (files_left <= 0 or (files is not None and files_left < files)):
+        reasons.append(f"{max(files_left, 0):,} files left")
+    elif files_left is not None and files_limit and count / files_limit >= FULL_PCT / 100:
+        reasons.append(f"{100 * count / files_limit:.1f}% of its files used ({files_left:,} left)")
+    return left, reasons
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def files_needed_of(facts: dict[str, Any]) -> int | None:

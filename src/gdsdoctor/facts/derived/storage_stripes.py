@@ -92,8 +92,9 @@ def layout_summary(layout: dict[str, Any] | None, file_bytes: int | None, text: 
 def share_basis(summary: dict[str, Any] | None, osts: int, fs: Any) -> str:
     """Why a target's share is what it is, said in the finding."""
     if summary is None:
-        how = "lfs getstripe -d on the checkpoint directory" if fs == "lustre" else "its stripe pattern"
-        return f"an even spread over {osts} data targets assumed, the stripe layout not read ({how} says)"
+        tool = "lfs getstripe -d" if fs == "lustre" else "beegfs-ctl --getentryinfo"
+        unread = f"the stripe layout not read ({tool} on the checkpoint directory says)"
+        return f"an even spread over {osts} data targets assumed, {unread}"
     counts = summary["stripe_counts"]
     layout = f"stripe_count {counts[0]}" if len(counts) == 1 else f"a {len(counts)}-component PFL layout"
     if summary["pools"]:
