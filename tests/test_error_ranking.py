@@ -123,3 +123,62 @@ def test_the_one_line_reason_names_what_sets_the_status(tmp_path: Path) -> None:
     assert oneline(report).startswith(f"{other} CRITICAL") and answer in oneline(report)
     code, message = npd_result(report)
     assert code == 1 and message.startswith(other)
+
+
+# --- a cufile.log of several attempts: the last one's errors first -------------------------------
+
+CUFILE = REPO / "tests" / "data" / "cufile"
+
+
+@pytest.mark.parametrize(
+    ("sample", "last_lines"),
+    [
+        ("gdsnvfs-019--cufile.log", 3),  # two samples in one log (pid 41294 at 16:20:37, 41337 at 16:20:53)
+        ("gdsnvfs-062--cufile.log", 2),  # pid 48882 at 07:45, pid 57637 at 08:00
+        ("tinygrad-051--cufile.log", 2),  # pid 44990 at 14:59:16, pid 45020 at 14:59:31
+    ],
+)
+def test_the_last_attempt_of_a_cufile_log_is_the_processes_after_all_others_ended(
+    sample: str, last_lines: int
+) -> None:
+    from gdsdoctor.engine.rank import last_attempt_lines
+    from gdsdoctor.probes.cufile import parse_cufile_log
+
+    section = {**parse_cufile_log((CUFILE / sample).read_text(), sample), "status": "ok"}
+    lines = last_attempt_lines({"cufile_log": section})
+    last_pid = max(section["entries"], key=lambda e: e["timestamp"])["pid"]
+    assert lines == {(sample, e["src"]["line"]) for e in section["entries"] if e["pid"] == last_pid}
+    assert len(lines) == last_lines
+
+
+def test_processes_that_overlap_in_time_are_one_attempt() -> None:
+    """Eight ranks of one job write to one log at once: no rank is a later attempt (built from the
+    two processes of gdsnvfs-062's real log, the second moved into the first's second)."""
+    from gdsdoctor.engine.rank import last_attempt_lines
+    from gdsdoctor.probes.cufile import parse_cufile_log
+
+    text = (CUFILE / "gdsnvfs-062--cufile.log").read_text().replace("08:00:30:92", "07:45:35:135")
+    section = {**parse_cufile_log(text, "cufile.log"), "status": "ok"}
+    assert len(section["pids"]) == 2
+    assert last_attempt_lines({"cufile_log": section}) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("second_attempt_at", "first"),
+    [
+        ("08:00:30:92", "fs-device-mapper-or-loop"),  # as logged: /dev/dm-0 refused in the rerun
+        ("07:30:30:92", "fs-virtual-no-block-device"),  # the same lines, dm-0 refused before
+    ],
+)
+def test_the_cause_of_the_last_attempt_ranks_first(
+    tmp_path: Path, second_attempt_at: str, first: str
+) -> None:
+    """gds-nvidia-fs #62: an anonymous device (0:53) refused at 07:45, then /dev/dm-0 at 08:00;
+    the known cause is the device-mapper one. Moving the dm-0 attempt before the other turns the
+    order round: the ranking follows the attempts, not the causes."""
+    text = (CUFILE / "gdsnvfs-062--cufile.log").read_text().replace("08:00:30:92", second_attempt_at)
+    log = tmp_path / "cufile.log"
+    log.write_text(text)
+    roots = [f["id"] for f in analyze_paths([log], None).report["findings"] if not f["explained_by"]]
+    assert roots[0] == first
+    assert {"fs-device-mapper-or-loop", "fs-virtual-no-block-device"} <= set(roots)

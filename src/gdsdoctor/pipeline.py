@@ -94,7 +94,7 @@ def analyze_capture(
     threads already parsed; ``acknowledgements``: the site config's ``acknowledge:``, whose
     findings are set apart)."""
     from gdsdoctor.engine.evaluate import evaluate
-    from gdsdoctor.engine.rank import error_artifacts, narrow, rank
+    from gdsdoctor.engine.rank import error_artifacts, last_attempt_lines, narrow, rank
     from gdsdoctor.facts.document import build_facts
     from gdsdoctor.report.build import build_report
 
@@ -105,9 +105,10 @@ def analyze_capture(
     focus = facts["derived"].get("path_focus")
     narrow(results, focus)  # --path: other devices' findings at most WARNING
     errors = error_artifacts(facts)  # the user's own error, whose causes rank first
-    ranked = rank(results, focus, errors)
+    last_attempt = last_attempt_lines(facts)  # ...those of its last attempt before earlier ones
+    ranked = rank(results, focus, errors, last_attempt)
     doing("evaluating the rules over the kernel events now history")
-    history = rank(history_results(causes, facts, results), focus, errors)
+    history = rank(history_results(causes, facts, results), focus, errors, last_attempt)
     acknowledged = None
     if acknowledgements:
         from gdsdoctor.engine.acknowledge import acknowledge

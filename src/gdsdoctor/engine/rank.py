@@ -19,7 +19,10 @@
    asks is "why this error"; a platform cause that explains none of it (a NUMA placement, low
    free space elsewhere) comes after, whatever its severity, and the status, the worst
    severity, is unchanged. Certainty is not touched: this is where a finding stands, not how
-   sure it is.
+   sure it is. Among those, where a cufile.log holds several attempts one after the other (the
+   processes of one attempt overlap in time; a later attempt starts after all of them ended),
+   causes that answer the last attempt's errors come first: an error the user's rerun no longer
+   shows is one that the rerun went past.
 5. Then by ``weight(severity) × certainty`` (critical 3, warning 2, info 1), highest first;
    ties by id, so the order is deterministic.
 6. Each root is followed by its folded symptoms, in the same order.
@@ -143,21 +146,62 @@ def answering(results: Sequence[CauseResult], errors: frozenset[str]) -> dict[st
     return answers
 
 
+def last_attempt_lines(facts: Mapping[str, Any]) -> frozenset[tuple[str, int]]:
+    """The (artifact, line) of a cufile.log's last attempt, when it holds more than one: its
+    processes, by pid, grouped into attempts that do not overlap in time (the ranks of one job
+    write at once; a rerun starts after they all ended); empty for a log of one attempt."""
+    section = facts.get("cufile_log")
+    if not isinstance(section, dict) or section.get("status") != "ok":
+        return frozenset()
+    spans: dict[int, list[str]] = {}
+    for entry in section.get("entries") or []:
+        pid, stamp = entry.get("pid"), entry.get("timestamp")
+        if isinstance(pid, int) and isinstance(stamp, str):
+            first_last = spans.setdefault(pid, [stamp, stamp])
+            first_last[0], first_last[1] = min(first_last[0], stamp), max(first_last[1], stamp)
+    order = sorted(spans, key=lambda pid: spans[pid][0])
+    start, ended = 0, ""
+    for index, pid in enumerate(order):
+        if index and spans[pid][0] > ended:
+            start = index  # every process before it had ended: a new attempt begins
+        ended = max(ended, spans[pid][1])
+    if start == 0:
+        return frozenset()
+    last = set(order[start:])
+    return frozenset(
+        (str(e["src"]["artifact"]), int(e["src"]["line"]))
+        for e in section.get("entries") or []
+        if e.get("pid") in last and isinstance(e.get("src"), dict)
+    )
+
+
+def _answering_lines(results: Sequence[CauseResult], lines: frozenset[tuple[str, int]]) -> set[str]:
+    """Fired causes whose evidence cites one of ``lines``, or that explain one that does."""
+    fired = {r.cause.id: r for r in results if r.outcome is Outcome.FIRED}
+    citing = {i for i, r in fired.items() if any((e.artifact, e.line) in lines for e in r.evidence)}
+    return {i for i in fired if i in citing or citing.intersection(_explained_closure(i, fired))}
+
+
 def rank(
     results: Sequence[CauseResult],
     focus: Mapping[str, Any] | None = None,
     errors: frozenset[str] = frozenset(),
+    last_attempt: frozenset[tuple[str, int]] = frozenset(),
 ) -> list[RankedFinding]:
     """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``);
-    ``errors``: the artifacts holding the user's own error (``error_artifacts``)."""
+    ``errors``: the artifacts holding the user's own error (``error_artifacts``);
+    ``last_attempt``: the lines of a cufile.log's last attempt (``last_attempt_lines``)."""
     answers = answering(results, errors) if errors else {}
+    latest = _answering_lines(results, last_attempt) if last_attempt else set()
 
-    def key(result: CauseResult) -> tuple[bool, bool, int, int, float, int, str]:
+    def key(result: CauseResult) -> tuple[bool, bool, bool, int, int, float, int, str]:
         unrelated = bool(answers) and result.cause.id not in answers
+        earlier = bool(latest) and result.cause.id not in latest
         if not focus:
-            return (False, unrelated, 0, ON_PATH, *score(result))
+            return (False, unrelated, earlier, 0, ON_PATH, *score(result))
         where = place(result, focus)
-        return (where == ELSEWHERE, unrelated, -SEVERITY_WEIGHT[result.cause.severity], where, *score(result))
+        severity = -SEVERITY_WEIGHT[result.cause.severity]
+        return (where == ELSEWHERE, unrelated, earlier, severity, where, *score(result))
 
     fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=key)
     by_id = {r.cause.id: r for r in fired}
