@@ -9,7 +9,7 @@ import pytest
 
 from gdsdoctor.capture.detect import recognise
 from gdsdoctor.pipeline import analyze_paths
-from gdsdoctor.probes import beegfs_quota, fs_targets, gpfs
+from gdsdoctor.probes import beegfs_layout, beegfs_quota, fs_targets, gpfs
 
 TARGETS = Path(__file__).resolve().parents[1] / "data" / "fs_targets"
 GIB, TIB = 2**30, 2**40
@@ -146,3 +146,39 @@ def test_several_quota_pastes_are_read_together() -> None:
     assert len(analysis.facts["beegfs_quota"]["quotas"]) == 5
     lustre = analyze_paths([TARGETS / "lfs-quota-home-full.txt", TARGETS / "sdsc-lfs-quota-h-g.txt"])
     assert [q["kind"] for q in lustre.facts["fs_quota"]["quotas"]] == ["usr", "grp"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "count", "size", "pool", "targets"),
+    [
+        ("saga-beegfs-getentryinfo-file.txt", "file", 4, 512 * 2**10, None, [1203, 2101, 2102, 2103]),
+        ("csi-beegfs-getentryinfo-file-actual-3.txt", "file", 3, 512 * 2**10, None, [1201, 1001, 1101]),
+        ("abci-beeond-getentryinfo-dir.txt", "default", 8, 4 * 2**20, "Default", []),  # after a setpattern
+        ("usc-hpcc-beegfs-getentryinfo-dir-1-target.txt", "default", 1, 8 * 2**20, "Default", []),
+    ],
+)
+def test_beegfs_stripe_patterns(
+    name: str, kind: str, count: int, size: int, pool: str | None, targets: list
+) -> None:
+    text = (TARGETS / name).read_text()
+    assert recognise(text).section == "beegfs_entryinfo"
+    [layout] = beegfs_layout.parse_entryinfo(text, name)["layouts"]
+    [component] = layout["components"]
+    assert (layout["kind"], component["stripe_count"], component["stripe_size"]) == (kind, count, size)
+    assert (component["pool"], component["osts"], component["pattern"]) == (pool, targets, "raid0")
+
+
+def test_one_storage_target_per_file_puts_a_whole_file_on_one_beegfs_target() -> None:
+    """BeeGFS 8 targets of 99.2 GiB and 879.5 GiB free, a 10B checkpoint in one 140 GB file: an even
+    spread (70 GB each) fits; USC's directory pattern of 1 target per file does not on the small
+    target; ABCI's 8 targets per file (capped at the 2 there are) does."""
+    one = _findings(
+        "beegfs8-health-df.txt", "usc-hpcc-beegfs-getentryinfo-dir-1-target.txt", job={"params": "10B"}
+    )
+    said = one["capacity-target-full"]["evidence"][0]["text"]
+    assert said.startswith(
+        "301 of beegfs: 107 GB free, less than its share of the checkpoints (140 GB: 1 storage"
+    )
+    assert "pool" not in said  # the Default pool holds every target
+    for quiet in (("beegfs8-health-df.txt", "abci-beeond-getentryinfo-dir.txt"), ("beegfs8-health-df.txt",)):
+        assert "capacity-target-full" not in _findings(*quiet, job={"params": "10B"})

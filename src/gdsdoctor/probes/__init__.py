@@ -5,6 +5,7 @@ from __future__ import annotations
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import (
     app_log,
+    beegfs_layout,
     beegfs_quota,
     bench,
     cli_errors,
@@ -54,6 +55,7 @@ PROBES: tuple[Probe, ...] = (
     *ext4_options.PROBES,
     *fs_targets.PROBES,
     beegfs_quota.PROBE,
+    beegfs_layout.PROBE,
     gpfs.PROBE,
     *meminfo.PROBES,
     *pci.PROBES,

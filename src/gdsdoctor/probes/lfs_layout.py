@@ -58,7 +58,7 @@ def _number(value: str | None) -> int | None:
     return int(value) if value and re.fullmatch(r"-?\d{1,20}", value) else None
 
 
-def _component(provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
+def layout_component(provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
     keys = ("start", "end", "stripe_count", "stripe_size", "pattern", "stripe_offset", "pool", "mirror_id")
     return {**{key: fields.get(key) for key in keys}, "osts": [], "src": provenance}
 
@@ -90,7 +90,7 @@ class _Reader:
             layout = self.open_layout(None, provenance)
         layout["kind"] = kind
         extent = self.extent or {"start": 0, "end": None}
-        self.component = _component(provenance, **extent, **fields)
+        self.component = layout_component(provenance, **extent, **fields)
         layout["components"].append(self.component)
         self.extent = {}
         return self.component

@@ -15,6 +15,7 @@ from typing import Any
 from gdsdoctor.facts.derived.access import dicts, obj, ok_section
 from gdsdoctor.facts.derived.core import PSEUDO_FSTYPES, SYSTEM_MOUNTPOINTS, longest_prefix_mount
 from gdsdoctor.facts.derived.storage_stripes import (
+    LAYOUT_FILESYSTEMS,
     checkpoint_layout,
     file_bytes_of,
     file_share,
@@ -152,16 +153,18 @@ def _group(target: dict[str, Any]) -> tuple[Any, ...]:
 
 
 TARGET_SPACE_EMPTY: dict[str, Any] = {
-    "stripe_layout": None, "full_targets": [], "whole_file_risk": [], "short_target_mounts": [],
+    "stripe_layout": None, "stripe_layouts": {"lustre": None, "beegfs": None}, "full_targets": [],
+    "whole_file_risk": [], "short_target_mounts": [],
     "layout_dirs": {"lustre": [], "beegfs": []}}  # fmt: skip
 
 
 def target_space(facts: dict[str, Any], targets: list[dict[str, Any]], needed: int | None) -> dict[str, Any]:
     """``derived.storage``'s per-target keys:
 
-    - ``stripe_layout``: the Lustre layout new checkpoint files get (``lfs getstripe``;
-      storage_stripes.py): ``{path, kind, components, stripe_counts, pools, mirror_count,
-      file_bytes, file_text, src}``; null when none was read (shares then assume an even spread);
+    - ``stripe_layouts``: ``{lustre, beegfs}``, the layout new checkpoint files get on each
+      (``lfs getstripe``, ``beegfs-ctl --getentryinfo``; storage_stripes.py): ``{path, kind,
+      components, stripe_counts, pools, mirror_count, file_bytes, file_text, src}``; null when none
+      was read (shares then assume an even spread); ``stripe_layout`` is the Lustre one;
     - ``full_targets``: active data targets with less free than their share (``share_bytes``,
       ``share_text``, ``share_basis``, ``below_share``) or 95 % used; ``avail_text``, ``label``;
     - ``whole_file_risk``: with no layout read, the Lustre OSTs with less free than one whole
@@ -169,12 +172,17 @@ def target_space(facts: dict[str, Any], targets: list[dict[str, Any]], needed: i
     - ``short_target_mounts``: the mountpoints of both, once each;
     - ``layout_dirs``: ``{lustre: [dir], beegfs: [dir]}``, where to read the stripe layout of each
       filesystem with a short target (--path, else its mountpoint; [] when none is short)."""
-    layout, file_bytes = checkpoint_layout(facts), file_bytes_of(facts)
-    full = full_targets(targets, needed, layout, file_bytes)
-    risk = whole_file_risk(targets, layout, file_bytes, human_bytes)
+    layouts, file_bytes = (
+        {fs: checkpoint_layout(facts, fs) for fs in LAYOUT_FILESYSTEMS},
+        file_bytes_of(facts),
+    )
+    full = full_targets(targets, needed, layouts, file_bytes)
+    risk = whole_file_risk(targets, layouts["lustre"], file_bytes, human_bytes)
+    summaries = {fs: layout_summary(layout, file_bytes, human_bytes) for fs, layout in layouts.items()}
     short = [*full, *risk]
     return {
-        "stripe_layout": layout_summary(layout, file_bytes, human_bytes),
+        "stripe_layout": summaries["lustre"],
+        "stripe_layouts": summaries,
         "full_targets": full,
         "whole_file_risk": risk,
         "short_target_mounts": sorted({str(t["mountpoint"]) for t in short if t.get("mountpoint")}),
@@ -194,7 +202,7 @@ def _layout_dir(facts: dict[str, Any], short: list[dict[str, Any]]) -> list[str]
 
 
 def full_targets(
-    targets: list[dict[str, Any]], needed: int | None, layout: Layout = None, file_bytes: int | None = None
+    targets: list[dict[str, Any]], needed: int | None, layouts: Layouts = None, file_bytes: int | None = None
 ) -> list[dict[str, Any]]:
     """Active data targets that cannot take their share of the job's checkpoints, or are nearly full.
     A target's share is the even spread ``needed × mirrors / data targets``, or, where the Lustre
@@ -208,6 +216,7 @@ def full_targets(
         counts[_group(target)] = counts.get(_group(target), 0) + 1
     found = []
     for target in data:
+        layout = (layouts or {}).get(str(target.get("fs")))
         share, basis = _share(target, counts[_group(target)], needed, layout, file_bytes)
         short = share is not None and target["avail_bytes"] < share
         full = (target.get("use_pct") or 0) >= FULL_PCT
@@ -220,18 +229,18 @@ def full_targets(
 
 
 Layout = dict[str, Any] | None
+Layouts = dict[str, Layout] | None
 
 
 def _share(
     target: dict[str, Any], osts: int, needed: int | None, layout: Layout, file_bytes: int | None
 ) -> tuple[float | None, str]:
     """The bytes of the job's checkpoints ``target`` must hold, and the words that say why."""
-    on_lustre = target.get("fs") == "lustre"
-    summary = layout_summary(layout, file_bytes, human_bytes) if on_lustre else None
+    summary = layout_summary(layout, file_bytes, human_bytes)
     basis = share_basis(summary, osts, target.get("fs"))
     if not needed:
         return None, basis
-    spread = needed * (mirror_count(layout) if on_lustre else 1) / osts
+    spread = needed * mirror_count(layout) / osts
     if summary is None or layout is None or not file_bytes:
         return spread, basis
     return max(spread, file_share(layout, file_bytes, osts)), basis

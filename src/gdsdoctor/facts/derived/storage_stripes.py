@@ -20,12 +20,17 @@ from typing import Any
 
 from gdsdoctor.facts.derived.access import dicts, obj, ok_section
 
+# where each filesystem's layouts are read: one shape (lfs_layout.py), one judgement
+LAYOUT_SECTIONS = {"lustre": "lfs_getstripe", "beegfs": "beegfs_entryinfo"}
+LAYOUT_FILESYSTEMS = tuple(LAYOUT_SECTIONS)
 
-def checkpoint_layout(facts: dict[str, Any]) -> dict[str, Any] | None:
-    """The layout new checkpoint files get: the last directory default read (``lfs getstripe
-    -d``), else the last file layout (an existing checkpoint's, pasted)."""
-    layouts = [layout for layout in dicts(ok_section(facts, "lfs_getstripe").get("layouts"))
-               if dicts(layout.get("components"))]  # fmt: skip
+
+def checkpoint_layout(facts: dict[str, Any], fs: str = "lustre") -> dict[str, Any] | None:
+    """The layout new checkpoint files get on ``fs``: the last directory default read (``lfs
+    getstripe -d``, ``beegfs-ctl --getentryinfo DIR``), else the last file layout (an existing
+    checkpoint's, pasted)."""
+    section = ok_section(facts, LAYOUT_SECTIONS[fs])
+    layouts = [layout for layout in dicts(section.get("layouts")) if dicts(layout.get("components"))]
     defaults = [layout for layout in layouts if layout.get("kind") == "default"]
     return (defaults or layouts or [None])[-1]
 
@@ -75,7 +80,10 @@ def layout_summary(layout: dict[str, Any] | None, file_bytes: int | None, text: 
         return None
     components = dicts(layout.get("components"))
     counts = [c.get("stripe_count") for c in components if not str(c.get("pattern") or "").startswith("mdt")]
-    pools = sorted({str(c["pool"]) for c in components if c.get("pool")})
+    # BeeGFS's pool 1, "Default", holds every target unless the site made others: no caveat needed
+    pools = sorted(
+        {str(c["pool"]) for c in components if c.get("pool") and str(c["pool"]).lower() != "default"}
+    )
     return {
         "path": layout.get("path"),
         "kind": layout.get("kind"),
@@ -96,11 +104,15 @@ def share_basis(summary: dict[str, Any] | None, osts: int, fs: Any) -> str:
         unread = f"the stripe layout not read ({tool} on the checkpoint directory says)"
         return f"an even spread over {osts} data targets assumed, {unread}"
     counts = summary["stripe_counts"]
-    layout = f"stripe_count {counts[0]}" if len(counts) == 1 else f"a {len(counts)}-component PFL layout"
+    if fs != "lustre":
+        layout = f"{counts[0]} storage target{'s' if counts[0] != 1 else ''} per file"
+    else:
+        layout = f"stripe_count {counts[0]}" if len(counts) == 1 else f"a {len(counts)}-component PFL layout"
     if summary["pools"]:
-        layout += f" in pool {', '.join(summary['pools'])} (its OSTs unlisted: all {osts} assumed)"
+        layout += f" in pool {', '.join(summary['pools'])} (its members unlisted: all {osts} assumed)"
     size = summary.get("file_text") or "checkpoint"
-    return f"{layout}: one {size} file's share per OST, or an even spread over {osts} OSTs if more"
+    unit = "OST" if fs == "lustre" else "target"
+    return f"{layout}: one {size} file's share per {unit}, or an even spread over {osts} {unit}s if more"
 
 
 def whole_file_risk(
