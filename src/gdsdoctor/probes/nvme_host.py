@@ -17,6 +17,10 @@ What brings the controllers back after a reboot (nvme-cli's autoconnect)::
 
     -t rdma -a 10.100.1.50 -s 4420 --host-iface=ens1f0np0          (/etc/nvme/discovery.conf)
     -> nvme_discovery_conf: {entries: [{transport, traddr, trsvcid, host_iface, src}]}
+    [{"hostnqn": "nqn…", "subsystems": [{"nqn": "nqn.io-1", "ports": [{"transport": "tcp", …}]}]}]
+    -> nvme_config_json: {hosts: [{hostnqn, hostid, src}], entries: [{transport, traddr, trsvcid,
+       host_traddr, host_iface, nqn, hostnqn, src}]}      (/etc/nvme/config.json, libnvme 1.x list
+       of hosts or the schema's {"hosts": [...]}; keys and secrets are not read)
     enabled                            (systemctl is-enabled nvmf-autoconnect.service)
     -> nvmf_autoconnect: {state: "enabled"|"disabled"|"static"|"masked"|"not-found"|…, enabled, src}
 
@@ -30,12 +34,16 @@ hostid is a bare UUID, so it is recognised by its prompt (``cat /etc/nvme/hostid
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.host_io import MISSING, read_in_root
+from gdsdoctor.probes.text import line_finder, load_pasted_json
 
 _NQN = lazy_compile(r"^nqn\.\d{4}-\d{2}\.[^\s:]{1,200}:\S{1,223}$")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -140,6 +148,86 @@ def recognise_autoconnect(text: str) -> bool:
     return "nvmf-autoconnect" in head and len(values) == 1 and values[0] in _UNIT_STATES
 
 
+# libnvme's JSON configuration: a list of hosts (libnvme 1.x) or {"hosts": [...]} (the schema
+# of libnvme/doc/config-schema.json), each host with subsystems and their ports. nvme-cli's
+# connect-all (nvmf-autoconnect at boot) takes each port as a discovery controller to connect
+# from. Secrets (dhchap_key, dhchap_ctrl_key, tls_key) are never copied into the facts.
+_PORT_KEYS = ("transport", "traddr", "trsvcid", "host_traddr", "host_iface")
+_SECRETS = frozenset(
+    {"dhchap_key", "dhchap_ctrl_key", "tls_key", "tls_psk_identity", "keyring", "tls_keyring"}
+)
+_CONFIG_MAX = 1 << 20
+
+
+def _without_secrets(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "(not read)" if k in _SECRETS else _without_secrets(v) for k, v in value.items()}
+    return [_without_secrets(v) for v in value] if isinstance(value, list) else value
+
+
+def read_config_json(host_root: Path) -> bytes:
+    """/etc/nvme/config.json with its keys (DH-HMAC-CHAP, TLS) left out: a bundle is shared with
+    support, the host's secrets are not; a file that is no JSON is kept out whole."""
+    data = read_in_root(host_root, "/etc/nvme/config.json", _CONFIG_MAX, raise_denied=True)
+    if data is None:
+        return MISSING
+    try:
+        return json.dumps(_without_secrets(json.loads(data)), indent=2).encode()
+    except (ValueError, RecursionError):
+        return b'{"unreadable": "not JSON: the file was not copied"}\n'
+
+
+_CONFIG_JSON_MARKS = ('"subsystems"', '"ports"')
+
+
+def parse_config_json(text: str, artifact: str) -> Section:
+    data, skipped = load_pasted_json(text, "/etc/nvme/config.json")
+    hosts = data.get("hosts") if isinstance(data, dict) else data
+    if isinstance(data, dict) and "unreadable" in data:
+        raise ParseError("/etc/nvme/config.json is not JSON (libnvme ignores it too)")
+    if not isinstance(hosts, list):
+        raise ParseError('not libnvme\'s config.json (a list of hosts, or {"hosts": [...]})')
+    find = line_finder(text)
+    found_hosts, entries = [], []
+    for host in hosts:
+        if not isinstance(host, dict):
+            continue
+        hostnqn = host.get("hostnqn") if isinstance(host.get("hostnqn"), str) else None
+        found_hosts.append({"hostnqn": hostnqn, "hostid": _text(host.get("hostid")),
+                            "src": _line(artifact, find, "hostnqn", hostnqn)})  # fmt: skip
+        for subsystem in host.get("subsystems") if isinstance(host.get("subsystems"), list) else []:
+            if not isinstance(subsystem, dict):
+                continue
+            nqn = _text(subsystem.get("nqn"))
+            for port in subsystem.get("ports") if isinstance(subsystem.get("ports"), list) else []:
+                if isinstance(port, dict) and _text(port.get("transport")):
+                    entry = {key: _text(port.get(key)) for key in _PORT_KEYS}
+                    where = _line(artifact, find, "traddr", entry["traddr"])
+                    entries.append({**entry, "nqn": nqn, "hostnqn": hostnqn, "src": where})
+    if skipped and not found_hosts:
+        raise ParseError("not libnvme's config.json")
+    return {"hosts": found_hosts, "entries": entries}
+
+
+def _line(artifact: str, find: Any, key: str, value: str | None) -> dict[str, Any]:
+    """The line of ``"key": "value"`` (the next one: JSON is read in document order)."""
+    pattern = rf'"{key}"\s*:\s*"{re.escape(value)}"' if value else rf'"{key}"'
+    return src(artifact, *find(pattern))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def recognise_config_json(text: str) -> bool:
+    head = text.lstrip()[:4096]
+    return (
+        head.startswith(("[", "{"))
+        and all(mark in head for mark in _CONFIG_JSON_MARKS)
+        and '"hostnqn"' in head
+    )
+
+
 PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvme_hostnqn",
@@ -165,6 +253,14 @@ PROBES: tuple[Probe, ...] = (
         parse=parse_discovery_conf,
         recognise=recognise_discovery_conf,
         paste_hint="`cat /etc/nvme/discovery.conf`",
+    ),
+    Probe(
+        section="nvme_config_json",
+        title="NVMe-oF targets connected at boot from libnvme's JSON configuration (/etc/nvme/config.json)",
+        sources=(Source("etc/nvme/config.json", reader=read_config_json, how="cat /etc/nvme/config.json"),),
+        parse=parse_config_json,
+        recognise=recognise_config_json,
+        paste_hint="`cat /etc/nvme/config.json`",
     ),
     Probe(
         section="nvmf_autoconnect",

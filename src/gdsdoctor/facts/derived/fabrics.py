@@ -26,6 +26,12 @@ subsystem (issue 23).
   ``files`` (each file's section status: ``ok``, ``missing``, …), ``connected_hostnqns`` and
   ``connected_hostids`` (what the live controllers were connected with: sysfs, list-subsys),
   ``mismatched`` (fabrics controllers connected with another host NQN than the file's).
+- ``boot_targets``: what nvme-cli's connect-all (nvmf-autoconnect at boot) connects from: the
+  lines of /etc/nvme/discovery.conf and the ports of /etc/nvme/config.json ``{transport, traddr,
+  trsvcid, host_traddr, host_iface, source ("discovery.conf"|"config.json"), src}``;
+  ``boot_uncovered``: live NVMe-oF controllers whose target address is in neither (they were
+  connected by hand), [] unless both files were looked for (read, or absent) and one names a
+  target. A discovery service on another address than the I/O ports would read as uncovered.
 - ``local_fs_namespaces``: NVMe namespaces under a read-write data mount of a local (not
   cluster) filesystem, with their id (NGUID, else UUID, else WWID from sysfs):
   ``{mountpoint, fstype, namespace, id, fabrics, src}``. The same id on two nodes of a fleet
@@ -55,6 +61,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "subsystems": subsystems,
         "single_portal": [s for s in subsystems if s["live"] and len(s["live_portals"]) == 1],
         "host_identity": _host_identity(facts, fabrics_ctrls),
+        **_boot_connects(facts, fabrics_ctrls),
         "local_fs_namespaces": _local_fs_namespaces(facts, derived),
     }
 
@@ -161,6 +168,29 @@ def _host_identity(facts: dict[str, Any], controllers: list[dict[str, Any]]) -> 
         "connected_hostids": ids,
         "mismatched": [c for c in fabrics if hostnqn and c.get("hostnqn") and c.get("hostnqn") != hostnqn],
     }
+
+
+_BOOT_FILES = (("nvme_discovery_conf", "discovery.conf"), ("nvme_config_json", "config.json"))
+_TARGET_KEYS = ("transport", "traddr", "trsvcid", "host_traddr", "host_iface")
+
+
+def _boot_connects(facts: dict[str, Any], controllers: list[dict[str, Any]]) -> dict[str, Any]:
+    targets = [
+        {**{key: entry.get(key) for key in _TARGET_KEYS}, "source": name, "src": entry.get("src")}
+        for section, name in _BOOT_FILES
+        for entry in dicts(ok_section(facts, section).get("entries"))
+        if entry.get("traddr")
+    ]
+    looked = all(_status(facts, section) in ("ok", "missing") for section, _ in _BOOT_FILES)
+    known = {str(t["traddr"]).lower() for t in targets}
+    uncovered = [
+        {"name": c.get("name"), "traddr": c.get("traddr"), "trsvcid": c.get("trsvcid"),
+         "transport": c.get("transport"), "src": c.get("src")}
+        for c in controllers
+        if looked and known and c.get("state") == "live" and c.get("traddr")
+        and str(c["traddr"]).lower() not in known
+    ]  # fmt: skip
+    return {"boot_targets": targets, "boot_uncovered": uncovered}
 
 
 def _status(facts: dict[str, Any], section: str) -> str | None:
