@@ -254,3 +254,21 @@ def test_a_mount_table_read_in_part_leaves_its_causes_inconclusive_not_clear(
     assert [(m["section"], m["status"]) for m in verdict["missing"]] == [("mounts", "cut")]
     assert "only the first 40 entries" in verdict["missing"][0]["detail"]
     validate_report(blind)
+
+
+def test_a_requirement_another_source_meets_whole_is_not_blind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``any_of: [mounts, cufile_log]``: with the cufile.log read whole beside a mount table read in
+    part, the requirement is met by whole data, as ``requires`` reads it (gds-nvidia-fs #78's log,
+    a path that goes through nvidia-fs)."""
+    from gdsdoctor.pipeline import analyze_paths
+    from gdsdoctor.probes import mounts
+
+    monkeypatch.setattr(mounts, "MAX_MOUNTS", 40, raising=False)
+    log = Path(__file__).parent / "data" / "cufile" / "gdsnvfs-078--cufile.log"
+    report = analyze_paths([_mount_table(tmp_path, 60), log], None).report
+    cut_alone = {i["id"] for i in report["inconclusive"] if [m["status"] for m in i["missing"]] == ["cut"]}
+    assert "fs-object-store-fuse" in cut_alone  # requires mounts alone: still blind
+    outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
+    assert outcomes["fs-device-mapper-or-loop"] == "clear"  # any_of [mounts, cufile_log]: met whole

@@ -231,21 +231,23 @@ def _read_in_part(cause: Cause, facts: dict[str, Any]) -> list[dict[str, str]]:
     """The required sections its parser read only in part (``input_cut``: a mount table past its
     first 10,000 entries, a kernel log's events cut in the middle): what was not read may hold
     what the cause looks for, so a cause that found nothing there is not clear (blindness is not
-    health). A cause that fired on what was read stands."""
+    health). A requirement of several sources is read in part only when none of those read was
+    read whole (any of them suffices, as for ``requires``). A cause that fired stands."""
     cut = []
     for requirement in cause.requires:
-        for section in (requirement,) if isinstance(requirement, str) else requirement:
-            value = facts.get(section)
-            read = isinstance(value, dict) and value.get("status") == "ok"
-            if read and isinstance(value.get("input_cut"), str):
-                cut.append(
-                    {
-                        "section": section,
-                        "status": "cut",
-                        "detail": value["input_cut"],
-                        "collect": f"{section} was read only in part ({value['input_cut']})",
-                    }
-                )
+        options = (requirement,) if isinstance(requirement, str) else requirement
+        read = [s for s in options if _section_status(facts, s) == "ok"]
+        parts = [s for s in read if isinstance(facts[s].get("input_cut"), str)]
+        if parts and len(parts) == len(read):
+            cut += [
+                {
+                    "section": section,
+                    "status": "cut",
+                    "detail": facts[section]["input_cut"],
+                    "collect": f"{section} was read only in part ({facts[section]['input_cut']})",
+                }
+                for section in parts
+            ]
     return cut
 
 
