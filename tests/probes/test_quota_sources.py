@@ -182,3 +182,15 @@ def test_one_storage_target_per_file_puts_a_whole_file_on_one_beegfs_target() ->
     assert "pool" not in said  # the Default pool holds every target
     for quiet in (("beegfs8-health-df.txt", "abci-beeond-getentryinfo-dir.txt"), ("beegfs8-health-df.txt",)):
         assert "capacity-target-full" not in _findings(*quiet, job={"params": "10B"})
+
+
+def test_a_quota_of_another_filesystem_than_the_checkpoint_path_is_not_held_to_the_job() -> None:
+    """USC's myquota: /home1 (107 GB left) and /scratch (10 TiB): a 10B checkpoint (140 GB) does not
+    fit /home1's room; written under /scratch, that quota is not the one it is charged to."""
+    usc = [TARGETS / "usc-discovery-myquota-beegfs.txt"]
+    anywhere = analyze_paths(usc, job={"params": "10B"}).report["findings"]
+    assert "ttrojan on /home1/ttrojan: 107 GB left" in next(
+        f for f in anywhere if f["id"] == "capacity-quota-exceeded")["evidence"][0]["text"]  # fmt: skip
+    for path, fires in (("/scratch/ttrojan/run1", False), ("/home1/ttrojan/run1", True)):
+        found = analyze_paths(usc, path, job={"params": "10B"}).report["findings"]
+        assert ("capacity-quota-exceeded" in {f["id"] for f in found}) is fires, path

@@ -283,13 +283,39 @@ def quota_short(facts: dict[str, Any], needed: int | None, files: int | None) ->
     found = []
     for section in QUOTA_SECTIONS:
         for quota in dicts(ok_section(facts, section).get("quotas")):
-            left, reasons = _quota_reasons(quota, needed, files)
+            # a quota of another filesystem than the checkpoint path's is judged on its own state
+            # only: the job's checkpoints are not written there
+            elsewhere = _quota_elsewhere(facts, quota)
+            left, reasons = _quota_reasons(quota, None if elsewhere else needed, None if elsewhere else files)
             if reasons:
                 owner = " ".join(str(v) for v in (quota.get("kind"), quota.get("owner")) if v) or "the user"
                 where = f" on {quota['filesystem']}" if quota.get("filesystem") else ""
                 found.append({**quota, "left_bytes": left, "label": f"{owner}{where}", "source": section,
                               "reason": "; ".join(reasons)})  # fmt: skip
     return found
+
+
+def _quota_elsewhere(facts: dict[str, Any], quota: dict[str, Any]) -> bool:
+    """True when ``--path`` was given and the quota's filesystem is another mount's: a directory
+    that does not hold the path, or the device of a mount that is not the path's. Names that map
+    to no mount (a BeeGFS pool, ``./``) may hold the path: they are judged."""
+    path = obj(facts.get("target")).get("path")
+    where = quota.get("filesystem")
+    if not isinstance(path, str) or not isinstance(where, str) or not where:
+        return False
+    target = ok_section(facts, "target")
+    mounts = dicts(ok_section(facts, "mounts").get("mounts"))
+    if (
+        where.startswith("/")
+        and not where.startswith("/dev/")
+        and where not in {m.get("source") for m in mounts}
+    ):
+        holds = path == where or path.startswith(where.rstrip("/") + "/") or where == target.get("mountpoint")
+        return not holds
+    holder = longest_prefix_mount(mounts, path) if mounts else None
+    device = target.get("device") or (holder or {}).get("source")
+    others = {m.get("source") for m in mounts if m is not holder}
+    return where != device and where in others
 
 
 def _quota_reasons(
