@@ -136,6 +136,7 @@ CUFILE = REPO / "tests" / "data" / "cufile"
         ("gdsnvfs-019--cufile.log", 3),  # two samples in one log (pid 41294 at 16:20:37, 41337 at 16:20:53)
         ("gdsnvfs-062--cufile.log", 2),  # pid 48882 at 07:45, pid 57637 at 08:00
         ("tinygrad-051--cufile.log", 2),  # pid 44990 at 14:59:16, pid 45020 at 14:59:31
+        ("gdsnvfs-031--cufile.log.excerpt", 2),  # seven processes over six days, the last one's 2 lines
     ],
 )
 def test_the_last_attempt_of_a_cufile_log_is_the_processes_after_all_others_ended(
@@ -182,3 +183,14 @@ def test_the_cause_of_the_last_attempt_ranks_first(
     roots = [f["id"] for f in analyze_paths([log], None).report["findings"] if not f["explained_by"]]
     assert roots[0] == first
     assert {"fs-device-mapper-or-loop", "fs-virtual-no-block-device"} <= set(roots)
+
+
+def test_a_log_of_days_of_attempts_leads_with_what_the_last_one_hit() -> None:
+    """gds-nvidia-fs #31 (Rocky 8.6): the user's log holds six days of attempts: cuInit found no
+    device on the 5th, nvidia-fs was not loaded on the 6th and 7th, and the last run hit "NVMe
+    Driver not registered with nvidia-fs" (the thread's subject). That one ranks first; the
+    earlier attempts' causes stay in the report."""
+    log = CUFILE / "gdsnvfs-031--cufile.log.excerpt"
+    roots = [f["id"] for f in analyze_paths([log], None).report["findings"] if not f["explained_by"]]
+    assert roots[0] == "nvme-not-registered-with-nvidia-fs"
+    assert {"cufile-cuda-init-failed", "nvidia-fs-not-loaded"} <= set(roots)
