@@ -141,3 +141,20 @@ def test_async_headroom_compares_the_node_shard_with_available_memory(
     assert ("async-save-host-memory-short" in found) is fires
     if fires:
         assert "2.03 TB available" in found["async-save-host-memory-short"]["evidence"][0]["text"]
+
+
+def test_a_listing_cut_short_counts_the_osts_its_indexes_say() -> None:
+    """SDSC Expanse's lfs df -h as published: 5 OST rows of 72 ('...' between OST:2 and OST:70). The
+    even spread is over 72 OSTs, not 5 (else each OST's share is overstated 14 times)."""
+    from gdsdoctor.facts.derived.storage_space import full_targets, storage_targets
+
+    text = (TARGETS / "expanse-lfs-df-h-cut.txt").read_text()
+    section = fs_targets.parse_lfs_df(text, "df")
+    assert {t["listing_cut"] for t in section["targets"]} == {True}
+    targets = storage_targets({"lfs_df": {"status": "ok", **section}})
+    needed = 72 * 130 * 10**12  # 130 TB an OST: more than each has free (at most 111.9 TiB, 123 TB)
+    short = full_targets(targets, needed)
+    assert len(short) == 5 and {t["share_bytes"] for t in short} == {130 * 10**12}
+    assert "an even spread over 72 data targets" in short[0]["share_basis"]
+    whole = fs_targets.parse_lfs_df((TARGETS / "ozstar-lfs-df-h.txt").read_text(), "df")
+    assert not any("listing_cut" in t for t in whole["targets"])  # a listing pasted whole

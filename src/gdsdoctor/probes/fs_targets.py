@@ -17,7 +17,8 @@ Sections ``lfs_df`` (``lfs df``, sizes) and ``lfs_df_i`` (``lfs df -i``, inodes)
 - ``targets[]``: ``{fs ("lustre"|"beegfs"), fsname, name ("OST0000", "MDT0000", "101"), kind ("data"|
   "metadata"), index, mountpoint, size_bytes, used_bytes, avail_bytes, use_pct, inodes, inodes_used,
   inodes_free, inodes_use_pct, active (False for "inactive device"), pool (BeeGFS capacity pool:
-  normal/low/emergency), exact, src}``: the fields a listing does not give are null (``lfs df`` has
+  normal/low/emergency), exact, listing_cut (only when the paste left rows out: ``...``), src}``: the
+  fields a listing does not give are null (``lfs df`` has
   no inodes, ``lfs df -i`` no sizes; a BeeGFS ``%`` is the share *free*, turned into ``use_pct``);
 - ``filesystems[]``: the ``filesystem_summary:`` lines ``{fs, mountpoint, size_bytes, avail_bytes,
   use_pct, inodes, inodes_free, inodes_use_pct, src}``.
@@ -64,6 +65,8 @@ _LFS_INACTIVE = lazy_compile(
     r"^\s*(?:(?P<fsname>[\w.-]{1,80}?)-)?(?P<kind>OST|MDT)(?P<hex>[0-9a-fA-F]{4})(?:_UUID)?"
     r"\s*:\s*inactive device\s*$"
 )
+# a paste that left rows out ("...", "[...]", "…" on its own line)
+_ELIDED = lazy_compile(r"^\s*(?:\.\.\.|\[\.\.\.\]|…)\s*$")
 _BEEGFS_SECTION = lazy_compile(
     r"^\s*(?:(?P<section>METADATA SERVERS|STORAGE TARGETS):|## (?P<section8>Metadata|Storage) Targets)\s*$"
 )
@@ -149,6 +152,7 @@ def parse_lfs_df(text: str, artifact: str) -> Section:
     unit: str | None = None
     targets: list[dict[str, Any]] = []
     filesystems: list[dict[str, Any]] = []
+    cut = False
     for number, line in numbered_lines(text):
         if header := _LFS_HEADER.match(line):
             unit = header["unit"]
@@ -162,10 +166,15 @@ def parse_lfs_df(text: str, artifact: str) -> Section:
             targets.append(_lfs_row(row, unit, src(artifact, number, line)))
         elif unit and (summary := _LFS_SUMMARY.match(line)):
             filesystems.append(_lfs_summary(summary, unit, src(artifact, number, line)))
+        elif unit and _ELIDED.match(line):
+            cut = True
     if unit is None or not (targets or filesystems):
         raise ParseError(
             "no `UUID bytes|1K-blocks|Inodes Used Available Use% Mounted on` table (expected `lfs df`)"
         )
+    if cut:  # rows left out of the paste: the indexes listed tell how many targets there are
+        for target in targets:
+            target["listing_cut"] = True
     return {"targets": targets, "filesystems": filesystems}
 
 

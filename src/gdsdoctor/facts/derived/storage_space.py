@@ -211,9 +211,7 @@ def full_targets(
     data = [
         t for t in targets if t.get("kind") == "data" and t.get("active") and t.get("avail_bytes") is not None
     ]
-    counts: dict[tuple[Any, ...], int] = {}
-    for target in data:
-        counts[_group(target)] = counts.get(_group(target), 0) + 1
+    counts = _target_counts(data)
     found = []
     for target in data:
         layout = (layouts or {}).get(str(target.get("fs")))
@@ -226,6 +224,20 @@ def full_targets(
                           "avail_text": human_bytes(target["avail_bytes"]),
                           "below_share": short, "label": _label(target)})  # fmt: skip
     return found
+
+
+def _target_counts(data: list[dict[str, Any]]) -> dict[tuple[Any, ...], int]:
+    """Active data targets per filesystem; a pasted listing cut short (``...``) has at least as
+    many as its highest index + 1 (OST0046 at [OST:70] means 72 OSTs, not the 5 rows pasted)."""
+    counts: dict[tuple[Any, ...], int] = {}
+    highest: dict[tuple[Any, ...], int] = {}
+    for target in data:
+        group = _group(target)
+        counts[group] = counts.get(group, 0) + 1
+        index = target.get("index")
+        if target.get("listing_cut") and isinstance(index, int):
+            highest[group] = max(highest.get(group, 0), index + 1)
+    return {group: max(count, highest.get(group, 0)) for group, count in counts.items()}
 
 
 Layout = dict[str, Any] | None
