@@ -5,8 +5,9 @@ subsystem (issue 23).
 
 - ``fstab_entries``: fstab's data entries (``fstab.data_entries``) with what sits under each
   (``transports``: the NVMe transports of the namespace its device names, ``fabrics``: true when
-  one is NVMe-oF, null when the device cannot be tied to a controller: a ``UUID=`` spec, no
-  controller listing).
+  one is NVMe-oF, null when the device cannot be tied to a controller: no controller listing, or
+  a ``UUID=``/``LABEL=`` spec or ``/dev/disk/by-*`` link that no ``blkid`` output resolves);
+  ``resolved_device``/``resolved_by`` ("blkid"): the device such a spec names.
 - ``fstab_unmounted``: those entries whose mount point the mount table does not show (the
   mount failed or never ran: the mount point is then a bare directory of the filesystem
   below, usually ``/``); [] unless both were read.
@@ -71,16 +72,54 @@ def _fstab_entries(facts: dict[str, Any]) -> list[dict[str, Any]]:
     if not entries:
         return []
     context = storage.stack_context(facts)
+    identities = _identities(facts)
     found = []
     for entry in entries:
         transports: list[str] = []
-        if entry.get("device"):
-            mount = {"device": entry["device"], "mountpoint": None, "fstype": entry.get("fstype")}
+        device, by = _entry_device(entry, identities)
+        if device:
+            mount = {"device": device, "mountpoint": None, "fstype": entry.get("fstype")}
             view = context.stack_of(mount)
             transports = list(view.get("transports") or [])
         fabrics = any(t in storage.FABRICS for t in transports) if transports else None
-        found.append({**entry, "transports": transports, "fabrics": fabrics})
+        found.append({**entry, "transports": transports, "fabrics": fabrics, "resolved_device": device,
+                      "resolved_by": by})  # fmt: skip
     return found
+
+
+# fstab's identity specs and /dev/disk/by-* links, and the blkid field each names
+_SPECS = {"UUID": "uuid", "LABEL": "label", "PARTUUID": "partuuid", "PARTLABEL": "partlabel"}
+_BY_LINKS = {"/dev/disk/by-uuid/": "uuid", "/dev/disk/by-label/": "label",
+             "/dev/disk/by-partuuid/": "partuuid", "/dev/disk/by-partlabel/": "partlabel"}  # fmt: skip
+
+
+def _identities(facts: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(field, value) → the blkid device holding it (a UUID compared case-blind)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for device in dicts(ok_section(facts, "blkid").get("devices")):
+        for name in _SPECS.values():
+            value = device.get(name)
+            if isinstance(value, str) and value:
+                found.setdefault((name, value.lower() if "uuid" in name else value), device)
+    return found
+
+
+def _entry_device(
+    entry: dict[str, Any], identities: dict[tuple[str, str], dict[str, Any]]
+) -> tuple[str | None, str | None]:
+    """The device an fstab entry mounts: its own path, or the blkid device of its UUID=/LABEL=
+    spec or /dev/disk/by-* link (None when blkid was not read or does not list it)."""
+    spec = str(entry.get("spec") or "")
+    key, sep, value = spec.partition("=")
+    name = _SPECS.get(key.upper()) if sep else None
+    if name is None:
+        link = next((p for p in _BY_LINKS if spec.startswith(p)), None)
+        name, value = (_BY_LINKS[link], spec[len(link) :]) if link else (None, "")
+    if name is None:
+        return (str(entry["device"]), None) if entry.get("device") else (None, None)
+    value = value.strip('"')
+    device = identities.get((name, value.lower() if "uuid" in name else value))
+    return (str(device["device"]), "blkid") if device else (None, None)
 
 
 def _unmounted(facts: dict[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
