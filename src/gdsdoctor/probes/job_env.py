@@ -1,0 +1,112 @@
+"""Which GPUs this process may see: the variables a scheduler or a container runtime sets
+(``CUDA_VISIBLE_DEVICES``, ``NVIDIA_VISIBLE_DEVICES``, Slurm's job and GPU variables), read from
+gdsdoctor's own environment, or from a pasted ``env | grep …``.
+
+A job or a container that was given no GPU sees none while the node's GPUs are fine: "no GPU
+visible" is then the job's, not the node's, and automation must not drain the node for it.
+
+Section ``job_env``::
+
+    {variables: [{name, value, src}], in_job: bool (a Slurm job: SLURM_JOB_ID set),
+     job_id: str | None, job_gpus: str | None (SLURM_JOB_GPUS / SLURM_STEP_GPUS /
+     SLURM_GPUS_ON_NODE, the first set), hides_gpus: [name] (a visibility variable set to
+     "", "-1", "none" or "void": no GPU for CUDA or for the container runtime)}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.errors import ParseError
+from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.cufile import key_line_finder
+
+NAMES = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "SLURM_GPUS_ON_NODE",
+)
+_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+_NONE_VISIBLE = frozenset({"", "-1", "none", "void"})  # CUDA's and nvidia-container-runtime's
+_JOB_GPUS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE")
+_LINE = lazy_compile(r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>\S*)\s*$")
+
+
+def read_job_env(host_root: Path) -> bytes:
+    del host_root  # this process's environment, not a host tree's
+    return json.dumps({name: os.environ[name] for name in NAMES if name in os.environ}).encode()
+
+
+def parse(text: str, artifact: str) -> Section:
+    variables = _from_json(text, artifact)
+    if variables is None:
+        variables = [
+            {"name": m["name"], "value": m["value"].strip("'\""), "src": src(artifact, number, line)}
+            for number, line in numbered_lines(text)
+            if (m := _LINE.match(line)) and m["name"] in NAMES
+        ]
+        if not variables:
+            raise ParseError(
+                f"no {', '.join(NAMES[:2])} or SLURM_* lines (expected `env | grep …` NAME=value)"
+            )
+    values = {v["name"]: v["value"] for v in variables}
+    return {
+        "variables": variables,
+        "in_job": "SLURM_JOB_ID" in values,
+        "job_id": values.get("SLURM_JOB_ID"),
+        "job_gpus": next((values[name] for name in _JOB_GPUS if values.get(name)), None),
+        "hides_gpus": [
+            name for name in _VISIBILITY if name in values and values[name].lower() in _NONE_VISIBLE
+        ],
+    }
+
+
+def _from_json(text: str, artifact: str) -> list[dict[str, Any]] | None:
+    """The captured form (a JSON object of the variables set), or None when the text is not it."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    lines = text.split("\n")
+    key_line = key_line_finder(lines)
+    found = []
+    for name in NAMES:
+        if isinstance(document.get(name), str):
+            number = key_line(name)
+            found.append(
+                {"name": name, "value": document[name], "src": src(artifact, number, lines[number - 1])}
+            )
+    return found
+
+
+def recognise(text: str) -> bool:
+    lines = [line for line in text.split("\n")[:50] if line.strip()]
+    ours = [line for line in lines if (m := _LINE.match(line)) and m["name"] in NAMES]
+    return bool(ours) and len(ours) == len(lines)
+
+
+PROBE = Probe(
+    section="job_env",
+    title="GPUs this process may see (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, Slurm job)",
+    sources=(
+        Source(
+            "env/job.json",
+            reader=read_job_env,
+            how="env | grep -E '^(CUDA|NVIDIA)_VISIBLE_DEVICES=|^SLURM_(JOB_ID|JOB_GPUS|STEP_GPUS|GPUS_ON_NODE)='",  # noqa: E501
+            this_process=True,
+        ),
+    ),
+    parse=parse,
+    recognise=recognise,
+    paste_hint="`env | grep -E '^(CUDA|NVIDIA)_VISIBLE_DEVICES=|^SLURM_'`",
+    tags=("gpu",),
+)
