@@ -209,6 +209,11 @@ def _with_prompts(padded: str, prompts: list[tuple[int, str]]) -> str:
     return "\n".join(lines)
 
 
+# The reader of a terminal session's commands and their errors: the one reader a quoted command
+# line belongs to (the other readers of prompts want their own prompt only: `ulimit -l`, `cat hostid`).
+_SESSION = "cli_errors"
+
+
 def _quotes_output(quoted: Part) -> bool:
     """Quoted code that holds an output, not only commands (a request to run them is no output)."""
     return any(line and not line.startswith("$ ") for line in quoted.text.split("\n"))
@@ -217,10 +222,10 @@ def _quotes_output(quoted: Part) -> bool:
 def _with_quoted_commands(text: str, readings: Readings) -> Readings:
     """The commands that the prose around the outputs quotes inline ("the command `mount -t xfs
     -o nobarrier …` results in:" above a fenced error), given to the reader of a terminal session
-    that one of the outputs is: a command's options are evidence of what failed. Only the command
-    lines are added, in their places (``_one_per_kind`` puts the parts of one reader together);
-    the outputs quoted inline are the fenced parts' or nobody's."""
-    terminal = next((probe for _, (probe, _) in readings if probe is not None and probe.reads_prompts), None)
+    (``_SESSION``) when one of the outputs is one: a command's options are evidence of what
+    failed. Only the command lines are added, in their places (``_one_per_kind`` puts the parts
+    of one reader together); the outputs quoted inline are the fenced parts' or nobody's."""
+    terminal = next((probe for _, (probe, _) in readings if probe and probe.section == _SESSION), None)
     quoted = inline_code(Part(text)) if terminal is not None else None
     if quoted is None:
         return readings
