@@ -211,9 +211,12 @@ def _fake_lustre_tools(bindir: Path, ckpt: str) -> None:
         f"quota -u {uid} {ckpt}": "lfs-quota-home-full.txt",  # Mila: 99.99G of a 100G hard limit
         f"quota -g {gid} {ckpt}": "sdsc-lfs-quota-h-g.txt",  # SDSC: 5.95G of 50T
         f"getstripe -d {ckpt}": "fsx-2.15-lfs-getstripe-d-pfl.txt",
+        f"project -d {ckpt}": "czbiohub-lfs-project-d.txt",  # project 200020
+        f"quota -p 200020 {ckpt}": "czbiohub-lfs-quota-h-p-project-nearly-full.txt",  # 322.5T of 327T
     }
+    # a sample's prompt line (`[user@host ~]$ lfs …`) is no output of lfs: sed leaves it out
     script = 'case "$*" in\n' + "".join(
-        f'"{args}") /bin/cat {TARGETS / name};;\n' for args, name in cases.items()
+        f'"{args}") /bin/sed "/^\\[/d" {TARGETS / name};;\n' for args, name in cases.items()
     )
     fake_binary(bindir, "lfs", script + "*) exit 9;;\nesac")
 
@@ -231,11 +234,17 @@ def test_live_lfs_quota_gives_the_findings_of_the_pasted_outputs(tmp_path: Path,
     live = check(root, str(ckpt), deadline_s=20)
     probes = {p["name"]: p for p in live.report["probes"]}
     assert probes["lfs_quota"]["status"] == "ok" and probes["lfs_getstripe"]["status"] == "ok"
-    pasted = analyze_paths([TARGETS / "lfs-quota-home-full.txt", TARGETS / "sdsc-lfs-quota-h-g.txt"])
+    names = (
+        "lfs-quota-home-full.txt",
+        "sdsc-lfs-quota-h-g.txt",
+        "czbiohub-lfs-quota-h-p-project-nearly-full.txt",
+    )
+    pasted = analyze_paths([TARGETS / name for name in names])
     assert _quota_finding(live) == _quota_finding(pasted)
-    assert "usr normandf on /home/mila" in _quota_finding(live)[2][0]
-    owners = {(q["kind"], q["owner"]) for q in live.facts["lfs_quota"]["quotas"]}
-    assert owners == {("usr", "normandf"), ("grp", "sds184")}
+    said = _quota_finding(live)[2][0]
+    assert "usr normandf on /home/mila" in said and "prj 200020 on /hpc/projects/group.royer" in said
+    owners = [(q["kind"], q["owner"]) for q in live.facts["lfs_quota"]["quotas"]]
+    assert owners == [("usr", "normandf"), ("grp", "sds184"), ("prj", "200020")]
     assert live.facts["derived"]["storage"]["stripe_layout"]["stripe_counts"] == [1, 8, 16, 32]
     group_only = analyze_paths([TARGETS / "sdsc-lfs-quota-h-g.txt"]).report["findings"]
     assert "capacity-quota-exceeded" not in {f["id"] for f in group_only}  # 5.95G of 50T: quiet
@@ -265,3 +274,19 @@ def test_a_lock_whose_holder_has_not_written_its_pid_yet_is_waited_for(
     finally:
         command_lock.release(first)
     command_lock.release(command_lock.acquire(["tool"], str(isolated_path), time.monotonic() + 1))
+
+
+def test_a_directory_in_no_project_or_a_lustre_without_projects_asks_no_project_quota(
+    tmp_path: Path, isolated_path: Path
+) -> None:
+    assert lustre_path.project_of(b"200020 P /hpc/projects/group.royer\n") == 200020
+    assert lustre_path.project_of(b"    0 - /scratch/run1\n") is None  # project 0: none
+    ckpt = str(tmp_path)
+    fake_binary(isolated_path, "findmnt", "echo lustre")
+    uid, gid = lustre_path.quota_owners(ckpt)
+    sample = TARGETS / "lfs-quota-home-full.txt"
+    fake_binary(isolated_path, "lfs", f'case "$*" in "quota -u {uid} {ckpt}"|"quota -g {gid} {ckpt}") /bin/cat {sample};;\n'
+                "\"project -d\"*) echo 'lfs project: Operation not supported' >&2; exit 95;;\n*) exit 9;;\nesac")  # fmt: skip
+    probes = lustre_path.probes_for(ckpt)
+    quota = capture_live(this_kernels_root(tmp_path / "root"), None, probes).artifacts["cmd/lfs-quota.txt"]
+    assert quota.status is ArtifactStatus.OK and quota.data == sample.read_bytes() * 2

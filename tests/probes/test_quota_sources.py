@@ -194,3 +194,31 @@ def test_a_quota_of_another_filesystem_than_the_checkpoint_path_is_not_held_to_t
     for path, fires in (("/scratch/ttrojan/run1", False), ("/home1/ttrojan/run1", True)):
         found = analyze_paths(usc, path, job={"params": "10B"}).report["findings"]
         assert ("capacity-quota-exceeded" in {f["id"] for f in found}) is fires, path
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        # Lustre project quotas (`lfs quota -p`): the wrapped filesystem row, the kbytes listing
+        ("czbiohub-lfs-quota-h-p-project-nearly-full.txt", "prj 200020 on /hpc/projects/group.royer: 99% of"),
+        ("nrel-eagle-lfs-quota-p-over-soft.txt", "prj 110255 on /projects/csc000: over its limit"),
+    ],
+)
+def test_lustre_project_quotas_fire_the_quota_cause(name: str, reason: str) -> None:
+    assert reason in _findings(name)["capacity-quota-exceeded"]["evidence"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vsc-dodrio-lfs-quota-prj.txt",  # 1.709G of 2.85G and 15.4T of 19T: under 95 %
+        "cirrus-lfs-quota-hp-project.txt",  # run on ".", 958.3G of 13.57T
+        "lfs-quota-h-p-bquota-columns.txt",  # Lustre 2.16's bquota/blimit columns, 2.42G of 50G
+    ],
+)
+def test_project_quota_near_misses_are_read_and_stay_quiet(name: str) -> None:
+    """No job described: judged on their state only (a 7B job's 98 GB would not fit 2.85G or 50G)."""
+    analysis = analyze_paths([TARGETS / name])
+    quotas = analysis.facts["fs_quota"]["quotas"]
+    assert quotas and {q["kind"] for q in quotas} == {"prj"} and all(q["hard_bytes"] for q in quotas)
+    assert "capacity-quota-exceeded" not in {f["id"] for f in analysis.report["findings"]}

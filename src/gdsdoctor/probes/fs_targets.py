@@ -88,10 +88,11 @@ _BEEGFS_ROW = lazy_compile(
 )
 _QUOTA_HEADER = lazy_compile(
     r"^\s*Disk quotas for (?P<kind>usr|grp|prj|user|group|project) (?P<owner>\S{1,64}) "
-    r"\((?:uid|gid|prj|projid)? ?(?P<id>\d{1,12})\)"
+    r"\((?:uid|gid|pid|prj|projid)? ?(?P<id>\d{1,12})\)"
 )
 _QUOTA_COLUMNS = lazy_compile(
-    r"^\s*Filesystem\s+(?P<unit>kbytes|used|space|blocks)\s+quota\s+limit\s+grace\s+files"
+    # Lustre 2.16 prints bquota blimit bgrace … iquota ilimit igrace
+    r"^\s*Filesystem\s+(?P<unit>kbytes|used|space|blocks)\s+b?quota\s+b?limit\s+b?grace\s+files"
 )
 _QUOTA_NUMBER = lazy_compile(r"\[?[\d.]{1,20}[kKMGTP]?\]?\*?")
 _SI_COUNT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -291,7 +292,8 @@ def parse_quota(text: str, artifact: str) -> Section:
         tokens = line.split()
         if owner is None or not tokens:
             continue
-        named = not _QUOTA_NUMBER.fullmatch(tokens[0])
+        # a filesystem named "." or "./" (lfs quota run on the working directory) is no number
+        named = not _QUOTA_NUMBER.fullmatch(tokens[0]) or not any(c.isdigit() for c in tokens[0])
         fields = _quota_fields(tokens[1:] if named else tokens)
         if fields:
             fs = tokens[0] if named else pending
