@@ -205,7 +205,10 @@ def test_a_quota_of_another_filesystem_than_the_checkpoint_path_is_not_held_to_t
     ],
 )
 def test_lustre_project_quotas_fire_the_quota_cause(name: str, reason: str) -> None:
-    assert reason in _findings(name)["capacity-quota-exceeded"]["evidence"][0]["text"]
+    found = _findings(name)["capacity-quota-exceeded"]
+    assert reason in found["evidence"][0]["text"]
+    project = reason.split()[1]  # the command that reads this project's quota again, with its ID
+    assert any(step["command"].startswith(f"lfs quota -h -p {project} /") for step in found["remediation"])
 
 
 @pytest.mark.parametrize(
