@@ -15,6 +15,7 @@ from gdsdoctor.capture.runner import run_command
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.pipeline import analyze_paths
 from gdsdoctor.probes import gpu, nvidia_smi_failures
+from tests.conftest import REPO
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FAILURES = DATA / "gpu" / "failures"
@@ -172,16 +173,34 @@ def test_an_api_mismatch_of_an_earlier_boot_is_not_the_node_now(tmp_path: Path) 
 # --- ranking: the GPU comes before what needs it ---------------------------------------------------
 
 
-def test_a_version_mismatch_leads_and_folds_the_nvidia_fs_finding(tmp_path: Path) -> None:
+def test_a_version_mismatch_leads_and_folds_the_nvidia_fs_finding() -> None:
+    """The old module still loaded (the fixture's lsmod), no nvidia_fs beside it."""
+    lsmod = REPO / "fixtures" / "gpu-nvidia-smi-version-mismatch" / "files" / "lsmod.txt"
+    report = _report(FAILURES / "nvidia-smi.version-mismatch.fedora-dnf-update-580.txt", lsmod)
+    first = report["findings"][0]
+    assert first["id"] == "nvidia-driver-not-running"
+    assert "nvidia-fs-not-loaded" in first.get("explains", [])
+
+
+def test_no_nvidia_module_beside_a_failing_nvidia_smi_is_the_driver_down_not_a_cpu_node(
+    tmp_path: Path,
+) -> None:
     lsmod = _pasted(
         tmp_path,
         "lsmod.txt",
         "Module                  Size  Used by\nnvme                   61440  3\nnvme_core             200704  4 nvme\n",
     )
-    report = _report(FAILURES / "nvidia-smi.version-mismatch.fedora-dnf-update-580.txt", lsmod)
-    first = report["findings"][0]
-    assert first["id"] == "nvidia-driver-not-running"
-    assert "nvidia-fs-not-loaded" in first.get("explains", [])
+    report = _report(FAILURES / "nvidia-smi.driver-unreachable.renya-kujirada-docker-k8s.txt", lsmod)
+    assert report["findings"][0]["id"] == "nvidia-driver-not-running"
+
+
+def test_a_failing_nvidia_smi_on_a_node_whose_pci_list_has_no_nvidia_gpu_is_no_finding() -> None:
+    """A CPU node of a fleet that shares one image: the driver's tools installed, no GPU on the
+    bus (this VM's real lspci). No GPU cause applies; nothing to drain."""
+    lspci = DATA / "pci" / "lspci-vmm.this-machine-vm.txt"
+    report = _report(FAILURES / "nvidia-smi.driver-unreachable.renya-kujirada-docker-k8s.txt", lspci)
+    assert not _GPU_CAUSES & {f["id"] for f in report["findings"]}
+    assert report["summary"]["status"] != "CRITICAL"
 
 
 def test_a_gdscheck_listing_no_gpu_leads_with_no_gpu_not_nvidia_fs(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Derived facts about the node as a whole, written at the top of ``derived``:
 
-- ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck),
+- ``nvidia_present``: True if any source shows the NVIDIA GPU stack (module, GPU, gdscheck; an
+  nvidia-smi that failed or a gdscheck listing no GPU shows none: the PCI list decides),
   False if the sources that would show it were read and do not, None if none was readable.
 - ``rdma_present``: True if the RDMA device list (``infiniband``: sysfs, ibstat, ibv_devinfo)
   shows a device, False if it was read and shows none (no ``/sys/class/infiniband``: the RDMA
@@ -106,13 +107,21 @@ def _listed_devices(facts: dict[str, Any]) -> set[str]:
 
 
 def _nvidia_present(facts: dict[str, Any]) -> bool | None:
-    """Evidence of the NVIDIA stack from any source; unknown only when nothing was readable."""
+    """Evidence of the NVIDIA stack from any source; unknown only when nothing was readable. An
+    nvidia-smi or gdscheck that could not see a GPU is evidence of neither: the tools are
+    installed, and the driver is down or the GPU unseen; then no nvidia module loaded is no sign
+    of a node without GPUs either, and only the PCI list tells."""
     seen: list[bool] = []
+    tools = [read for name in ("gdscheck", "nvidia_smi") if (read := ok_section(facts, name))]
+    blind_tools = any(_saw_no_gpu(read) for read in tools)
     modules = ok_section(facts, "modules")
     if modules:
-        seen.append(any(name.startswith("nvidia") for name in modules.get("names", [])))
+        loaded = any(name.startswith("nvidia") for name in modules.get("names", []))
+        if loaded or not blind_tools:
+            seen.append(loaded)
     for section in ("gdscheck", "nvidia_smi", "nvidia_topo", "nvidia_driver", "nvidia_fs_version"):
-        if ok_section(facts, section):
+        read = ok_section(facts, section)
+        if read and not _saw_no_gpu(read):
             seen.append(True)
     for section in GPU_PRESENCE_SECTIONS:
         pci = ok_section(facts, section)
@@ -121,6 +130,15 @@ def _nvidia_present(facts: dict[str, Any]) -> bool | None:
     if any(seen):
         return True
     return False if seen else None
+
+
+def _saw_no_gpu(section: dict[str, Any]) -> bool:
+    """An nvidia-smi that failed or a gdscheck that lists no GPU: installed tools, no evidence of
+    a GPU (a CPU node with the driver package installed prints the same), so the PCI list decides."""
+    if section.get("gpus"):
+        return False
+    said = [m.get("kind") for m in section.get("messages") or []]
+    return bool(section.get("failures")) or "no_supported_gpu" in said
 
 
 def _rdma_present(facts: dict[str, Any]) -> bool | None:
