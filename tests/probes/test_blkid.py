@@ -78,8 +78,8 @@ def test_without_blkid_a_uuid_entry_stays_unresolved() -> None:
 def test_blkid_on_a_real_xfs_loop_device(tmp_path: Path) -> None:
     skip_unless_root_with("blkid", "mkfs.xfs")
     with loop_device("xfs", tmp_path / "xfs.img", 320 << 20, ("-L", "ckpt-tier")) as device:
-        # no cache file: a device just formatted is probed, not read from blkid's cache (under load
-        # the cache still held the device's previous contents: seen once in a full run)
+        # no cache file: the device just formatted is probed, never looked up in blkid's cache
+        # (the test failed once in a loaded full run and passed alone; the cause was not seen)
         cmd = ["blkid", "-c", "/dev/null", device]
         text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     (found,) = parse_blkid(text, "blkid.txt")["devices"]
