@@ -93,6 +93,8 @@ def test_a_lost_gpu_beside_the_table_of_the_others_keeps_both() -> None:
         ("nvidia-smi.no-devices.slurm-job-without-gres.txt", "no-gpu-visible"),
         ("nvidia-smi.no-devices.rminitadapter-vbios.txt", "no-gpu-visible"),
         ("nvidia-smi.gpu-lost-one-of-four.610-kmd-header.txt", "gpu-fell-off-the-bus"),
+        ("nvidia-smi.library-missing.docker-gpus-all-cuda-11.8.txt", "nvidia-driver-not-running"),
+        ("nvidia-smi.library-missing.k8s-node-display-unclaimed.txt", "nvidia-driver-not-running"),
     ],
 )
 def test_a_pasted_nvidia_smi_failure_is_the_first_finding_never_ok(sample: str, cause: str) -> None:
@@ -247,3 +249,12 @@ def test_a_failing_nvidia_smi_that_says_nothing_readable_stays_a_failure(tmp_pat
     section = _live(tmp_path, "something else went wrong\n", 255)
     assert section["status"] == "error"
     assert "exit 255" in section["detail"] and "something else went wrong" in section["detail"]
+
+
+def test_a_container_without_the_driver_libraries_is_no_node_to_drain(tmp_path: Path) -> None:
+    """libnvidia-ml.so not found in a container started without GPUs (NVIDIA_VISIBLE_DEVICES=void,
+    nvidia-container-runtime's word for none): a warning; on the host, critical."""
+    missing = FAILURES / "nvidia-smi.library-missing.docker-gpus-all-cuda-11.8.txt"
+    env = _pasted(tmp_path, "env.txt", "NVIDIA_VISIBLE_DEVICES=void\n")
+    assert _findings(missing, env)["nvidia-driver-not-running"]["severity"] == "warning"
+    assert _findings(missing)["nvidia-driver-not-running"]["severity"] == "critical"

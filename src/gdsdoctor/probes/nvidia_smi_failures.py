@@ -11,6 +11,9 @@ drivers 390 to 610, from public reports; tests/data/gpu/SOURCES.md):
   user-space libraries were upgraded and the old kernel module still runs), with the library's
   version from the ``NVML library version: 580.126`` line that follows on newer drivers
   (nvidia-container-cli: ``nvml error: driver/library version mismatch``);
+- ``library_missing``: ``NVIDIA-SMI couldn't find libnvidia-ml.so library in your system`` (the
+  driver's user-space library is not installed or not on the loader's path: a container started
+  without the NVIDIA runtime, a login that lacks the library path);
 - ``nvml_failed``: ``Failed to initialize NVML: <reason>`` otherwise (``Unknown Error`` in a
   container whose device cgroup lost the GPUs, ``Insufficient Permissions``);
 - ``no_devices``: ``No devices were found`` (the driver runs and sees no GPU it can use: none given
@@ -35,6 +38,7 @@ _FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "driver_unreachable",
         lazy_compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA"),
     ),
+    ("library_missing", lazy_compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library")),
     # nvidia-container-cli says it in its own words: "nvml error: driver/library version mismatch"
     (
         "version_mismatch",
@@ -52,6 +56,9 @@ _FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 _LIBRARY_VERSION = lazy_compile(r"^\s*NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)\s*$")
+_EMPTY_PROMPT = lazy_compile(r"^(?:[\w.-]+@[\w.-]+(?::\S*)?)?[$#%]$")
+# the second line nvidia-smi prints after a library it cannot find: advice, part of the message
+_LIBRARY_ADVICE = lazy_compile(r"^\s*Please also try adding directory that contains libnvidia-ml\.so")
 # Only the first lines are looked at: the message is what nvidia-smi prints first (or alone).
 _HEAD_LINES = 60
 
@@ -92,11 +99,18 @@ def only_failures(text: str) -> bool:
     lines = [line for line in text.split("\n")[:_HEAD_LINES] if line.strip()]
     if not lines or len(text) > 4096:
         return False
-    meaningful = [line for line in lines if not _is_prompt(line) and not _LIBRARY_VERSION.match(line)]
+    meaningful = [
+        line
+        for line in lines
+        if not _is_prompt(line) and not _LIBRARY_VERSION.match(line) and not _LIBRARY_ADVICE.match(line)
+    ]
     return bool(meaningful) and all(_failure(line) is not None for line in meaningful)
 
 
 def _is_prompt(line: str) -> bool:
-    """``$ nvidia-smi -a``, ``root@host:~# nvidia-smi``: the command typed before its output."""
+    """``$ nvidia-smi -a``, ``root@host:~# nvidia-smi``: the command typed before its output, or
+    the empty prompt after it (``$``, ``user@host:~$``)."""
     stripped = line.strip()
+    if _EMPTY_PROMPT.match(stripped):
+        return True
     return "nvidia-smi" in stripped and stripped.split()[-1] != "found" and _failure(stripped) is None
