@@ -123,7 +123,7 @@ def _findings(*names: str, job: dict) -> dict[str, dict]:
     return {f["id"]: f for f in analysis.report["findings"]}
 
 
-SINGLE_FILE = {"params": "405B"}  # 5.67 TB in one file (one rank's torch.save)
+SINGLE_FILE = {"params": "405B", "gpus": 1}  # 5.67 TB in one file (one rank's torch.save)
 
 
 def test_a_file_larger_than_any_ost_fails_with_stripe_count_1_and_fits_a_pfl_layout() -> None:

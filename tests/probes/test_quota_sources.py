@@ -172,16 +172,15 @@ def test_one_storage_target_per_file_puts_a_whole_file_on_one_beegfs_target() ->
     """BeeGFS 8 targets of 99.2 GiB and 879.5 GiB free, a 10B checkpoint in one 140 GB file: an even
     spread (70 GB each) fits; USC's directory pattern of 1 target per file does not on the small
     target; ABCI's 8 targets per file (capped at the 2 there are) does."""
-    one = _findings(
-        "beegfs8-health-df.txt", "usc-hpcc-beegfs-getentryinfo-dir-1-target.txt", job={"params": "10B"}
-    )
+    one_file = {"params": "10B", "gpus": 1}  # one rank's torch.save: the file count is given
+    one = _findings("beegfs8-health-df.txt", "usc-hpcc-beegfs-getentryinfo-dir-1-target.txt", job=one_file)
     said = one["capacity-target-full"]["evidence"][0]["text"]
     assert said.startswith(
         "301 of beegfs: 107 GB free, less than its share of the checkpoints (140 GB: 1 storage"
     )
     assert "pool" not in said  # the Default pool holds every target
     for quiet in (("beegfs8-health-df.txt", "abci-beeond-getentryinfo-dir.txt"), ("beegfs8-health-df.txt",)):
-        assert "capacity-target-full" not in _findings(*quiet, job={"params": "10B"})
+        assert "capacity-target-full" not in _findings(*quiet, job=one_file)
 
 
 def test_a_quota_of_another_filesystem_than_the_checkpoint_path_is_not_held_to_the_job() -> None:
@@ -225,3 +224,10 @@ def test_project_quota_near_misses_are_read_and_stay_quiet(name: str) -> None:
     quotas = analysis.facts["fs_quota"]["quotas"]
     assert quotas and {q["kind"] for q in quotas} == {"prj"} and all(q["hard_bytes"] for q in quotas)
     assert "capacity-quota-exceeded" not in {f["id"] for f in analysis.report["findings"]}
+
+
+def test_without_the_gpu_count_one_file_s_size_is_not_assumed() -> None:
+    """No --gpus: the checkpoint's file count is unknown, so the layout's one target per file is not
+    taken to hold the whole checkpoint (the default of one GPU would make it one 140 GB file)."""
+    names = ("beegfs8-health-df.txt", "usc-hpcc-beegfs-getentryinfo-dir-1-target.txt")
+    assert "capacity-target-full" not in _findings(*names, job={"params": "10B"})

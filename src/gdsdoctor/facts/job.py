@@ -38,6 +38,9 @@ def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
             ),
             "budget_fraction": estimate.parse_fraction(str(job.get("budget") or DEFAULT_BUDGET)),
             "gpus": estimate.parse_count(job.get("gpus") or 1),
+            # the GPU count was given (--gpus or the site config), not the default of 1: only then
+            # is one checkpoint file's size (checkpoint / GPUs) known
+            "gpus_given": job.get("gpus") is not None,
             "checkpoints_kept": estimate.parse_count(
                 job.get("checkpoints_kept") or 1, what="checkpoints kept"
             ),

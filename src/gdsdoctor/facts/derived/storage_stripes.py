@@ -12,7 +12,8 @@ stays on the MDT. A mirrored file (FLR) writes every mirror: the largest mirror'
 OST, and the space needed is multiplied by the mirror count.
 
 The file is the job's largest: ``checkpoint_bytes / gpus`` (a sharded save writes a file per
-rank; ``--gpus 1`` judges a single-file ``torch.save``)."""
+rank; ``--gpus 1`` judges a single-file ``torch.save``); unknown without ``--gpus`` (the default
+of one GPU would make the whole checkpoint one file)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def checkpoint_layout(facts: dict[str, Any], fs: str = "lustre") -> dict[str, An
 def file_bytes_of(facts: dict[str, Any]) -> int | None:
     job = ok_section(facts, "job")
     size, gpus = job.get("checkpoint_bytes"), job.get("gpus") or 1
+    if job.get("gpus_given") is False:  # the default of 1 GPU would take the whole save for one file
+        return None
     return round(size / gpus) if isinstance(size, int) and size > 0 and isinstance(gpus, int) else None
 
 
