@@ -296,3 +296,35 @@ def test_an_rdma_source_address_without_a_rocev2_gid(
     assert cause["outcome"] == ("fired" if fires else "clear")
     if fires:
         assert "nvme1 from 192.168.10.102 (ens2np0): GIDs v1" in cause["evidence"][0]["text"]
+
+
+# --- no address names the NIC: an RDMA controller's own numa_node --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("numa_node", "far_gpu"), [("1", "0000:18:00.0"), ("0", "0000:98:00.0"), ("-1", None)]
+)
+def test_an_rdma_controller_placed_by_its_numa_node(
+    fs: FakeFilesystem, numa_node: str, far_gpu: str | None
+) -> None:
+    """nvme-rdma sets the controller's numa_node to its RDMA device's (ibdev_to_node): with no
+    source address and no `ip address`, that node still says which socket carries the path; -1
+    (what TCP controllers and multipath heads show) says nothing and decides nothing."""
+    host = two_socket_node(fs)
+    host.add_nvmeof_subsystem(1, paths=1, states=("live",), addresses=["traddr=192.168.10.10,trsvcid=4420"],
+                              numa_node=numa_node)  # fmt: skip
+    locality, causes = report_of(fs, "")
+    assert locality["controllers"][0]["netdev"] is None
+    if far_gpu is None:
+        assert locality["gpu_paths"] == [] and causes[CAUSE]["outcome"] == "clear"
+        return
+    paths = by_gpu(locality)
+    assert {bdf: p["best"]["relation"] for bdf, p in paths.items()} == {
+        "0000:18:00.0": "cross_socket" if far_gpu == "0000:18:00.0" else "same_numa_node",
+        "0000:98:00.0": "cross_socket" if far_gpu == "0000:98:00.0" else "same_numa_node",
+    }
+    assert {p["best"]["basis"] for p in paths.values()} == {"numa_node"}
+    assert [p["gpu_bdf"] for p in locality["far"]] == [far_gpu]
+    cause = causes[CAUSE]
+    assert cause["outcome"] == "fired" and cause["certainty"] == pytest.approx(0.4)
+    assert "the controller's" in cause["evidence"][0]["text"]

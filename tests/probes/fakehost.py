@@ -224,10 +224,12 @@ class FakeHost:
         size_bytes: int = 7_681_501_126_656,
         iopolicy: str = "numa",
         addresses: Sequence[str] | None = None,
+        numa_node: str = "-1",
     ) -> list[str]:
         """An NVMe-oF subsystem ``nvme-subsys<number>`` reached through ``paths`` controllers (one per
         target port, in ``states``; ``addresses``: each one's sysfs ``address``, default one portal
-        each), the shared head ``nvme<number>n1`` and one path device per controller, as native
+        each; ``numa_node``: the controllers' sysfs node, -1 as for TCP, an RDMA one has its RDMA
+        device's), the shared head ``nvme<number>n1`` and one path device per controller, as native
         multipath lays them out. Returns the controller names."""
         nqn = f"nqn.2024-01.io.example:target{number}"
         subsystem = self._add_subsystem(f"nvme-subsys{number}", nqn, transport, iopolicy)
@@ -247,7 +249,7 @@ class FakeHost:
             self._write_attrs(controller, {
                 "transport": transport, "state": states[index], "address": addresses[index] if addresses else self._fabrics_address(transport, index),
                 "subsysnqn": nqn, "hostnqn": "nqn.2014-08.org.nvmexpress:uuid:6b0e5a2c", "cntlid": str(index + 1),
-                "cntrltype": "io", "numa_node": "-1", "kato": "5", "queue_count": "9", "sqsize": "127",
+                "cntrltype": "io", "numa_node": numa_node, "kato": "5", "queue_count": "9", "sqsize": "127",
                 "ctrl_loss_tmo": "600", "reconnect_delay": "10", "fast_io_fail_tmo": "off",
                 "dev": f"241:{number + index}",
             })  # fmt: skip

@@ -14,7 +14,10 @@ place is the topology model's (``derived.topology.pairs``: GPU × NIC relation, 
 
 - ``controllers``: per RDMA/TCP controller ``{name, subsystem, subsysnqn, transport, state, traddr,
   trsvcid, netdev, basis ("host_iface"|"src_addr"|"host_traddr"|"subnet"|None), source_address,
-  candidates (interfaces tying on the subnet), nic_bdf, rdma_device, src}``.
+  candidates (interfaces tying on the subnet), nic_bdf, rdma_device, numa_node (an RDMA
+  controller's sysfs node: its RDMA device's), src}``. A live RDMA controller whose NIC is not
+  placed is still compared with each GPU by that node (``best.basis`` "numa_node": across
+  sockets, or "same_numa_node", which is never far).
 - ``gpu_paths``: per GPU and subsystem with a live controller whose NIC is placed: ``{gpu,
   gpu_bdf, subsystem, subsysnqn, transport, best (the pair of the closest live path: relation,
   label, says, …), controller (that path's), closer_nics, src}``; ``closer_nics``: NICs closer to
@@ -41,13 +44,19 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     addresses = interface_addresses(facts)
     nics = _nic_index(facts)
     nqns = _subsystem_nqns(facts)
+    numa = _rdma_numa_nodes(facts)
     controllers = [
-        _controller(c, addresses, nics, nqns)
+        _controller(c, addresses, nics, nqns) | {"numa_node": numa.get(str(c.get("name")))}
         for c in dicts(obj(derived.get("storage")).get("fabrics_controllers"))
         if c.get("transport") in _IP_TRANSPORTS
     ]
     pairs = [p for p in dicts(obj(derived.get("topology")).get("pairs")) if p.get("other_kind") == "nic"]
-    gpu_paths = _gpu_paths(controllers, pairs, addresses, nics)
+    gpu_numa = {
+        str(g["gpu"]): g
+        for g in dicts(obj(derived.get("topology")).get("gpus"))
+        if isinstance(num(g.get("numa_node")), int)
+    }
+    gpu_paths = _gpu_paths(controllers, pairs, addresses, nics, gpu_numa)
     far = [path for path in gpu_paths if _far(path)]
     return {
         "controllers": controllers,
@@ -115,6 +124,17 @@ def _nic_index(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry["rdma_device"] = txt(device.get("name"))
             entry["bdf"] = entry["bdf"] or txt(device.get("bdf"))
     return index
+
+
+def _rdma_numa_nodes(facts: dict[str, Any]) -> dict[str, int]:
+    """Controller name → sysfs ``numa_node`` of an RDMA controller: nvme-rdma sets it to its RDMA
+    device's node (``ibdev_to_node``), so it places the NIC on a socket even when no address
+    names the NIC. A TCP controller's (and a multipath head's) is -1: no evidence."""
+    return {
+        str(c["name"]): int(c["numa_node"])
+        for c in items(ok_section(facts, "nvme_sysfs"), "controllers")
+        if c.get("transport") == "rdma" and txt(c.get("name")) and isinstance(num(c.get("numa_node")), int)
+    }
 
 
 def _subsystem_nqns(facts: dict[str, Any]) -> dict[str, str]:
@@ -223,26 +243,49 @@ def _pair_of(pairs: list[dict[str, Any]], gpu: str, bdf: Any, names: set[Any]) -
     return None
 
 
+def _numa_pair(gpu: str, placed: dict[str, Any] | None, controller: dict[str, Any]) -> dict[str, Any] | None:
+    """GPU × an RDMA controller placed by its NUMA node only (no NIC placed): across sockets, or
+    on the GPU's node (its switch unknown: never counted as far)."""
+    node, gpu_node = controller.get("numa_node"), (placed or {}).get("numa_node")
+    if not isinstance(num(gpu_node), int) or not isinstance(node, int):
+        return None
+    what = f"{controller.get('rdma_device') or controller['name']} (NUMA node {node}, the controller's)"
+    same = node == gpu_node
+    return {
+        "gpu": gpu,
+        "gpu_bdf": (placed or {}).get("bdf"),
+        "relation": "same_numa_node" if same else "cross_socket",
+        "rank": 2 if same else 4,  # the same node: below NODE (never far), its switch unknown
+        "label": "NODE or closer" if same else "SYS",
+        "numa_aligned": same,
+        "basis": "numa_node",
+        "says": f"{gpu} (NUMA node {gpu_node}) ↔ {what}: "
+        + ("on the same socket" if same else "across CPU sockets"),
+    }
+
+
 def _gpu_paths(
     controllers: list[dict[str, Any]],
     pairs: list[dict[str, Any]],
     addresses: dict[str, list[dict[str, Any]]],
     nics: dict[str, dict[str, Any]],
+    gpu_numa: dict[str, Any],
 ) -> list[dict[str, Any]]:
     by_subsystem: dict[str, list[dict[str, Any]]] = {}
     for controller in controllers:
         if controller["subsystem"]:
             by_subsystem.setdefault(str(controller["subsystem"]), []).append(controller)
-    gpus = list(dict.fromkeys(str(p.get("gpu")) for p in pairs))
+    gpus = list(dict.fromkeys([*(str(p.get("gpu")) for p in pairs), *gpu_numa]))
     found = []
     for subsystem, members in sorted(by_subsystem.items()):
-        live = [c for c in members if c["state"] == "live" and c["netdev"]]
+        live = [c for c in members if c["state"] == "live"]
         for gpu in gpus:
-            placed = [
-                (pair, c)
-                for c in live
-                if (pair := _pair_of(pairs, gpu, c["nic_bdf"], {c["rdma_device"], c["netdev"]} - {None}))
-            ]
+            placed = []
+            for c in live:
+                names = {c["rdma_device"], c["netdev"]} - {None}
+                pair = _pair_of(pairs, gpu, c["nic_bdf"], names) if c["netdev"] else None
+                if pair := pair or _numa_pair(gpu, gpu_numa.get(gpu), c):
+                    placed.append((pair, c))
             if not placed:
                 continue
             best, controller = min(placed, key=lambda pc: num(pc[0].get("rank")) or 0)
