@@ -33,6 +33,8 @@ def test_a_line_becomes_the_code_it_quotes_and_the_numbering_stays() -> None:
         # nvidia-container-cli's own words for the NVML mismatch, quoted in an issue's description
         ("gpu-operator-898.container-cli-nvml-mismatch.md", "nvidia-driver-not-running", [2]),
         ("openclaw-issues-summary.nvml-mismatch.md", "nvidia-driver-not-running", [5]),
+        # an issue form: the output pasted bare under its heading, read as a paragraph of its own
+        ("tinygrad-ogkm-47.issue-form-bare-output.md", "nvidia-driver-not-running", [19]),
     ],
 )
 def test_an_output_quoted_inline_is_read_where_the_paste_has_it(
@@ -49,3 +51,14 @@ def test_a_request_to_run_commands_quotes_no_output_and_is_not_read() -> None:
     report = analyze_paths([PROSE / "ticket-commands-to-run.near-miss.md"], None).report
     assert report["summary"]["status"] == "UNKNOWN"
     assert any("not recognised" in note for note in report["source"]["notes"])
+
+
+def test_a_paragraph_a_lenient_reader_claims_is_prose_when_its_reading_explains_half() -> None:
+    """A maintainer's comment ("name: In the p2p mode, … peer-to-peer DMA …") looks like a bare
+    kernel message to the kernel-log reader; as a paragraph of two lines of which it explains one,
+    it stays prose (the fixture's file, copied from fastsafetensors #7)."""
+    from tests.conftest import REPO
+
+    notes = REPO / "fixtures" / "cases" / "fastsafetensors-003-gds-load-slower-than-safetensors" / "files"
+    report = analyze_paths([notes / "maintainer-notes.txt"], None).report
+    assert report["summary"]["status"] == "UNKNOWN"

@@ -14,8 +14,8 @@ from gdsdoctor import DEFAULT_DEADLINE_S
 from gdsdoctor.capture import compress
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
-from gdsdoctor.capture.recognition import recognise_text
-from gdsdoctor.capture.unwrap import Part, dedented, inline_code, unwrap
+from gdsdoctor.capture.recognition import WHOLE_READING, explained_share, recognise_text
+from gdsdoctor.capture.unwrap import Part, dedented, inline_code, text_blocks, unwrap
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
@@ -109,16 +109,34 @@ class PasteReader:
         """Each output in the text with its reader (None when no reader knows it)."""
         parts = unwrap(text)
         readings = _with_quoted_commands(text, [(part, self._recognised(part)) for part in parts])
-        if any(probe for _, (probe, _) in readings) or [p.text for p in parts] == [text]:
-            return self._kept(readings)  # read, or nothing was unwrapped: nothing else to try
-        if "```" in text or "~~~" in text:
-            readings = [(part, self._recognised(part)) for part in unwrap(text, inside_fences=False)]
-        if not any(probe for _, (probe, _) in readings):
+        if any(probe for _, (probe, _) in readings):
+            return self._kept(readings)
+        if [p.text for p in parts] != [text]:  # something was unwrapped: try the text without it
+            if "```" in text or "~~~" in text:
+                readings = [(part, self._recognised(part)) for part in unwrap(text, inside_fences=False)]
+            if any(probe for _, (probe, _) in readings):
+                return self._kept(readings)
             # No output inside the wrappers is one we know: the text may be one as a whole (an
             # application log quoting commands, prose around a fenced snippet the log reader reads).
             whole = Part(text)
-            return [(whole, self._recognised(whole))]
-        return self._kept(readings)
+            readings = [(whole, self._recognised(whole))]
+            if readings[0][1][0] is not None:
+                return readings
+        # Nothing known, whole or unwrapped: outputs pasted bare between paragraphs (an issue
+        # form's "Terminal output" section, no fence) are read block by block.
+        blocks = [(block, self._block_reading(block)) for block in text_blocks(text)]
+        if any(probe for _, (probe, _) in blocks):
+            return self._kept(blocks)
+        return readings[:1]
+
+    def _block_reading(self, block: Part) -> tuple[Probe | None, str]:
+        """A paragraph's reader, kept only when what it parsed explains more than half of it:
+        a sentence a lenient reader claims ("name: words", as a bare kernel message looks) is
+        prose, and its reading cites none of it."""
+        probe, ambiguity = self._recognised(block)
+        if probe is None or explained_share(probe, block.text) <= WHOLE_READING:
+            return None, ""
+        return probe, ambiguity
 
     @staticmethod
     def _kept(readings: Readings) -> Readings:

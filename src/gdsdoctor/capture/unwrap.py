@@ -33,6 +33,7 @@ KNOWN_COMMANDS = frozenset(
 _FENCE = lazy_compile(r"^\s*+(?:```+|~~~+)\s*+[\w+.-]*+\s*+$")
 _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
 _INLINE_SPAN = lazy_compile(r"`([^`\n]{3,400})`")
+_HEADING = lazy_compile(r"^\s{0,3}#{1,6}\s")  # a markdown heading (prose: never an output)
 _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
@@ -60,6 +61,9 @@ _JSON_IDENTITY = lazy_compile(r'"(?P<key>_HOSTNAME|_BOOT_ID|_MACHINE_ID)"\s*:\s*
 # smaller; a larger input (a whole kern.log, 64 MiB of newlines) is read as it is, unwrapped.
 MAX_UNWRAP_CHARS = 16 * 1024 * 1024
 MAX_UNWRAP_LINES = 200_000
+# Blocks of prose are read one by one only in a text a person wrote: a ticket, not a log.
+MAX_BLOCKS_CHARS = 256 * 1024
+MAX_BLOCKS = 400
 _NOT_A_HOST = frozenset({"-", "localhost", "localhost.localdomain", "(none)", "host", "hostname"})
 
 
@@ -190,6 +194,26 @@ def dedented(part: Part) -> Part | None:
     return Part(
         text, part.command, part.first_line, [*part.removed, "indentation"], part.identity, part.prompts
     )
+
+
+def text_blocks(text: str) -> list[Part]:
+    """The text's blocks, split at blank lines and markdown headings, each a part at its own first
+    line: what prose holds between its paragraphs (an output pasted without a fence under an issue
+    form's heading). Empty when the text is one block, or too large to be prose around outputs."""
+    if len(text) > MAX_BLOCKS_CHARS:
+        return []
+    blocks: list[Part] = []
+    lines: list[str] = []
+    start = 1
+    for number, line in enumerate([*text.split("\n"), ""], start=1):
+        if line.strip() and not _HEADING.match(line):
+            if not lines:
+                start = number
+            lines.append(line)
+        elif lines:
+            blocks.append(Part("\n".join(lines), first_line=start))
+            lines = []
+    return blocks if 1 < len(blocks) <= MAX_BLOCKS else []
 
 
 def inline_code(part: Part) -> Part | None:

@@ -71,6 +71,7 @@ def read(text: str, artifact: str) -> list[dict[str, Any]]:
             break
         if (version := _LIBRARY_VERSION.match(line)) and found and found[-1]["kind"] == "version_mismatch":
             found[-1]["library_version"] = version["version"]
+            found[-1]["library_src"] = src(artifact, number, line)
             continue
         failure = _failure(line)
         if failure is not None:
