@@ -62,3 +62,17 @@ def test_a_paragraph_a_lenient_reader_claims_is_prose_when_its_reading_explains_
     notes = REPO / "fixtures" / "cases" / "fastsafetensors-003-gds-load-slower-than-safetensors" / "files"
     report = analyze_paths([notes / "maintainer-notes.txt"], None).report
     assert report["summary"]["status"] == "UNKNOWN"
+
+
+def test_paragraphs_are_read_one_by_one_only_in_a_text_a_person_wrote() -> None:
+    """The paragraph reading is bounded: a text over MAX_BLOCKS_CHARS (a log, an attack) or of one
+    paragraph is not split; a ticket's paragraphs keep their first lines."""
+    from gdsdoctor.capture.unwrap import MAX_BLOCKS_CHARS, text_blocks
+
+    ticket = "## Terminal output\n\nnvidia-smi\nNo devices were found\n\nThanks\n"
+    assert [(b.first_line, b.text) for b in text_blocks(ticket)] == [
+        (3, "nvidia-smi\nNo devices were found"),
+        (6, "Thanks"),
+    ]
+    assert text_blocks("one paragraph\nof two lines\n") == []
+    assert text_blocks(("word " * 20 + "\n\n") * (MAX_BLOCKS_CHARS // 100)) == []
