@@ -11,7 +11,6 @@ written for each fake host: this machine has no RDMA NIC to print them.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,13 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "probes")]
 
-from fakehost import FakeHost  # noqa: E402
+from fakehost import FakeHost, analyze_fake_host  # noqa: E402
 
-from gdsdoctor.capture.live import capture_live  # noqa: E402
 from gdsdoctor.model import Artifact, ArtifactStatus  # noqa: E402
-from gdsdoctor.pipeline import analyze_capture, analyze_paths  # noqa: E402
-from gdsdoctor.probes import PROBES  # noqa: E402
+from gdsdoctor.pipeline import analyze_paths  # noqa: E402
 
 ROOT = "/host"
 CAUSE = "nvmeof-path-far-from-gpu"
-READ_ONLY = [dataclasses.replace(p, sources=tuple(s for s in p.sources if not s.argv)) for p in PROBES]
 NQN = "nqn.2024-01.io.example:target1"
 DATA = TESTS / "data"
 
@@ -75,18 +71,10 @@ def two_socket_node(fs: FakeFilesystem) -> FakeHost:
 
 
 def report_of(fs: FakeFilesystem, ip_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    capture = capture_live(Path(ROOT), probes=[p for p in READ_ONLY if p.sources], deadline_s=20)
-    capture.add(
-        "ip_addr",
-        Artifact(
-            "cmd/ip-address.txt", source="ip address show", status=ArtifactStatus.OK, data=ip_text.encode()
-        ),
+    ip = Artifact(
+        "cmd/ip-address.txt", source="ip address show", status=ArtifactStatus.OK, data=ip_text.encode()
     )
-    fs.pause()  # the rules and the schema are read from the real tree
-    try:
-        analysis = analyze_capture(capture)
-    finally:
-        fs.resume()
+    analysis = analyze_fake_host(fs, ROOT, [("ip_addr", ip)])
     findings = {f["id"]: f for f in analysis.report["findings"]}
     causes = {c["id"]: {**c, **findings.get(c["id"], {})} for c in analysis.report["causes"]}
     return analysis.facts["derived"]["fabrics_locality"], causes

@@ -19,6 +19,7 @@ file per device named ``b<major>:<minor>`` / ``c<major>:<minor>`` with ``E:KEY=v
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import stat
@@ -29,6 +30,11 @@ from typing import Any
 from fake_sysfs import BRIDGE, BROADCOM, INTEL, MELLANOX, MICRON, NIC, NVIDIA, NVME, FakeSysfs
 from pyfakefs.fake_filesystem import FakeFilesystem
 from pyfakefs.helpers import set_uid
+
+from gdsdoctor.capture.live import capture_live
+from gdsdoctor.model import Artifact
+from gdsdoctor.pipeline import Analysis, analyze_capture
+from gdsdoctor.probes import PROBES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GEN3, GEN4, GEN5 = "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe"
@@ -345,3 +351,23 @@ class FakeHost:
     def _fabrics_address(transport: str, index: int) -> str:
         address = f"traddr=192.168.10.{10 + index},trsvcid=4420"
         return address + f",src_addr=192.168.10.{100 + index}" if transport == "tcp" else address
+
+
+# --- analysing a fake host --------------------------------------------------------------------
+
+# What a fake host can give: its files and readers (its commands would be this machine's).
+_READERS = (dataclasses.replace(p, sources=tuple(s for s in p.sources if not s.argv)) for p in PROBES)
+READ_ONLY_PROBES = [p for p in _READERS if p.sources]
+
+
+def analyze_fake_host(fs: FakeFilesystem, root: str, extra: Sequence[tuple[str, Artifact]] = ()) -> Analysis:
+    """The fake host under ``root`` captured by its readers (and ``extra`` artifacts: the outputs
+    of commands it cannot run), then analysed with the real tree's rules and schema."""
+    capture = capture_live(Path(root), probes=READ_ONLY_PROBES, deadline_s=20)
+    for section, artifact in extra:
+        capture.add(section, artifact)
+    fs.pause()  # the rules and the schema are read from the real tree
+    try:
+        return analyze_capture(capture)
+    finally:
+        fs.resume()

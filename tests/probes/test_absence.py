@@ -3,15 +3,9 @@ rather than inconclusive, and "Sources read: X of Y" counts only what this captu
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
-from fakehost import FakeHost
+from fakehost import FakeHost, analyze_fake_host
 from pyfakefs.fake_filesystem import FakeFilesystem
 
-from gdsdoctor.capture.live import capture_live
-from gdsdoctor.pipeline import analyze_capture
-from gdsdoctor.probes import PROBES
 from gdsdoctor.report.outline import Line, outline
 
 ROOT = "/host"
@@ -25,17 +19,10 @@ RDMA_CAUSES = {
     "rdma-transport-retry-exceeded",
     "nic-pcie-slower-than-port",
 }
-# what a fake host can give: its files and readers (its commands would be this machine's)
-READ_ONLY = [dataclasses.replace(p, sources=tuple(s for s in p.sources if not s.argv)) for p in PROBES]
 
 
 def _report(fs: FakeFilesystem, host: FakeHost) -> dict:
-    capture = capture_live(Path(ROOT), probes=[p for p in READ_ONLY if p.sources], deadline_s=20)
-    fs.pause()  # the rules and the schema are read from the real tree
-    try:
-        return analyze_capture(capture).report
-    finally:
-        fs.resume()
+    return analyze_fake_host(fs, ROOT).report
 
 
 def _outcomes(report: dict) -> dict[str, str]:

@@ -8,7 +8,6 @@ fake hosts (pyfakefs) carry NVMe-oF controllers as tests/probes/fakehost.py lays
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -18,14 +17,11 @@ import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
-from fakehost import FakeHost  # noqa: E402
+from fakehost import FakeHost, analyze_fake_host  # noqa: E402
 
 from gdsdoctor.capture.detect import recognise  # noqa: E402
-from gdsdoctor.capture.live import capture_live  # noqa: E402
 from gdsdoctor.errors import ParseError  # noqa: E402
 from gdsdoctor.model import Artifact, ArtifactStatus  # noqa: E402
-from gdsdoctor.pipeline import analyze_capture  # noqa: E402
-from gdsdoctor.probes import PROBES  # noqa: E402
 from gdsdoctor.probes.nvme_host import parse_config_json, read_config_json  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvme_fabrics"
@@ -35,7 +31,6 @@ EMPTY = DATA / "config-json.libnvme-owner-stas-empty.json"
 LIST_TEXT, OBJECT_TEXT = LIST.read_text(), OBJECT.read_text()  # read before pyfakefs hides them
 ROOT = "/host"
 CAUSE = "nvmeof-not-reconnected-at-boot"
-READ_ONLY = [dataclasses.replace(p, sources=tuple(s for s in p.sources if not s.argv)) for p in PROBES]
 
 
 def ports(section: dict[str, Any]) -> list[tuple]:
@@ -89,15 +84,10 @@ def test_the_reader_leaves_the_keys_out_of_the_artifact(fs: FakeFilesystem) -> N
 
 
 def _report(fs: FakeFilesystem) -> tuple[dict[str, Any], dict[str, Any]]:
-    capture = capture_live(Path(ROOT), probes=[p for p in READ_ONLY if p.sources], deadline_s=20)
-    capture.add("nvmf_autoconnect", Artifact("cmd/systemctl-is-enabled-nvmf-autoconnect.txt",
-                                             source="systemctl is-enabled nvmf-autoconnect.service",
-                                             status=ArtifactStatus.OK, data=b"enabled\n"))  # fmt: skip
-    fs.pause()  # the rules and the schema are read from the real tree
-    try:
-        analysis = analyze_capture(capture)
-    finally:
-        fs.resume()
+    enabled = Artifact("cmd/systemctl-is-enabled-nvmf-autoconnect.txt",
+                       source="systemctl is-enabled nvmf-autoconnect.service",
+                       status=ArtifactStatus.OK, data=b"enabled\n")  # fmt: skip
+    analysis = analyze_fake_host(fs, ROOT, [("nvmf_autoconnect", enabled)])
     findings = {f["id"]: f for f in analysis.report["findings"]}
     outcome = {c["id"]: c["outcome"] for c in analysis.report["causes"]}[CAUSE]
     return analysis.facts["derived"]["fabrics"], {"outcome": outcome, **findings.get(CAUSE, {})}
