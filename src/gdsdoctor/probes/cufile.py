@@ -306,28 +306,44 @@ def _env_bool(value: str | None) -> bool | None:
     return None
 
 
-def parse_cufile_env(text: str, artifact: str) -> Section:
-    items: list[dict[str, Any]] = []
+def env_variables(
+    text: str, artifact: str, wanted: Callable[[str], bool]
+) -> tuple[list[dict[str, Any]], bool]:
+    """The ``wanted`` variables of an environment, ``[{name, value, src}]``, and whether the text
+    was the captured JSON object (else ``NAME=value`` lines of a pasted ``env | grep …``, quotes
+    and ``export`` taken off). Shared by the readers of this process's environment."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):
         document = None
+    items: list[dict[str, Any]] = []
     if isinstance(document, dict):
         lines = text.split("\n")
         key_line = key_line_finder(lines)
         for name, value in document.items():
-            if isinstance(name, str) and _ENV_NAME.match(name):
+            if isinstance(name, str) and wanted(name):
                 number = key_line(name)
-                item_src = src(artifact, number, lines[number - 1])
-                items.append({"name": name, "value": str(value), "src": item_src})
-    else:
-        for number, line in numbered_lines(text):
-            match = _ENV_LINE.match(line)
-            if match and _ENV_NAME.match(match["name"]):
-                value = match["value"].strip("'\"")
-                items.append({"name": match["name"], "value": value, "src": src(artifact, number, line)})
-        if not items and text.strip():
-            raise ParseError("no CUFILE_* variables (expected `env | grep CUFILE` lines NAME=value)")
+                items.append(
+                    {"name": name, "value": str(value), "src": src(artifact, number, lines[number - 1])}
+                )
+        return items, True
+    for number, line in numbered_lines(text):
+        if (match := env_line(line, wanted)) is not None:
+            value = match["value"].strip("'\"")
+            items.append({"name": match["name"], "value": value, "src": src(artifact, number, line)})
+    return items, False
+
+
+def env_line(line: str, wanted: Callable[[str], bool]) -> re.Match[str] | None:
+    """``NAME=value`` (or ``export NAME=value``) of a wanted variable, else None."""
+    match = _ENV_LINE.match(line)
+    return match if match and wanted(match["name"]) else None
+
+
+def parse_cufile_env(text: str, artifact: str) -> Section:
+    items, captured = env_variables(text, artifact, _ENV_NAME.match)
+    if not items and not captured and text.strip():
+        raise ParseError("no CUFILE_* variables (expected `env | grep CUFILE` lines NAME=value)")
     values = {item["name"]: item["value"] for item in items}
     return {
         "vars": values,
@@ -343,7 +359,7 @@ def parse_cufile_env(text: str, artifact: str) -> Section:
 
 def recognise_cufile_env(text: str) -> bool:
     lines = [line for line in text.split("\n")[:100] if line.strip()]
-    good = [line for line in lines if (m := _ENV_LINE.match(line)) and _ENV_NAME.match(m["name"])]
+    good = [line for line in lines if env_line(line, _ENV_NAME.match)]
     return bool(good) and len(good) >= 0.5 * len(lines)
 
 

@@ -18,12 +18,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from gdsdoctor.errors import ParseError
-from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
-from gdsdoctor.probes.cufile import key_line_finder
+from gdsdoctor.probes.base import Probe, Section, Source
+from gdsdoctor.probes.cufile import env_line, env_variables
 
 NAMES = (
     "CUDA_VISIBLE_DEVICES",
@@ -36,7 +34,7 @@ NAMES = (
 _VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 _NONE_VISIBLE = frozenset({"", "-1", "none", "void"})  # CUDA's and nvidia-container-runtime's
 _JOB_GPUS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE")
-_LINE = lazy_compile(r"^\s*(?:export\s+)?(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>\S*)\s*$")
+_WANTED = frozenset(NAMES)
 
 
 def read_job_env(host_root: Path) -> bytes:
@@ -45,17 +43,9 @@ def read_job_env(host_root: Path) -> bytes:
 
 
 def parse(text: str, artifact: str) -> Section:
-    variables = _from_json(text, artifact)
-    if variables is None:
-        variables = [
-            {"name": m["name"], "value": m["value"].strip("'\""), "src": src(artifact, number, line)}
-            for number, line in numbered_lines(text)
-            if (m := _LINE.match(line)) and m["name"] in NAMES
-        ]
-        if not variables:
-            raise ParseError(
-                f"no {', '.join(NAMES[:2])} or SLURM_* lines (expected `env | grep …` NAME=value)"
-            )
+    variables, captured = env_variables(text, artifact, _WANTED.__contains__)
+    if not variables and not captured:
+        raise ParseError(f"no {', '.join(NAMES[:2])} or SLURM_* lines (expected `env | grep …` NAME=value)")
     values = {v["name"]: v["value"] for v in variables}
     return {
         "variables": variables,
@@ -68,30 +58,9 @@ def parse(text: str, artifact: str) -> Section:
     }
 
 
-def _from_json(text: str, artifact: str) -> list[dict[str, Any]] | None:
-    """The captured form (a JSON object of the variables set), or None when the text is not it."""
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict):
-        return None
-    lines = text.split("\n")
-    key_line = key_line_finder(lines)
-    found = []
-    for name in NAMES:
-        if isinstance(document.get(name), str):
-            number = key_line(name)
-            found.append(
-                {"name": name, "value": document[name], "src": src(artifact, number, lines[number - 1])}
-            )
-    return found
-
-
 def recognise(text: str) -> bool:
     lines = [line for line in text.split("\n")[:50] if line.strip()]
-    ours = [line for line in lines if (m := _LINE.match(line)) and m["name"] in NAMES]
-    return bool(ours) and len(ours) == len(lines)
+    return bool(lines) and all(env_line(line, _WANTED.__contains__) for line in lines)
 
 
 PROBE = Probe(
