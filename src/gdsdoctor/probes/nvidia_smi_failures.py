@@ -114,4 +114,4 @@ def _is_prompt(line: str) -> bool:
     stripped = line.strip()
     if _EMPTY_PROMPT.match(stripped):
         return True
-    return "nvidia-smi" in stripped and stripped.split()[-1] != "found" and _failure(stripped) is None
+    return "nvidia-smi" in stripped and _failure(stripped) is None
