@@ -45,6 +45,12 @@ class Artifact:
         return decode_text(self.data)
 
 
+def is_blank(data: bytes) -> bool:
+    """Nothing but whitespace: ``not data.strip()`` without its copy of the whole (which for a
+    sos report's 5.4 MB symbol table was a copy made only to be tested)."""
+    return not data or data.isspace()
+
+
 def decode_text(data: bytes) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gdsdoctor import DEFAULT_DEADLINE_S
+from gdsdoctor import DEFAULT_DEADLINE_S, collector
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import LiveCapture
@@ -57,8 +57,11 @@ class Analysis:
 def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
     """The rules, loaded and checked once per process for as long as no rule file changes
     (a fleet run analyses hundreds of bundles; validating YAML for each costs more than the
-    analysis itself)."""
-    return list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)))
+    analysis itself). Loaded, they are the last of what a one-report process keeps until it exits
+    (gdsdoctor.collector)."""
+    causes = list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)))
+    collector.loaded()
+    return causes
 
 
 def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:

@@ -183,7 +183,7 @@ def _scan_line_by_line(text: str) -> dict:
         if m["name"] in system.KALLSYMS_OF_INTEREST or m["name"].startswith("pci_p2pdma_"):
             found.setdefault(m["name"], {"name": m["name"], "module": m["module"], "type": m["type"]})
     return {
-        "lines_scanned": scanned,
+        "lines_scanned": min(scanned, system.COMPLETE_TABLE_LINES),  # all that completeness needs
         "addresses_hidden": not nonzero if scanned else None,
         "found": sorted(found.values(), key=lambda s: s["name"]),
     }
@@ -220,6 +220,23 @@ def test_kallsyms_chunked_scan_equals_line_by_line(lines: list[str], chunk: int)
     assert {k: read[k] for k in ("addresses_hidden", "found")} == {
         k: scan[k] for k in ("addresses_hidden", "found")
     }
+
+
+def test_a_pasted_table_is_complete_from_its_10000th_table_line() -> None:
+    """A paste's table lines are counted only as far as completeness needs, so what the count
+    decides must still hold at the edge: 9,999 table lines among prose and blank lines are an
+    excerpt (an absent symbol unknown), 10,000 a whole table (absent), and a symbol after the
+    point where counting stopped is still found."""
+    table = [f"ffffffff810{i:05x} T filler_{i}" for i in range(10_000)]
+    noise = ["", "not a table line", "# grep -c . /proc/kallsyms"] * 2000
+    tail = ["ffffffffc0a1a000 T nvidia_p2p_get_pages\t[nvidia]"]
+    short = system.parse_kallsyms("\n".join(noise + table[2:] + noise + tail), "kallsyms.txt")
+    whole = system.parse_kallsyms("\n".join(noise + table + noise + tail), "kallsyms.txt")
+    assert (short["complete"], whole["complete"]) == (False, True)
+    for section in (short, whole):
+        assert section["has_nvidia_p2p"] is True
+    assert short["has_p2pdma"] is None and whole["has_p2pdma"] is False
+    assert whole["lines_scanned"] == system.COMPLETE_TABLE_LINES
 
 
 def test_every_symbol_of_interest_contains_a_search_anchor() -> None:
@@ -392,14 +409,17 @@ def test_kallsyms_of_another_root_is_never_read_through_cat(
 
 
 def test_a_kallsyms_symbol_line_is_numbered_as_provenance_counts_lines() -> None:
-    """_line_of finds the first line holding the name by C-level searches; it must give the
-    line and number that numbered_lines gives (first, middle and unterminated last lines, and
+    """_lines_of finds the first line holding each name by C-level searches, counting lines
+    between the hits; it must give the line and number that numbered_lines gives (first,
+    middle and unterminated last lines, two names on one line, names asked in any order, and
     the table's first line when the name is absent)."""
     from gdsdoctor.probes.base import numbered_lines
 
     text = "ffff T _stext\nffff t nvme_rdma_v1_register_nvfs_dma_ops [nvme_rdma]\nffff T xfs_fs_goingdown"
-    for needle in ("_stext", "nvfs_dma", "xfs_fs_goingdown", "T ", "not_there"):
-        expected = next(
-            ((n, line) for n, line in numbered_lines(text) if needle in line), (1, "ffff T _stext")
-        )
-        assert system._line_of(text, needle) == expected
+    needles = ["xfs_fs_goingdown", "_stext", "nvfs_dma", "nvme_rdma]", "T ", "not_there"]
+    expected = {
+        needle: next(((n, line) for n, line in numbered_lines(text) if needle in line), (1, "ffff T _stext"))
+        for needle in needles
+    }
+    assert system._lines_of(text, needles) == expected
+    assert system._lines_of(text, reversed(needles)) == expected

@@ -18,7 +18,7 @@ from gdsdoctor.capture.recognition import WHOLE_READING, explained_share, recogn
 from gdsdoctor.capture.unwrap import Part, dedented, inline_code, text_blocks, unwrap
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
-from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text, is_blank
 from gdsdoctor.probes import PROBES, lustre_path, target
 from gdsdoctor.probes.base import Probe
 
@@ -416,7 +416,7 @@ def _too_large(max_bytes: int | None = None) -> str:
 def _problem(data: bytes, max_bytes: int) -> str:
     if len(data) > max_bytes:
         return _too_large(max_bytes)
-    if not data.strip():
+    if is_blank(data):
         return "empty"
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "binary data, not a text output"

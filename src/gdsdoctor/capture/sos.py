@@ -31,7 +31,7 @@ from pathlib import Path
 from gdsdoctor.capture import bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.errors import BundleError
-from gdsdoctor.model import Artifact, ArtifactStatus, decode_text
+from gdsdoctor.model import Artifact, ArtifactStatus, decode_text, is_blank
 
 # Facts section -> paths in the report, in order of preference (fnmatch patterns; where a
 # pattern matches several files, in name order). The first one that parses feeds the section.
@@ -277,7 +277,7 @@ def _matching(members: bundle.Members, patterns: tuple[str, ...]) -> list[str]:
     names = [*members.files, *members.links]
     found: list[str] = []
     for pattern in patterns:
-        hits = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern)) if _is_glob(pattern) else [pattern]
+        hits = sorted(fnmatch.filter(names, pattern)) if _is_glob(pattern) else [pattern]
         for name in hits:
             held = name in members.files or name in members.links or bundle.resolve_link(name, members)
             if name not in found and held:
@@ -298,7 +298,7 @@ def _artifact(name: str, members: bundle.Members, exit_code: int | None = None) 
     if real != name:
         source = f"sos report: {name} (-> {real})"
     data = members.files[real]
-    if not data.strip():
+    if is_blank(data):
         return Artifact(name, ArtifactStatus.MISSING, b"", source, "empty in the sos report")
     # a command that failed keeps its output (smartctl and others print a full report with a
     # non-zero exit): its exit code tells a parse failure from the tool's own error message

@@ -23,7 +23,8 @@ Longer than 600 lines: eight small sections, one probe each, too small for a mod
 a pasted ``grep ... /proc/kallsyms`` also parses)::
 
     ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
-    -> {readable, complete, lines_scanned, addresses_hidden, symbols: [{name, present, module, src}],
+    -> {readable, complete, lines_scanned (a paste's: its table lines, counted up to the 10,000
+        that make it complete), addresses_hidden, symbols: [{name, present, module, src}],
         present: [str], has_p2pdma, has_nvfs_dma_ops (nvme's hook: PCIe), has_nvme_rdma_nvfs_dma_ops
         (nvme_rdma's: fabrics), has_nvidia_p2p, note}
 
@@ -330,6 +331,9 @@ _KALLSYMS_LINE = lazy_compile(
 _KALLSYMS_TABLE_LINE = lazy_compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)")
 _KALLSYMS_NONZERO = lazy_compile(r"\n(?=[0-9a-fA-F]{8,16} [a-zA-Z?] \S)0*[1-9a-fA-F]")
 _KALLSYMS_CHUNK = 1 << 16
+# A paste with fewer lines in the table's format is an excerpt (a grep), which cannot prove a
+# symbol absent; a whole table has 100k+.
+COMPLETE_TABLE_LINES = 10_000
 _SCAN_MARK = "gdsdoctor-kallsyms-scan"
 
 
@@ -338,15 +342,18 @@ def scan_kallsyms(chunks: Iterable[str], table_only: bool = True) -> dict[str, A
     boundaries (never the whole table in memory at once).
 
     ``table_only``: count only the lines in the table's format, as a paste may hold anything
-    else. The live reader reads the kernel's own table, one symbol a line, and counts its
-    lines instead (cheaper again: docs/performance.md)."""
+    else, and only as far as COMPLETE_TABLE_LINES: the count decides nothing past it, and
+    matching each of a sos report's 122,000 lines was 15 of its 27 ms (docs/performance.md).
+    The live reader reads the kernel's own table, one symbol a line, and counts all its lines
+    instead (a newline count, cheaper again)."""
     found: dict[str, dict[str, Any]] = {}
     scanned = 0
     table = nonzero = False  # a line in the table's format seen; one with a non-zero address
     for chunk in chunks:
         text = "\n" + chunk  # the patterns find a line by the newline before it
         if table_only:
-            scanned += len(_KALLSYMS_TABLE_LINE.findall(text))
+            wanted = COMPLETE_TABLE_LINES - scanned
+            scanned += sum(1 for _ in itertools.islice(_KALLSYMS_TABLE_LINE.finditer(text), wanted))
         elif chunk:
             scanned += chunk.count("\n") + (not chunk.endswith("\n"))
         table = table or _KALLSYMS_TABLE_LINE.search(text) is not None
@@ -437,19 +444,25 @@ def parse_kallsyms(text: str, artifact: str) -> Section:
         scan = scan_kallsyms([text])
         if not scan["lines_scanned"]:
             raise ParseError("no kallsyms lines (expected `address type name [module]`)")
-        complete = scan["lines_scanned"] >= 10_000  # a grep excerpt cannot prove absence
+        complete = scan["lines_scanned"] >= COMPLETE_TABLE_LINES
     return _kallsyms_facts(scan, complete, text, artifact)
 
 
-def _line_of(text: str, needle: str) -> tuple[int, str]:
-    """The first line holding ``needle`` and its number, found by C-level searches (a Python
-    loop over a 120k-line table took ~0.17 s a needle; a sos report holds the whole table)."""
-    at = text.find(needle)
-    if at < 0:
-        return 1, text.split("\n", 1)[0]
-    start = text.rfind("\n", 0, at) + 1
-    end = text.find("\n", at)
-    return text.count("\n", 0, start) + 1, text[start : end if end >= 0 else len(text)]
+def _lines_of(text: str, needles: Iterable[str]) -> dict[str, tuple[int, str]]:
+    """The first line holding each needle and its number (the first line for one not found),
+    found by C-level searches (a Python loop over a 120k-line table took ~0.17 s a needle; a sos
+    report holds the whole table), the newlines counted once between the hits in text order
+    rather than from the start for each."""
+    hits = sorted((text.find(needle), needle) for needle in needles)
+    lines: dict[str, tuple[int, str]] = {}
+    number, counted_to = 1, 0
+    for at, needle in hits:
+        start = text.rfind("\n", 0, max(at, 0)) + 1
+        number += text.count("\n", counted_to, start)
+        counted_to = start
+        end = text.find("\n", start)
+        lines[needle] = (number, text[start : end if end >= 0 else len(text)])
+    return lines
 
 
 def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: str) -> Section:
@@ -459,7 +472,8 @@ def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: s
         if isinstance(s, dict) and isinstance(s.get("name"), str)
     }
     names = list(KALLSYMS_OF_INTEREST) + sorted(n for n in found if n not in KALLSYMS_OF_INTEREST)
-    absent_cites = _line_of(text, "{")  # a scan's first line, or a table's: one search, not one a name
+    # an absent symbol cites a scan's first line, or a table's: one search, not one a name
+    lines = _lines_of(text, ["{", *(name for name in names if name in found)])
     symbols = []
     for name in names:
         present = name in found
@@ -468,7 +482,7 @@ def _kallsyms_facts(scan: dict[str, Any], complete: bool, text: str, artifact: s
                 "name": name,
                 "present": present if (present or complete) else None,
                 "module": found[name].get("module") if present else None,
-                "src": src(artifact, *(_line_of(text, name) if present else absent_cites)),
+                "src": src(artifact, *lines[name if present else "{"]),
             }
         )
     hidden = scan.get("addresses_hidden")
