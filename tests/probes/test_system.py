@@ -183,7 +183,8 @@ def _scan_line_by_line(text: str) -> dict:
         if m["name"] in system.KALLSYMS_OF_INTEREST or m["name"].startswith("pci_p2pdma_"):
             found.setdefault(m["name"], {"name": m["name"], "module": m["module"], "type": m["type"]})
     return {
-        "lines_scanned": min(scanned, system.COMPLETE_TABLE_LINES),  # all that completeness needs
+        "lines_scanned": len(text.split("\n")) - text.endswith("\n") if text else 0,
+        "table_lines": min(scanned, system.COMPLETE_TABLE_LINES),  # all that completeness needs
         "addresses_hidden": not nonzero if scanned else None,
         "found": sorted(found.values(), key=lambda s: s["name"]),
     }
@@ -213,12 +214,13 @@ def test_kallsyms_chunked_scan_equals_line_by_line(lines: list[str], chunk: int)
 
     text = "\n".join(lines)
     scan = system.scan_kallsyms(system._line_chunks(io.StringIO(text), chunk))
-    assert {k: scan[k] for k in ("lines_scanned", "addresses_hidden", "found")} == _scan_line_by_line(text)
-    # the live reader's count: every line (it reads the kernel's own table); the rest is the same
+    expected = _scan_line_by_line(text)
+    assert {k: scan[k] for k in expected} == expected
+    # the live reader (the kernel's own table): the same but for the count of table lines
     read = system.scan_kallsyms(system._line_chunks(io.StringIO(text), chunk), table_only=False)
-    assert read["lines_scanned"] == (len(text.split("\n")) - text.endswith("\n") if text else 0)
-    assert {k: read[k] for k in ("addresses_hidden", "found")} == {
-        k: scan[k] for k in ("addresses_hidden", "found")
+    assert "table_lines" not in read
+    assert {k: read[k] for k in ("lines_scanned", "addresses_hidden", "found")} == {
+        k: scan[k] for k in ("lines_scanned", "addresses_hidden", "found")
     }
 
 
@@ -236,7 +238,7 @@ def test_a_pasted_table_is_complete_from_its_10000th_table_line() -> None:
     for section in (short, whole):
         assert section["has_nvidia_p2p"] is True
     assert short["has_p2pdma"] is None and whole["has_p2pdma"] is False
-    assert whole["lines_scanned"] == system.COMPLETE_TABLE_LINES
+    assert whole["lines_scanned"] == len(noise) * 2 + len(table) + 1  # every line read
 
 
 def test_every_symbol_of_interest_contains_a_search_anchor() -> None:

@@ -23,8 +23,7 @@ Longer than 600 lines: eight small sections, one probe each, too small for a mod
 a pasted ``grep ... /proc/kallsyms`` also parses)::
 
     ffffffffc0a1a000 T nvidia_p2p_get_pages	[nvidia]
-    -> {readable, complete, lines_scanned (a paste's: its table lines, counted up to the 10,000
-        that make it complete), addresses_hidden, symbols: [{name, present, module, src}],
+    -> {readable, complete, lines_scanned, addresses_hidden, symbols: [{name, present, module, src}],
         present: [str], has_p2pdma, has_nvfs_dma_ops (nvme's hook: PCIe), has_nvme_rdma_nvfs_dma_ops
         (nvme_rdma's: fabrics), has_nvidia_p2p, note}
 
@@ -341,21 +340,21 @@ def scan_kallsyms(chunks: Iterable[str], table_only: bool = True) -> dict[str, A
     """Keep only symbols of interest from a kallsyms text given in chunks that end at line
     boundaries (never the whole table in memory at once).
 
-    ``table_only``: count only the lines in the table's format, as a paste may hold anything
-    else, and only as far as COMPLETE_TABLE_LINES: the count decides nothing past it, and
-    matching each of a sos report's 122,000 lines was 15 of its 27 ms (docs/performance.md).
-    The live reader reads the kernel's own table, one symbol a line, and counts all its lines
-    instead (a newline count, cheaper again)."""
+    ``lines_scanned``: the lines read. ``table_only`` (a paste, which may hold anything else):
+    also ``table_lines``, those in the table's format, counted only as far as
+    COMPLETE_TABLE_LINES: that count decides whether the paste is a whole table and nothing past
+    it, and matching each of a sos report's 122,000 lines was 15 of its 27 ms
+    (docs/performance.md). The live reader reads the kernel's own table, one symbol a line."""
     found: dict[str, dict[str, Any]] = {}
-    scanned = 0
+    scanned = table_lines = 0
     table = nonzero = False  # a line in the table's format seen; one with a non-zero address
     for chunk in chunks:
         text = "\n" + chunk  # the patterns find a line by the newline before it
-        if table_only:
-            wanted = COMPLETE_TABLE_LINES - scanned
-            scanned += sum(1 for _ in itertools.islice(_KALLSYMS_TABLE_LINE.finditer(text), wanted))
-        elif chunk:
+        if chunk:
             scanned += chunk.count("\n") + (not chunk.endswith("\n"))
+        if table_only and table_lines < COMPLETE_TABLE_LINES:
+            wanted = COMPLETE_TABLE_LINES - table_lines
+            table_lines += sum(1 for _ in itertools.islice(_KALLSYMS_TABLE_LINE.finditer(text), wanted))
         table = table or _KALLSYMS_TABLE_LINE.search(text) is not None
         nonzero = nonzero or _KALLSYMS_NONZERO.search(text) is not None
         for line in _lines_containing(text, _KALLSYMS_ANCHORS):
@@ -368,6 +367,7 @@ def scan_kallsyms(chunks: Iterable[str], table_only: bool = True) -> dict[str, A
         "lines_scanned": scanned,
         "addresses_hidden": (not nonzero) if table else None,
         "found": sorted(found.values(), key=lambda s: s["name"]),
+        **({"table_lines": table_lines} if table_only else {}),
     }
 
 
@@ -442,9 +442,9 @@ def parse_kallsyms(text: str, artifact: str) -> Section:
         complete = bool(scan.get("readable"))
     else:
         scan = scan_kallsyms([text])
-        if not scan["lines_scanned"]:
+        if not scan["table_lines"]:
             raise ParseError("no kallsyms lines (expected `address type name [module]`)")
-        complete = scan["lines_scanned"] >= COMPLETE_TABLE_LINES
+        complete = scan["table_lines"] >= COMPLETE_TABLE_LINES
     return _kallsyms_facts(scan, complete, text, artifact)
 
 
