@@ -1,3 +1,3 @@
-from gdsdoctor.cli import main
+from gdsdoctor.entry import main
 
 main()

@@ -219,14 +219,12 @@ def _failure(argv: list[str]) -> int | str | None:
 
 
 def main() -> NoReturn:
-    """Entry point (the `gdsdoctor` script and `python -m gdsdoctor`). SIGTERM and SIGHUP end the
-    run like Ctrl-C: "interrupted", exit 3, every probe killed (gdsdoctor.signals)."""
-    from gdsdoctor import collector
+    """The command line as the whole process (gdsdoctor.entry, the `gdsdoctor` script's and
+    `python -m gdsdoctor`'s entry point, calls it). SIGTERM and SIGHUP end the run like Ctrl-C:
+    "interrupted", exit 3, every probe killed (gdsdoctor.signals)."""
     from gdsdoctor.signals import install_signal_handlers
 
     install_signal_handlers()
-    if sys.argv[1:2] in (["check"], ["analyze"]):  # one report, then exit (gdsdoctor.collector)
-        collector.hold()
     exit_now(run(sys.argv[1:]))
 
 
