@@ -58,6 +58,36 @@ def test_each_identifier_kind_is_redacted_in_a_paste(tmp_path: Path, kind: str) 
     assert secret.lower() not in out.lower(), (kind, out)
 
 
+# A short host name (a node called `vm`, `n1`) is a word elsewhere, so it is not replaced
+# everywhere; where the text says a host is named, it is (a real sos report of a VM named `vm`
+# kept `Linux vm 6.18…` in its uname -a).
+SHORT_NAMED = {
+    "uname -a": ("Linux vm 6.18.44-fc-v1045 #1 SMP PREEMPT_DYNAMIC @0 x86_64 GNU/Linux\n", "vm"),
+    "sos uname file": ("uname: Linux n1 6.8.0-45-generic #45-Ubuntu SMP x86_64\n", "n1"),
+    "systemd Hostname set to": ("[    1.2] systemd[1]: Hostname set to <n2>.\n", "n2"),
+    "shell prompt": ("root@vm:~# nvme list\n", "vm"),
+    "syslog host field": ("Dec  1 14:25:03 vm kernel: nvme nvme0: I/O 12 QID 3 timeout\n", "vm"),
+}
+# ...and the same short word where no host is named stays as it is.
+SHORT_NOT_NAMED = [
+    "vm.dirty_ratio = 20\n",
+    "Linux version 6.18.44 (vm@build) (gcc 12.2.0) #1 SMP\n",
+    "[    0.000000] Hypervisor detected: KVM; vm features 0x1\n",
+    "root@localhost:~# uname -a\n",
+]
+
+
+@pytest.mark.parametrize("kind", sorted(SHORT_NAMED))
+def test_a_short_host_name_is_redacted_where_a_host_is_named(tmp_path: Path, kind: str) -> None:
+    text, secret = SHORT_NAMED[kind]
+    paste = tmp_path / "paste.txt"
+    paste.write_text(text + "".join(SHORT_NOT_NAMED))
+    redact_files([paste])
+    out = (tmp_path / "paste.txt.redacted").read_text().splitlines(keepends=True)
+    assert not re.search(rf"\b{secret}\b", out[0]) and re.search(r"\bhost\d+\b", out[0]), (kind, out[0])
+    assert out[1:] == SHORT_NOT_NAMED
+
+
 def test_one_mac_is_one_pseudonym_whatever_its_spelling() -> None:
     spellings = [
         "0c:42:a1:b2:c3:d4",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -454,3 +455,25 @@ def test_an_id_ctrl_output_naming_no_device_is_not_given_one() -> None:
     for name in ("id-ctrl.txt", "nvme0-id-ctrl.txt", "sos_commands/nvme/nvme_id-ctrl_-H_.dev.sda"):
         (controller,) = nvme_cli.parse_id_ctrl(text, name)["controllers"]
         assert controller["device"] is None and controller["model"] == "T-FORCE TM8FPL500G"
+
+
+def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
+    real_sos: tuple[Path, Path, Capture], tmp_path: Path
+) -> None:
+    """Whatever this machine's name, short (`vm`: a word elsewhere, so not replaced everywhere)
+    or long: no uname line of the redacted copy keeps it (the node name of `uname -a` is a host
+    named, SECURITY.md)."""
+    from gdsdoctor.capture.redact_io import redact_bundle
+
+    archive, _, _ = real_sos
+    node = os.uname().nodename.split(".")[0]
+    redact_bundle(archive, tmp_path)
+    (copy,) = tmp_path.glob("*.redacted.tar.gz")
+    with tarfile.open(copy) as tar:
+        unames = [
+            tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile() and m.name.endswith(("/uname", "/uname_-a"))
+        ]
+    assert unames and all(re.match(r"Linux host\d+ ", u) for u in unames), unames
+    assert not any(re.search(rf"\b{re.escape(node)}\b", u) for u in unames)

@@ -52,6 +52,9 @@ _PUBLIC_NQN_DOMAINS = frozenset(
     "com.redhat org.linux-nvme com.weka com.ddn com.samsung com.kioxia com.intel com.huawei "
     "com.pure com.hitachi com.lightbitslabs com.mellanox com.broadcom com.marvell".split()
 )
+# Shorter values are words as often as identifiers: not replaced everywhere (a host name still
+# is where the text says a host is named: Redactor._short_hosts).
+_MIN_LEARNED = 4
 _JUNK_VALUES = frozenset(
     {
         "n/a",
@@ -275,7 +278,7 @@ class Redactor:
 
     def _learn(self, kind: str, value: str) -> None:
         value = value.strip()
-        if len(value) < 4 or value.lower() in _JUNK_VALUES or not value.strip("0-:. "):
+        if len(value) < _MIN_LEARNED or value.lower() in _JUNK_VALUES or not value.strip("0-:. "):
             return
         if kind == "hostname":
             if (
@@ -324,7 +327,23 @@ class Redactor:
         return self._pattern
 
     def text(self, text: str) -> str:
-        return self.pattern().sub(self._replace, text)
+        return self._short_hosts(self.pattern().sub(self._replace, text))
+
+    def _short_hosts(self, text: str) -> str:
+        """Host names too short to replace everywhere (`vm`, `n1`: words and sysctl keys hold
+        them, `vm.dirty_ratio`) replaced where the text itself says a host is named: a uname's
+        node name, systemd's `Hostname set to <…>`, a prompt's `user@host`, a syslog line's host
+        field. Longer names were learned from the same places and are replaced already."""
+        for finder in _HOST_CONTEXTS:
+            text = finder.sub(self._context_host, text)
+        return text
+
+    def _context_host(self, match: re.Match[str]) -> str:
+        value = match["value"]
+        if len(value.partition(".")[0]) >= _MIN_LEARNED or value.lower() in _KEPT_HOSTNAMES:
+            return match[0]
+        start, end = (at - match.start() for at in match.span("value"))
+        return match[0][:start] + self.hostname(value) + match[0][end:]
 
     def data(self, data: bytes) -> bytes:
         """Bytes as text (undecodable bytes kept as they are), redacted, and back; UTF-16 with a
