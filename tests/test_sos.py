@@ -469,7 +469,11 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
     node = os.uname().nodename.split(".")[0]
     redact_bundle(archive, tmp_path)
     (copy,) = tmp_path.glob("*.redacted.tar.gz")
+    assert re.match(r"sosreport-host\d+-", copy.name), copy.name  # sos names its report after the host
     with tarfile.open(copy) as tar:
+        assert {m.name.split("/")[0] for m in tar.getmembers()} == {
+            copy.name.removesuffix(".redacted.tar.gz")
+        }
         unames = [
             tar.extractfile(m).read().decode()  # type: ignore[union-attr]
             for m in tar.getmembers()

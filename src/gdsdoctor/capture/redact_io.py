@@ -121,7 +121,7 @@ def redact_bundle(
     redactor = new_redactor(map_file, hostnames)
     redacted, _ = redact_capture(capture, redactor)
     where = _output_dir(output_dir or path.absolute().parent)
-    target = where / _redacted_name(path, kind, redactor)
+    target = where / _redacted_name(path, kind, redactor, str(capture.host.get("hostname") or ""))
     map_path = map_file or map_path_for(target)
     clash = next((p for p in (target, None if map_file else map_path) if p and os.path.lexists(p)), None)
     if clash is not None:
@@ -140,12 +140,16 @@ def redact_bundle(
     return [f"{path}: redacted copy in {target}", f"private map (keep it, never attach it): {map_path}"]
 
 
-def _redacted_name(path: Path, kind: str, redactor: Redactor) -> str:
+def _redacted_name(path: Path, kind: str, redactor: Redactor, hostname: str) -> str:
     """``NAME.redacted`` with the archive suffix a reader expects, the name itself redacted
-    (``sosreport-gpunode19-…`` holds the host name)."""
+    (``sosreport-gpunode19-…`` holds the host name, and names a host even when that name is
+    too short to be replaced everywhere: ``sosreport-vm-…``)."""
     name = redactor.text(path.name.rstrip("/"))
     stem = _stem(name)
     if kind == "sos":
+        short = hostname.partition(".")[0]
+        if short and stem.lower().startswith(f"sosreport-{short.lower()}-"):
+            stem = f"sosreport-{redactor.hostname(short)}-{stem[len('sosreport-') + len(short) + 1 :]}"
         return f"{stem}.redacted.tar.gz"
     if path.is_dir():
         return f"{stem}.redacted"
