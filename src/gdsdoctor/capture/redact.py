@@ -10,7 +10,7 @@ options), so that an identifier learned in one artifact is replaced in all of th
    (IPv4/IPv6 addresses, MACs and other colon/dash hex strings, IB GUIDs and GIDs, UUIDs, NQNs,
    EUI/NAA/WWIDs, ``/home/NAME``, ``user=NAME``) and hands each to one :class:`Mapper`.
 
-The mapper owns consistency: the same original always gets the same replacement, different
+The mapper (``redact_mapper``) owns consistency: the same original always gets the same replacement, different
 originals never share one, and a replacement keeps the format (an IPv4 address stays an IPv4
 address, an NQN an NQN, a 20-character serial 20 characters, so tables keep their columns).
 IPv4 and IPv6 networks are mapped bit by bit from a random key with a prefix-preserving
@@ -28,19 +28,16 @@ the bundle, never into it (``redact_io``: files, bundles, sos reports and the ma
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import ipaddress
 import re
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.redact_mapper import HEX, Mapper, same_case, v4_kept_bits, v6_kept_bits
 from gdsdoctor.patterns import lazy_compile
 
-HEX = "0123456789abcdef"
 MAP_FORMAT = "gdsdoctor.redaction-map"
 _KEPT_HOSTNAMES = frozenset(
     "localhost localhost.localdomain localdomain ip6-localhost ip6-loopback none unknown (none) "
@@ -173,84 +170,6 @@ _SHAPES = [
     ("userkv", r"(?<==)(?:(?<=\buser=)|(?<=\busername=))[A-Za-z_][\w.\-]{0,31}"),
 ]
 _KEPT_USERS = frozenset({"root", "nobody", "admin", "user"})
-
-
-@dataclass(slots=True)
-class Mapper:
-    """Original → replacement, per kind, consistent and one-to-one, from a random key."""
-
-    key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
-    maps: dict[str, dict[str, str]] = field(default_factory=dict)
-    _taken: dict[str, set[str]] = field(default_factory=dict)
-    _bits: dict[tuple[str, int, int], int] = field(default_factory=dict)
-
-    def get(self, kind: str, original: str, make: Callable[[str, int], str]) -> str:
-        """The replacement for ``original``; ``make(original, attempt)`` proposes one."""
-        known = self.maps.setdefault(kind, {})
-        if original in known:
-            return known[original]
-        taken = self._taken.setdefault(kind, set())
-        for attempt in range(1000):
-            candidate = make(original, attempt)
-            if candidate not in taken and candidate != original:
-                break
-        known[original] = candidate
-        taken.add(candidate)
-        return candidate
-
-    def digest(self, *parts: object) -> bytes:
-        return hmac.new(self.key, "\x00".join(map(str, parts)).encode(), hashlib.sha256).digest()
-
-    def hex_like(self, kind: str, original: str) -> str:
-        """Every hex digit replaced (case and separators kept); all-zero values are kept."""
-        prefix = original[:2] if original[:2].lower() == "0x" else ""
-        body = original[len(prefix) :]
-        if not body.strip("0:-.") or body.lower().strip(":-") == "ff" * 6 or not body.strip("f:-"):
-            return original
-
-        def make(text: str, attempt: int) -> str:
-            stream = iter(b"".join(self.digest(kind, text, attempt, n) for n in range(1 + len(text) // 32)))
-            digits = (HEX[next(stream) % 16] for _ in iter(int, 1))
-            return prefix + "".join(_same_case(next(digits), c) if c.lower() in HEX else c for c in body)
-
-        return self.get(kind, original, make)
-
-    def prefix_bits(self, family: str, value: int, width: int, keep: int, stop: int) -> int:
-        """Bits ``keep``..``stop`` of ``value`` flipped by a keyed function of the bits above:
-        prefix-preserving (equal n-bit prefixes stay equal, different ones stay different)."""
-        result = value
-        for bit in range(keep, stop):
-            prefix = value >> (width - bit)
-            cache = (family, bit, prefix)
-            if cache not in self._bits:
-                self._bits[cache] = self.digest(family, bit, prefix)[0] & 1
-            if self._bits[cache]:
-                result ^= 1 << (width - 1 - bit)
-        return result
-
-
-# Special-purpose blocks keep their prefix (a private address stays private, link-local stays
-# link-local); other addresses keep their first byte (two where it is shared with a block), so
-# that no address can be mapped into a block, and the mapping stays one-to-one.
-_V4_BLOCKS = [
-    ipaddress.ip_network(n)
-    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
-]
-_V4_SHARED_FIRST_BYTES = frozenset({100, 169, 172, 192})
-_V6_BLOCKS = [ipaddress.ip_network(n) for n in ("fe80::/10", "fec0::/10", "fc00::/7", "2001:db8::/32")]
-
-
-def v4_kept_bits(address: ipaddress.IPv4Address) -> int:
-    block = next((b.prefixlen for b in _V4_BLOCKS if address in b), None)
-    if block is not None:
-        return block
-    return 16 if int(address) >> 24 in _V4_SHARED_FIRST_BYTES else 8
-
-
-def v6_kept_bits(address: ipaddress.IPv6Address) -> int:
-    if address in _V6_BLOCKS[0]:
-        return 64  # link-local (and IB GID) prefix fe80::/64
-    return next((b.prefixlen for b in _V6_BLOCKS if address in b), 16)
 
 
 @dataclass(slots=True)
@@ -463,7 +382,7 @@ class Redactor:
         body = value[len(prefix) :]
         digits = "".join(c for c in body.lower() if c in HEX)
         mapped = iter(self.mapper.hex_like("guid", digits))
-        return prefix + "".join(_same_case(next(mapped), c) if c.lower() in HEX else c for c in body)
+        return prefix + "".join(same_case(next(mapped), c) if c.lower() in HEX else c for c in body)
 
     def _guid0x(self, value: str, match: re.Match[str]) -> str:
         text = match.string
@@ -525,10 +444,6 @@ class Redactor:
 
 
 _UUID = lazy_compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
-
-
-def _same_case(digit: str, like: str) -> str:
-    return digit.upper() if like.isupper() else digit
 
 
 def _not_a_host_here(match: re.Match[str]) -> bool:
