@@ -110,3 +110,24 @@ def test_a_folder_of_mixed_bundles_is_a_fleet(tmp_path: Path) -> None:
     ]
     assert is_fleet(paths)
     assert sorted(bundles.kind(p) for p in paths) == ["bundle", "bundle", "sos", "sos"]
+
+
+def test_one_sos_directory_beside_archives_is_a_fleet_not_a_wrapper(tmp_path: Path) -> None:
+    """A folder holding one sos report directory is that report unpacked (its archive's top
+    folder, perhaps beside its checksum); holding archives of other bundles too, it is a fleet
+    of all of them (it was read as the one sos report, the others silently left out)."""
+    wrapper = tmp_path / "unpacked"
+    shutil.copytree(HOTSOS, wrapper / "sosreport-compute4-2022-02-10-aaaaaa")
+    (wrapper / "sosreport-compute4-2022-02-10-aaaaaa.tar.xz.md5").write_text("0" * 32 + "\n")
+    assert bundles.kind(wrapper) == "sos" and expand_inputs([wrapper]) == [wrapper]
+    fleet = tmp_path / "fleet"
+    shutil.copytree(HOTSOS, fleet / "sosreport-compute4")
+    with tarfile.open(fleet / "sosreport-compute5.tar.xz", "w:xz") as tar:
+        tar.add(HOTSOS, arcname="sosreport-compute5-2022-02-10-aaaaaa")
+    gds = analyze_paths([DMESG]).capture
+    gds.host = {"hostname": "gpu7"}
+    write_bundle(gds, fleet / "gpu7.tar.gz")
+    assert bundles.kind(fleet) == ""
+    paths = expand_inputs([fleet])
+    assert sorted(p.name for p in paths) == ["gpu7.tar.gz", "sosreport-compute4", "sosreport-compute5.tar.xz"]
+    assert is_fleet(paths)

@@ -167,8 +167,13 @@ def _is_sos_dir(path: Path) -> bool:
 
 
 def _only_subdirectory(path: Path) -> list[Path]:
-    children = [child for child in path.iterdir() if child.is_dir() and not child.is_symlink()]
-    return children if len(children) == 1 else []
+    """The top folder of an unpacked archive: the one sub-directory of a folder holding no
+    archive beside it (a checksum may be there). A folder that also holds a bundle archive is
+    a fleet (`analyze fleet/`), not one report in a wrapper."""
+    entries = list(path.iterdir())
+    children = [child for child in entries if child.is_dir() and not child.is_symlink()]
+    archives = [entry for entry in entries if entry.name.endswith(bundle.BUNDLE_SUFFIXES) and entry.is_file()]
+    return children if len(children) == 1 and not archives else []
 
 
 def _archive_says_sos(path: Path) -> bool:
