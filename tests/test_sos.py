@@ -462,7 +462,7 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
 ) -> None:
     """Whatever this machine's name, short (`vm`: a word elsewhere, so not replaced everywhere)
     or long: no uname line of the redacted copy keeps it (the node name of `uname -a` is a host
-    named, SECURITY.md)."""
+    named, SECURITY.md), and the copy gives the report's findings."""
     from gdsdoctor.capture.redact_io import redact_bundle
 
     archive, _, _ = real_sos
@@ -481,3 +481,4 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
         ]
     assert unames and all(re.match(r"Linux host\d+ ", u) for u in unames), unames
     assert not any(re.search(rf"\b{re.escape(node)}\b", u) for u in unames)
+    assert _ids(analyze_paths([copy])) == _ids(analyze_paths([archive]))  # the same diagnosis
