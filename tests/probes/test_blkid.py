@@ -45,6 +45,19 @@ def test_other_text_is_refused() -> None:
         parse_blkid("/dev/nvme1n1 /data ext4 rw 0 0\n", "p")
 
 
+def test_no_output_is_no_device_not_an_unparsable_source() -> None:
+    """blkid run as root on a host (a container here) with no filesystem on a block device
+    prints nothing and exits 0: `check` called the source unparsable. It read no device; an
+    fstab UUID= entry then stays unresolved, as without blkid."""
+    from gdsdoctor.facts.section import section_from
+    from gdsdoctor.model import Artifact, ArtifactStatus
+    from gdsdoctor.probes.blkid import PROBES
+
+    assert parse_blkid("", "cmd/blkid.txt") == {"devices": []} == parse_blkid("\n", "cmd/blkid.txt")
+    ran = Artifact("cmd/blkid.txt", ArtifactStatus.OK, b"", "blkid", exit_code=0)
+    assert section_from(PROBES[0], [ran]) == {"devices": [], "status": "ok", "artifact": "cmd/blkid.txt"}
+
+
 def test_fstab_uuid_entries_are_tied_to_their_devices() -> None:
     fabrics = analyze_paths([AWS, FSTAB]).facts["derived"]["fabrics"]
     resolved = {e["spec"]: (e["resolved_device"], e["resolved_by"]) for e in fabrics["fstab_entries"]}
