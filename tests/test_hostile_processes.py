@@ -143,6 +143,40 @@ def test_a_signal_kills_every_probe_and_says_interrupted(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "host", "pids"]  # no bundle, no temp
 
 
+def _signal_a_thread_other_than_main(pid: int, signum: int) -> None:
+    """tgkill(2) to one of the process's other threads: the kernel may hand a signal sent to
+    the process to any thread, and this makes that choice for the test."""
+    import ctypes
+
+    tid = next(int(t) for t in sorted(os.listdir(f"/proc/{pid}/task")) if int(t) != pid)
+    sys_tgkill = {"x86_64": 234, "aarch64": 131}[os.uname().machine]
+    assert ctypes.CDLL(None, use_errno=True).syscall(sys_tgkill, pid, tid, signum) == 0
+
+
+@pytest.mark.parametrize("command", ["check", "collect"])
+def test_a_signal_taken_by_a_probe_thread_still_ends_the_run_at_once(
+    tmp_path: Path, isolated_path: Path, command: str
+) -> None:
+    """The main thread waited for the probe threads in one join as long as the deadline (60 s):
+    a SIGHUP the kernel handed to a probe thread ran its handler only when that join ended, so
+    `collect` went on for up to a minute after it (the test above failed so, now and then)."""
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
+    record = tmp_path / "pids"
+    hanging_probes(isolated_path, record)
+    args = {
+        "check": ["check", "--host-root", str(host), "--format", "json"],
+        "collect": ["collect", "--host-root", str(host), "-o", str(tmp_path / "out.tar.gz")],
+    }[command]
+    process = start_cli(args, isolated_path, tmp_path)
+    wait_for_lines(record, HANGING_RUNS)
+    began = time.monotonic()
+    _signal_a_thread_other_than_main(process.pid, signal.SIGHUP)
+    _, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
+    assert time.monotonic() - began < 5, "the signal waited for the capture's deadline"
+    assert wait_dead(pids(record)), "a probe outlived the interrupted run"
+
+
 def test_a_probe_that_daemonises_dies_with_the_run(tmp_path: Path, isolated_path: Path) -> None:
     """`setsid -f` takes a process out of the probe's session and group: killing the group
     missed it, and it outlived even a normal run."""

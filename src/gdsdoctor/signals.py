@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The kernel may hand a signal sent to the process to any of its threads; Python runs the
+# handler in the main thread only, when that thread next wakes. A wait of the main thread is
+# made in slices this long, so that a signal taken by a probe thread still ends it at once.
+POLL_S = 0.1
 _owner: int | None = None  # the pid that installed the handlers
 
 
@@ -58,3 +64,11 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
         if signal.getsignal(other) is _interrupt:
             signal.signal(other, signal.SIG_IGN)
     raise Interrupted(signum)
+
+
+def join_within(thread: threading.Thread, timeout: float) -> None:
+    """``thread.join(timeout)`` woken every POLL_S: a plain join by the main thread sleeps
+    through a signal that went to another thread, until its timeout (a capture's deadline)."""
+    end = time.monotonic() + timeout
+    while thread.is_alive() and (left := end - time.monotonic()) > 0:
+        thread.join(min(left, POLL_S))

@@ -31,6 +31,7 @@ from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, lustre_path, target
 from gdsdoctor.probes.base import Probe, Source
 from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root
+from gdsdoctor.signals import join_within
 
 Parse = Callable[[Probe, list[Artifact]], Any]
 
@@ -89,7 +90,7 @@ class LiveCapture:
 
     def finish(self) -> Capture:
         for thread in self._threads:
-            thread.join(max(0.0, self._end - time.monotonic()))
+            join_within(thread, self._end - time.monotonic())
         if any(thread.is_alive() for thread in self._threads):
             kill_groups()  # the deadline passed: what still runs is abandoned, and killed
         for probe in self.selected:

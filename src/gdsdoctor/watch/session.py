@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gdsdoctor import signals
 from gdsdoctor.checkpoint import phases
 from gdsdoctor.checkpoint.records import ARTIFACT
 from gdsdoctor.errors import UserError
@@ -109,9 +110,6 @@ def start(options: Options) -> tuple[State, sampler.Sampler, list[Any]]:
     return state, sampler.Sampler(resolved, options.host_root), followers
 
 
-SIGNAL_POLL_S = 0.1  # how soon a signal ends the wait between two ticks
-
-
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[list[int]]:
     """SIGINT, SIGTERM and SIGHUP (a closed ssh session) end the watch at the next tick, with the
@@ -138,7 +136,7 @@ def _wait_until(deadline: float, stop: threading.Event, received: list[int]) -> 
         left = deadline - time.monotonic()
         if left <= 0:
             return
-        stop.wait(min(left, SIGNAL_POLL_S))
+        stop.wait(min(left, signals.POLL_S))  # a signal ends the wait
 
 
 def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> tuple[State, str]:
