@@ -462,12 +462,19 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
 ) -> None:
     """Whatever this machine's name, short (`vm`: a word elsewhere, so not replaced everywhere)
     or long: no uname line of the redacted copy keeps it (the node name of `uname -a` is a host
-    named, SECURITY.md), and the copy gives the report's findings."""
+    named, SECURITY.md), and the copy gives the report's findings. The report directory is
+    redacted without its 5.4 MB symbol table, which holds no host name and took most of the
+    test's time."""
     from gdsdoctor.capture.redact_io import redact_bundle
 
-    archive, _, _ = real_sos
+    _, tree, _ = real_sos
+    (report,) = tree.iterdir()
+    source = tmp_path / "in" / report.name
+    shutil.copytree(
+        report, source, symlinks=True, ignore=lambda d, names: ["kallsyms"] if d.endswith("/proc") else []
+    )
     node = os.uname().nodename.split(".")[0]
-    redact_bundle(archive, tmp_path)
+    redact_bundle(source, tmp_path)
     (copy,) = tmp_path.glob("*.redacted.tar.gz")
     assert re.match(r"sosreport-host\d+-", copy.name), copy.name  # sos names its report after the host
     with tarfile.open(copy) as tar:
@@ -481,4 +488,4 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
         ]
     assert unames and all(re.match(r"Linux host\d+ ", u) for u in unames), unames
     assert not any(re.search(rf"\b{re.escape(node)}\b", u) for u in unames)
-    assert _ids(analyze_paths([copy])) == _ids(analyze_paths([archive]))  # the same diagnosis
+    assert _ids(analyze_paths([copy])) == _ids(analyze_paths([source]))  # the same diagnosis
