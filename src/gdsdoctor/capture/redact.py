@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gdsdoctor import syslog_time
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.redact_mapper import HEX, Mapper, same_case, v4_kept_bits, v6_kept_bits
 from gdsdoctor.patterns import lazy_compile
@@ -109,7 +110,7 @@ _HOST_CONTEXTS = tuple(
         r"Hostname set to <(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252})>",
         r"(?<![\w.@-])\[?[A-Za-z_][\w.-]{0,31}@(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})"
         r"(?=:[~/]| [~/\w.-]{0,64}\][#$])",
-        r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
+        rf"^ ?(?:{syslog_time.STAMP}"
         r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) [\w./()-]{1,64}(?:\[\d{1,10}\])?:",
         r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gdsdoctor import syslog_time
 from gdsdoctor.patterns import lazy_compile
 
 # `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
@@ -39,7 +40,7 @@ _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
 # then the program. dmesg reads `TIME HOST kernel: msg`; anything else between is removed.
 _TIME = (
-    r"(?:[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    rf"(?:{syslog_time.STAMP}(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 )
 _SYSLOG_PREFIX = lazy_compile(

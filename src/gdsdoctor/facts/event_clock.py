@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from gdsdoctor import syslog_time
 from gdsdoctor.checkpoint.units import parse_duration
 from gdsdoctor.errors import EstimateError, UserError
-from gdsdoctor.patterns import lazy_compile
 
 # ---------------------------------------------------------------------------------------------
 # --since
@@ -63,9 +63,6 @@ def capture_clock(host: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     return {"captured_at": captured, "uptime_s": _number(host.get("uptime_s"))}
 
 
-_SYSLOG_STAMP = lazy_compile(r"^[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d")
-
-
 def epoch_of(stamp: str) -> float | None:
     """A wall-clock stamp as a log writes it (ISO with or without a zone, ``dmesg -T``'s
     ``Wed Apr  9 08:23:03 2025``, syslog's ``Jan  2 10:00:00``) in epoch seconds; without a
@@ -81,13 +78,8 @@ def epoch_of(stamp: str) -> float | None:
                 break
             except ValueError:
                 continue
-        if when is None and _SYSLOG_STAMP.match(text):
-            try:  # syslog gives no year: differences within one log are still right
-                when = datetime.strptime(" ".join(text.split()[:3]) + " 2000", "%b %d %H:%M:%S %Y")
-            except ValueError:
-                return None
-    if when is None:
-        return None
+        if when is None:  # syslog's, in any locale's month names; no year: differences still hold
+            return syslog_time.epoch(text)
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 

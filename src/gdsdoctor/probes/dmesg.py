@@ -64,6 +64,7 @@ from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gdsdoctor import syslog_time
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
@@ -104,7 +105,7 @@ _BRACKET_DATE = lazy_compile(
 )
 _BRACKET_HUMAN = lazy_compile(r"^\[(?P<ts>[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d|\s*\+\s*\d+\.\d+)\] ?")
 _SYSLOG = lazy_compile(
-    r"^(?P<ts>[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    rf"^ ?(?P<ts>{syslog_time.STAMP}(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r" (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
 )

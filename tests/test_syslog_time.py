@@ -1,0 +1,109 @@
+"""Syslog and journalctl stamps in the month names of the locale that printed them
+(gdsdoctor.syslog_time): the table is glibc's own (checked on its locale sources), and a
+localized journal is read as the English one is: its clock, its host, its events' ages, and its
+host name redacted.
+
+The Chinese sample is a real one: the journal quoted in NVIDIA/open-gpu-kernel-modules#626
+(tests/data/dmesg/SOURCES.md); the other locales' lines are that sample with the month glibc's
+``%b`` gives in each (what journalctl's short format prints there).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor import syslog_time
+from gdsdoctor.capture.redact import Redactor
+from gdsdoctor.facts.event_clock import epoch_of
+from gdsdoctor.pipeline import analyze_paths
+
+LOCALES = Path("/usr/share/i18n/locales")
+SAMPLE = Path(__file__).parent / "data" / "dmesg" / "journal-zh_CN-nvrm-api-mismatch.issue626.txt"
+
+
+def _glibc_abmon(locale: str, depth: int = 0) -> list[str]:
+    """The abbreviated month names (``abmon``) of a glibc locale source, following ``copy``."""
+    text = (LOCALES / locale).read_text(encoding="utf-8", errors="replace")
+    section = text.split("\nLC_TIME", 1)[1].split("\nEND LC_TIME", 1)[0]
+    if (copied := re.search(r'^copy\s+"([^"]+)"', section, re.M)) and "abmon" not in section:
+        assert depth < 5
+        return _glibc_abmon(copied[1], depth + 1)
+    entry = re.search(r"^abmon\s+((?:.*/\n)*.*)$", section, re.M)
+    assert entry, locale
+    names = re.findall(r'"([^"]*)"', entry[1])
+    return [re.sub(r"<U([0-9A-Fa-f]{4,8})>", lambda m: chr(int(m[1], 16)), n) for n in names]
+
+
+@pytest.mark.parametrize("locale", sorted(set(syslog_time.ABBREVIATIONS) - {"C"}))
+def test_the_month_names_are_glibcs(locale: str) -> None:
+    if not (LOCALES / locale).is_file():
+        pytest.skip(
+            "glibc's locale sources are not installed (Debian's locales package; .ci/run installs it)"
+        )
+    glibc = _glibc_abmon(locale)
+    assert len(glibc) == 12
+    assert syslog_time.ABBREVIATIONS[locale].split() == [name.strip() for name in glibc]
+
+
+def test_a_name_is_one_month_in_every_locale() -> None:
+    months: dict[str, set[int]] = {}
+    for names in syslog_time.ABBREVIATIONS.values():
+        for number, name in enumerate(names.split(), start=1):
+            months.setdefault(name, set()).add(number)
+    assert {name: numbers for name, numbers in months.items() if len(numbers) > 1} == {}
+
+
+# April 20 in each locale's journalctl short format: "%b %d %H:%M:%S" (ja/ko pad the month)
+APRIL = {
+    "C": "Apr",
+    "de_DE": "Apr",
+    "fr_FR": "avril",
+    "ru_RU": "апр",
+    "zh_CN": "4月",
+    "ja_JP": " 4月",
+    "ko_KR": " 4월",
+}
+
+
+@pytest.mark.parametrize("locale", sorted(APRIL))
+def test_a_localized_stamp_has_the_english_ones_time(locale: str) -> None:
+    assert epoch_of(f"{APRIL[locale]} 20 19:55:29") == epoch_of("Apr 20 19:55:29") is not None
+    assert epoch_of(f"{APRIL[locale]} 31 19:55:29") is None  # April has 30 days
+
+
+@pytest.mark.parametrize("locale", sorted(APRIL))
+def test_a_localized_journal_reads_as_the_english_one(tmp_path: Path, locale: str) -> None:
+    """Its clock, its host, its event: before, `4月 20 19:55:29 Reverier-Arch kernel: …` lost its
+    time, its host was taken to be `4月`, and the event had no age."""
+    english = SAMPLE.read_text().replace("4月 ", "Apr ")
+    paste = tmp_path / "journal.txt"
+    paste.write_text(english.replace("Apr ", APRIL[locale] + " ") if locale != "C" else english)
+    ours, theirs = analyze_paths([paste]), analyze_paths([_written(tmp_path / "en.txt", english)])
+    for analysis in (ours, theirs):
+        assert analysis.facts["dmesg"]["format"] == "journal"
+    assert [(e["kind"], e["message"]) for e in ours.facts["dmesg"]["events"]] == [
+        (e["kind"], e["message"]) for e in theirs.facts["dmesg"]["events"]
+    ]
+    assert [f["id"] for f in ours.report["findings"]] == [f["id"] for f in theirs.report["findings"]]
+    assert ours.capture.host.get("hostname") == theirs.capture.host.get("hostname")
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("locale", sorted(APRIL))
+def test_the_host_of_a_localized_journal_line_is_redacted(locale: str) -> None:
+    line = f"{APRIL[locale]} 20 19:55:29 gpunode19 kernel: NVRM: API mismatch\n"
+    redactor = Redactor()
+    redactor.learn(line)
+    assert "gpunode19" not in redactor.text(line)
+
+
+def test_a_line_that_only_looks_like_a_stamp_is_no_time() -> None:
+    for text in ("Foo 20 19:55:29 host kernel: x", "13月 20 19:55:29", "node1 20 19:55:29"):
+        assert syslog_time.epoch(text) is None, text
