@@ -24,28 +24,29 @@ LOCALES = Path("/usr/share/i18n/locales")
 SAMPLE = Path(__file__).parent / "data" / "dmesg" / "journal-zh_CN-nvrm-api-mismatch.issue626.txt"
 
 
-def _glibc_abmon(locale: str, depth: int = 0) -> list[str]:
-    """The abbreviated month names (``abmon``) of a glibc locale source, following ``copy``."""
+def _glibc_names(locale: str, key: str, depth: int = 0) -> list[str]:
+    """The names under ``key`` (``abmon``, ``abday``) in a glibc locale source's LC_TIME,
+    following its ``copy``."""
     text = (LOCALES / locale).read_text(encoding="utf-8", errors="replace")
     section = text.split("\nLC_TIME", 1)[1].split("\nEND LC_TIME", 1)[0]
-    if (copied := re.search(r'^copy\s+"([^"]+)"', section, re.M)) and "abmon" not in section:
+    if (copied := re.search(r'^copy\s+"([^"]+)"', section, re.M)) and key not in section:
         assert depth < 5
-        return _glibc_abmon(copied[1], depth + 1)
-    entry = re.search(r"^abmon\s+((?:.*/\n)*.*)$", section, re.M)
+        return _glibc_names(copied[1], key, depth + 1)
+    entry = re.search(rf"^{key}\s+((?:.*/\n)*.*)$", section, re.M)
     assert entry, locale
     names = re.findall(r'"([^"]*)"', entry[1])
-    return [re.sub(r"<U([0-9A-Fa-f]{4,8})>", lambda m: chr(int(m[1], 16)), n) for n in names]
+    return [re.sub(r"<U([0-9A-Fa-f]{4,8})>", lambda m: chr(int(m[1], 16)), n).strip() for n in names]
 
 
 @pytest.mark.parametrize("locale", sorted(set(syslog_time.ABBREVIATIONS) - {"C"}))
-def test_the_month_names_are_glibcs(locale: str) -> None:
+def test_the_month_and_weekday_names_are_glibcs(locale: str) -> None:
     if not (LOCALES / locale).is_file():
         pytest.skip(
             "glibc's locale sources are not installed (Debian's locales package; .ci/run installs it)"
         )
-    glibc = _glibc_abmon(locale)
-    assert len(glibc) == 12
-    assert syslog_time.ABBREVIATIONS[locale].split() == [name.strip() for name in glibc]
+    assert syslog_time.ABBREVIATIONS[locale].split() == _glibc_names(locale, "abmon")
+    assert syslog_time.WEEKDAYS[locale].split() == _glibc_names(locale, "abday")
+    assert set(syslog_time.WEEKDAYS) == set(syslog_time.ABBREVIATIONS)
 
 
 def test_a_name_is_one_month_in_every_locale() -> None:
@@ -107,3 +108,31 @@ def test_the_host_of_a_localized_journal_line_is_redacted(locale: str) -> None:
 def test_a_line_that_only_looks_like_a_stamp_is_no_time() -> None:
     for text in ("Foo 20 19:55:29 host kernel: x", "13月 20 19:55:29", "node1 20 19:55:29"):
         assert syslog_time.epoch(text) is None, text
+
+
+# util-linux dmesg itself, run on this VM in four locales at one moment (the same 24 lines).
+DMESG_T = {
+    locale: SAMPLE.parent / f"dmesg-T.this-machine.{locale}.txt"
+    for locale in ("C", "de_DE", "zh_CN", "ko_KR")
+}
+
+
+@pytest.mark.parametrize("locale", ["de_DE", "zh_CN", "ko_KR"])
+def test_localized_dmesg_T_reads_as_the_c_locales(locale: str) -> None:
+    """`[Di Dez  1 21:52:41 2026]`, `[二 12月  1 …]`, `[화 12월  1 …]`: before, no line was dated."""
+    from gdsdoctor.probes.dmesg import parse
+
+    ours, theirs = (parse(DMESG_T[name].read_text(), "dmesg.txt") for name in (locale, "C"))
+    assert ours["format"] == theirs["format"] == "dmesg_T"
+    assert len(theirs["events"]) == 6
+    for mine, english in zip(ours["events"], theirs["events"], strict=True):
+        assert (mine["kind"], mine["message"]) == (english["kind"], english["message"])
+        assert epoch_of(mine["timestamp"]) == epoch_of(english["timestamp"]) is not None
+
+
+def test_dmesg_e_with_a_decimal_comma_is_read() -> None:
+    """`dmesg -e` in French: `[déc. 1 21:52]`, then `[  +0,041301]` for each next line."""
+    from gdsdoctor.probes.dmesg import parse
+
+    section = parse((SAMPLE.parent / "dmesg-e.this-machine.fr_FR.txt").read_text(), "dmesg.txt")
+    assert section["format"] == "dmesg_H" and section["line_count"] == 30

@@ -70,16 +70,8 @@ def epoch_of(stamp: str) -> float | None:
     text = stamp.strip().replace(",", ".")
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        when = None
-        for form in ("%a %b %d %H:%M:%S %Y", "%a %b %d %H:%M:%S.%f %Y", "%b %d %H:%M:%S %Y"):
-            try:
-                when = datetime.strptime(" ".join(text.split()), form)
-                break
-            except ValueError:
-                continue
-        if when is None:  # syslog's, in any locale's month names; no year: differences still hold
-            return syslog_time.epoch(text)
+    except ValueError:  # dmesg -T's or syslog's, in any locale's names (gdsdoctor.syslog_time)
+        return syslog_time.epoch(text)
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 

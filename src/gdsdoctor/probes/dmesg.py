@@ -100,10 +100,12 @@ _TALOS = lazy_compile(
 _MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
 _ISO_DMESG = lazy_compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
 _BRACKET_DATE = lazy_compile(
-    r"^\[(?P<ts>(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:[.,]\d+)? \d{4}"
+    rf"^\[(?P<ts>{syslog_time.DATED_STAMP}"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\]]*)\] ?"
 )
-_BRACKET_HUMAN = lazy_compile(r"^\[(?P<ts>[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d|\s*\+\s*\d+\.\d+)\] ?")
+# dmesg -e: a minute stamp where the clock jumps, else the time since the line before (a decimal
+# comma in locales that write one)
+_BRACKET_HUMAN = lazy_compile(rf"^\[(?P<ts>{syslog_time.SHORT_STAMP}|\s*\+\s*\d+[.,]\d+)\] ?")
 _SYSLOG = lazy_compile(
     rf"^ ?(?P<ts>{syslog_time.STAMP}(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
