@@ -136,3 +136,14 @@ def test_dmesg_e_with_a_decimal_comma_is_read() -> None:
 
     section = parse((SAMPLE.parent / "dmesg-e.this-machine.fr_FR.txt").read_text(), "dmesg.txt")
     assert section["format"] == "dmesg_H" and section["line_count"] == 30
+
+
+def test_a_stamp_in_an_unknown_locale_leaves_the_line_undated_never_misread(tmp_path: Path) -> None:
+    """Greek is not in the table: `Απρ 20 19:55:29 gpunode19 kernel: …` (glibc's el_GR) was
+    rewritten as `Απρ kernel: …`, its clock dropped and `Απρ` taken for its host."""
+    paste = _written(tmp_path / "journal.txt", SAMPLE.read_text().replace("4月 ", "Απρ "))
+    analysis = analyze_paths([paste])
+    assert analysis.capture.host.get("hostname") in (None, "Reverier-Arch")
+    events = analysis.facts["dmesg"]["events"]
+    assert [e["kind"] for e in events] == ["nvrm_api_mismatch"]
+    assert events[0]["src"]["text"].startswith("Απρ 20 19:55:29 Reverier-Arch kernel: NVRM: API mismatch")

@@ -48,6 +48,9 @@ _SYSLOG_PREFIX = lazy_compile(
     r"(?P<ident>[A-Za-z][\w.-]*)(?:\[\d+\])?(?::\s?| - - (?:-|\[[^\]]*\]) )(?P<msg>.*)$"
 )
 _UNTIMED_KERNEL = lazy_compile(r"^(?P<mid>(?:\S+\s+){2,4}?)kernel(?:\[\d+\])?:\s?(?P<msg>.*)$")
+# ...whose words hold a clock: a stamp in a locale's month names that syslog_time does not know
+# (`Απρ 20 19:55:29 host kernel:`): the line is left as it is, undated, its first word no host.
+_CLOCK = lazy_compile(r"(?<![\d:])\d{1,2}:\d\d(?::\d\d)?(?![\d:])")
 _FACILITY = lazy_compile(
     r"^(?:<\d{1,3}>|(?:kern|user|daemon|syslog|local\d)(?:[.:]\w+)?:?|(?:emerg|alert|crit|err|error|warning|warn"
     r"|notice|info|debug):?|\w+=\S*|-|\d+)$",
@@ -321,7 +324,11 @@ def _syslog_line(line: str, part: Part) -> str:
         canonical = f"{m['ts']} {host or '-'} {m['ident']}: {m['msg']}"
         simple = len(m["mid"].split()) == 1 and not stripped.startswith("<")
         return line if simple and stripped.startswith(m["ts"]) and ": " in stripped else canonical
-    if (m := _UNTIMED_KERNEL.match(stripped)) and not re.search(r"[\[\]<>]", m["mid"]):
+    if (
+        (m := _UNTIMED_KERNEL.match(stripped))
+        and not re.search(r"[\[\]<>]", m["mid"])
+        and not _CLOCK.search(m["mid"])
+    ):
         host = _host_of(m["mid"].split())
         if host:
             part.identity.setdefault("hostname", set()).add(host)
