@@ -285,6 +285,16 @@ def test_oneline_starts_with_the_top_cause_and_is_plain_ascii(report: gd.Report)
     assert len(cut) == SLURM_REASON_MAX and cut.endswith("...")
 
 
+def test_oneline_spells_our_punctuation_in_ascii() -> None:
+    """A drain reason "not recognised ? `gdsdoctor probes` lists …" read as a question."""
+    from gdsdoctor.report.oneline import ascii_line
+
+    assert ascii_line("not recognised — `gdsdoctor probes` lists what is read …") == (
+        "not recognised - `gdsdoctor probes` lists what is read ..."
+    )
+    assert ascii_line("Mär → déc. ‘x’ “y” 4月") == "Mar -> dec. 'x' \"y\" 4?"
+
+
 def test_oneline_without_findings_says_the_status() -> None:
     report = gd.analyze_texts(["/dev/sda1 /data xfs rw 0 0\n"])
     assert render_oneline(report.data).startswith(f"{report.status}: ")

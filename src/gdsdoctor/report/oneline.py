@@ -12,6 +12,7 @@ passed on a command line and stored in slurmctld's state.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from gdsdoctor.report.escape import one_line
@@ -22,10 +23,18 @@ SLURM_REASON_MAX = 100
 NPD_OUTPUT_MAX = 80
 
 
+# Our own messages' punctuation, spelled in ASCII: a Slurm drain reason "not recognised ?
+# `gdsdoctor probes` lists …" reads as a question.
+_ASCII_SPELLING = str.maketrans(
+    {"—": "-", "–": "-", "…": "...", "→": "->", "‘": "'", "’": "'", "“": '"', "”": '"'}
+)
+
+
 def ascii_line(text: object) -> str:
-    """Printable ASCII on one line; anything else is shown as ``?``."""
-    flat = one_line(text)
-    return "".join(c if " " <= c <= "~" else "?" for c in flat)
+    """Printable ASCII on one line: our punctuation spelled in ASCII, accented letters without
+    their accents (``é`` → ``e``), anything else shown as ``?``."""
+    flat = unicodedata.normalize("NFKD", one_line(text).translate(_ASCII_SPELLING))
+    return "".join(c if " " <= c <= "~" else "?" for c in flat if not unicodedata.combining(c))
 
 
 _SEVERITY_FIRST = ("critical", "warning")
