@@ -147,3 +147,43 @@ def test_a_stamp_in_an_unknown_locale_leaves_the_line_undated_never_misread(tmp_
     events = analysis.facts["dmesg"]["events"]
     assert [e["kind"] for e in events] == ["nvrm_api_mismatch"]
     assert events[0]["src"]["text"].startswith("Απρ 20 19:55:29 Reverier-Arch kernel: NVRM: API mismatch")
+
+
+# systemd's journalctl itself (252) on a journal file of this VM's kernel lines, in five locales
+# and in -o short-full (tests/data/dmesg/SOURCES.md says how it was made).
+JOURNAL = {
+    locale: SAMPLE.parent / f"journalctl-short.this-machine.{locale}.txt"
+    for locale in ("C", "de_DE", "ja_JP", "ko_KR", "zh_CN")
+}
+SHORT_FULL = SAMPLE.parent / "journalctl-short-full.this-machine.txt"
+
+
+@pytest.mark.parametrize("locale", ["de_DE", "ja_JP", "ko_KR", "zh_CN"])
+def test_real_localized_journalctl_reads_as_the_c_locales(locale: str) -> None:
+    from gdsdoctor.probes.dmesg import parse
+
+    ours, theirs = (parse(JOURNAL[name].read_text(), "journal.txt") for name in (locale, "C"))
+    assert (
+        ours["format"] == theirs["format"] == "journal" and ours["line_count"] == theirs["line_count"] == 11
+    )
+    assert [(e["kind"], e["message"], epoch_of(e["timestamp"])) for e in ours["events"]] == [
+        (e["kind"], e["message"], epoch_of(e["timestamp"])) for e in theirs["events"]
+    ]
+    assert theirs["events"] and epoch_of(theirs["events"][0]["timestamp"]) is not None
+
+
+def test_journalctl_short_full_is_read_with_its_year_and_zone() -> None:
+    """`Tue 2026-12-01 21:52:41 UTC gpunode19 kernel: …`: systemd's own stamp, the same in every
+    locale; it was read as a bare message, undated and its host unseen."""
+    from gdsdoctor.probes.dmesg import parse
+
+    section = parse(SHORT_FULL.read_text(), "journal.txt")
+    assert section["format"] == "journal" and section["line_count"] == 11
+    (event,) = section["events"]
+    assert event["kind"] == "fs_shutdown" and event["message"].startswith("XFS (loop1): ")
+    assert epoch_of(event["timestamp"]) == epoch_of("2026-12-01T21:52:41+00:00") + 1  # its own second
+    assert epoch_of("Tue 2026-12-01 23:52:41 +02") == epoch_of("Tue 2026-12-01 21:52:41 UTC")
+    line = SHORT_FULL.read_text().splitlines()[0] + "\n"
+    redactor = Redactor()
+    redactor.learn(line)
+    assert "gpunode19" not in redactor.text(line)

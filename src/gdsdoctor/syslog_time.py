@@ -71,6 +71,11 @@ _WEEKDAY = _alternatives(name for names in WEEKDAYS.values() for name in names.s
 STAMP = rf"(?:{_MONTH}) [ \d]?\d \d\d:\d\d:\d\d"  # syslog, journalctl
 DATED_STAMP = rf"(?:(?:{_WEEKDAY}) )?{STAMP}(?:[.,]\d+)? \d{{4}}"  # dmesg -T, ctime
 SHORT_STAMP = rf"(?:{_MONTH}) ?[ \d]?\d \d\d:\d\d"  # dmesg -e (--time-format reltime)
+# journalctl -o short-full: systemd's own format, English whatever the locale, with its zone
+FULL_STAMP = r"(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9+-]{1,6}"
+_FULL = re.compile(
+    r"^\s?(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?) ([A-Za-z0-9+-]{1,6})"
+)
 _PARTS = re.compile(
     rf"^\s?(?:(?:{_WEEKDAY})\s+)?({_MONTH}) +(\d{{1,2}}) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?: (\d{{4}}))?"
 )
@@ -81,6 +86,8 @@ def epoch(text: str) -> float | None:
     not say its zone: only differences are sure), in the year 2000 where the stamp gives none
     (syslog: differences within one log still hold); None when ``text`` does not start with
     one."""
+    if full := _FULL.match(text):
+        return _full_epoch(full)
     m = _PARTS.match(text)
     if m is None:
         return None
@@ -92,3 +99,15 @@ def epoch(text: str) -> float | None:
     except ValueError:  # Feb 30, 25:00:00
         return None
     return when.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _full_epoch(match: re.Match[str]) -> float | None:
+    """short-full's ``Tue 2026-12-01 21:52:41 UTC``: a numeric zone (``+03``, ``-0530``) is
+    applied, a named one (``CET``) read as UTC, as a stamp without a zone is."""
+    day, clock, zone = match.groups()
+    numeric = zone[0] in "+-" and zone[1:].isdigit() and len(zone) in (3, 5)
+    offset = f"{zone[:3]}:{zone[3:] or '00'}" if numeric else "+00:00"
+    try:
+        return datetime.fromisoformat(f"{day}T{clock}{offset}").timestamp()
+    except ValueError:
+        return None

@@ -107,7 +107,7 @@ _BRACKET_DATE = lazy_compile(
 # comma in locales that write one)
 _BRACKET_HUMAN = lazy_compile(rf"^\[(?P<ts>{syslog_time.SHORT_STAMP}|\s*\+\s*\d+[.,]\d+)\] ?")
 _SYSLOG = lazy_compile(
-    rf"^ ?(?P<ts>{syslog_time.STAMP}(?:\.\d+)?"
+    rf"^ ?(?P<ts>{syslog_time.STAMP}(?:\.\d+)?|{syslog_time.FULL_STAMP}"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r" (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
 )
