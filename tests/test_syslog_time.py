@@ -187,3 +187,24 @@ def test_journalctl_short_full_is_read_with_its_year_and_zone() -> None:
     redactor = Redactor()
     redactor.learn(line)
     assert "gpunode19" not in redactor.text(line)
+
+
+@pytest.mark.parametrize("mode", ["short-unix", "short-delta"])
+def test_journalctl_short_unix_and_short_delta_read_as_short_monotonic(mode: str) -> None:
+    """`1796161961.000000 gpunode19 kernel: …` and `[ 7244.479107 <    0.016730 >] gpunode19
+    kernel: …` (journalctl 252 on the same journal) were bare messages."""
+    from gdsdoctor.probes.dmesg import parse, recognise
+
+    text = (SAMPLE.parent / f"journalctl-{mode}.this-machine.txt").read_text()
+    ours = parse(text, "journal.txt")
+    mono = parse((SAMPLE.parent / "journalctl-short-monotonic.this-machine.txt").read_text(), "journal.txt")
+    assert recognise(text) and ours["format"] == mono["format"] == "journal"
+    assert [(e["kind"], e["message"]) for e in ours["events"]] == [
+        (e["kind"], e["message"]) for e in mono["events"]
+    ]
+    (event,) = ours["events"]
+    if mode == "short-unix":  # a wall clock: the journal's realtime stamp, as short-full prints it
+        full = parse(SHORT_FULL.read_text(), "journal.txt")["events"][0]
+        assert epoch_of(event["timestamp"]) == epoch_of(full["timestamp"]) is not None
+    else:  # seconds since boot, as short-monotonic gives them
+        assert event["monotonic_s"] == mono["events"][0]["monotonic_s"] is not None

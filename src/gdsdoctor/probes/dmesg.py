@@ -62,6 +62,7 @@ import re
 from collections import deque
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gdsdoctor import syslog_time
@@ -97,7 +98,10 @@ _TALOS = lazy_compile(
     r"(?P<fac>[a-z][a-z0-9]{0,11}): {0,8}"
     r"(?P<lvl>[a-z]{3,8}): {0,8}\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]{1,40})\]: ?"
 )
-_MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\] ?")  # dmesg -d adds <delta>
+# dmesg -d and journalctl -o short-delta add a <delta> (journalctl pads: `[ 7244.46        ]`)
+_MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+\s*>)?\s*\] ?")
+# journalctl -o short-unix: seconds since the epoch, then host and program as in short
+_UNIX = lazy_compile(r"^(?P<epoch>\d{9,12}\.\d{1,9}) (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?")
 _ISO_DMESG = lazy_compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
 _BRACKET_DATE = lazy_compile(
     rf"^\[(?P<ts>{syslog_time.DATED_STAMP}"
@@ -177,6 +181,9 @@ def split_line(number: int, raw: str) -> LogLine:
         if inner := _MONO.match(message):  # kern.log keeps the kernel stamp: "kernel: [   12.3] msg"
             message, monotonic = message[inner.end() :], float(inner["ts"])
         return LogLine(number, raw, message, "journal", m["ts"], monotonic, level)
+    if line[:1].isdigit() and (m := _UNIX.match(line)):
+        stamp = datetime.fromtimestamp(float(m["epoch"]), UTC).isoformat()
+        return LogLine(number, raw, line[m.end() :], "journal", stamp, None, level)
     # A monotonic stamp may come after other output glued to the line ("node1 login: [ 519.2] ...").
     if (m := _MONO.match(line)) or (
         (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()]
