@@ -208,3 +208,16 @@ def test_journalctl_short_unix_and_short_delta_read_as_short_monotonic(mode: str
         assert epoch_of(event["timestamp"]) == epoch_of(full["timestamp"]) is not None
     else:  # seconds since boot, as short-monotonic gives them
         assert event["monotonic_s"] == mono["events"][0]["monotonic_s"] is not None
+
+
+def test_every_journalctl_mode_pasted_gives_the_same_diagnosis() -> None:
+    """Through the paste reader (which rewrites syslog prefixes): short-unix's epoch was taken for
+    the host, a different one on each line, and the paste refused as "more than one host"."""
+    modes = sorted(SAMPLE.parent.glob("journalctl-*.this-machine*.txt"))
+    assert len(modes) == 9
+    diagnoses = {
+        path.name: ([f["id"] for f in a.report["findings"]], [h["id"] for h in a.report["history"]])
+        for path in modes
+        for a in [analyze_paths([path])]
+    }
+    assert set(map(repr, diagnoses.values())) == {repr(([], ["fs-errors-or-shutdown"]))}, diagnoses

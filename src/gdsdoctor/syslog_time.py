@@ -71,6 +71,8 @@ _WEEKDAY = _alternatives(name for names in WEEKDAYS.values() for name in names.s
 STAMP = rf"(?:{_MONTH}) [ \d]?\d \d\d:\d\d:\d\d"  # syslog, journalctl
 DATED_STAMP = rf"(?:(?:{_WEEKDAY}) )?{STAMP}(?:[.,]\d+)? \d{{4}}"  # dmesg -T, ctime
 SHORT_STAMP = rf"(?:{_MONTH}) ?[ \d]?\d \d\d:\d\d"  # dmesg -e (--time-format reltime)
+# journalctl -o short-unix: seconds since the epoch
+UNIX_STAMP = r"\d{9,12}\.\d{1,9}"
 # journalctl -o short-full: systemd's own format, English whatever the locale, with its zone
 FULL_STAMP = r"(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9+-]{1,6}"
 _FULL = re.compile(

@@ -110,7 +110,7 @@ _HOST_CONTEXTS = tuple(
         r"Hostname set to <(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252})>",
         r"(?<![\w.@-])\[?[A-Za-z_][\w.-]{0,31}@(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})"
         r"(?=:[~/]| [~/\w.-]{0,64}\][#$])",
-        rf"^ ?(?:{syslog_time.STAMP}|{syslog_time.FULL_STAMP}"
+        rf"^ ?(?:{syslog_time.STAMP}|{syslog_time.FULL_STAMP}|{syslog_time.UNIX_STAMP}"
         r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) [\w./()-]{1,64}(?:\[\d{1,10}\])?:",
         r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",

@@ -40,7 +40,7 @@ _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
 # then the program. dmesg reads `TIME HOST kernel: msg`; anything else between is removed.
 _TIME = (
-    rf"(?:{syslog_time.STAMP}(?:\.\d+)?|{syslog_time.FULL_STAMP}"
+    rf"(?:{syslog_time.STAMP}(?:\.\d+)?|{syslog_time.FULL_STAMP}|{syslog_time.UNIX_STAMP}"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 )
 _SYSLOG_PREFIX = lazy_compile(

@@ -101,7 +101,9 @@ _TALOS = lazy_compile(
 # dmesg -d and journalctl -o short-delta add a <delta> (journalctl pads: `[ 7244.46        ]`)
 _MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+\s*>)?\s*\] ?")
 # journalctl -o short-unix: seconds since the epoch, then host and program as in short
-_UNIX = lazy_compile(r"^(?P<epoch>\d{9,12}\.\d{1,9}) (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?")
+_UNIX = lazy_compile(
+    rf"^(?P<epoch>{syslog_time.UNIX_STAMP}) (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
+)
 _ISO_DMESG = lazy_compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d) ")  # --time-format iso
 _BRACKET_DATE = lazy_compile(
     rf"^\[(?P<ts>{syslog_time.DATED_STAMP}"
