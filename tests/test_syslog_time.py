@@ -214,10 +214,27 @@ def test_every_journalctl_mode_pasted_gives_the_same_diagnosis() -> None:
     """Through the paste reader (which rewrites syslog prefixes): short-unix's epoch was taken for
     the host, a different one on each line, and the paste refused as "more than one host"."""
     modes = sorted(SAMPLE.parent.glob("journalctl-*.this-machine*.txt"))
-    assert len(modes) == 9
+    assert len(modes) == 10
     diagnoses = {
         path.name: ([f["id"] for f in a.report["findings"]], [h["id"] for h in a.report["history"]])
         for path in modes
         for a in [analyze_paths([path])]
     }
     assert set(map(repr, diagnoses.values())) == {repr(([], ["fs-errors-or-shutdown"]))}, diagnoses
+
+
+def test_json_pretty_records_are_read_on_their_message_lines() -> None:
+    """`journalctl -o json-pretty`: a record over a dozen lines; each event cites the line of its
+    MESSAGE, and a paste cut in the middle of a record keeps the records before it."""
+    from gdsdoctor.probes.dmesg import parse, recognise
+
+    text = (SAMPLE.parent / "journalctl-json-pretty.this-machine.txt").read_text()
+    section = parse(text, "journal.json")
+    assert recognise(text) and section["format"] == "journal" and section["line_count"] == 11
+    (event,) = section["events"]
+    line = text.split("\n")[event["src"]["line"] - 1]
+    assert line == event["src"]["text"] and '"MESSAGE" : "XFS (loop1): Log I/O Error' in line
+    cut = text[: text.index(event["src"]["text"])]  # the shutdown's record cut before its message
+    assert parse(cut, "journal.json")["line_count"] == cut.count('"MESSAGE"') == 4  # the whole records
+    for junk in ('{\n\t"MESSAGE" : 12\n}\n', '{\n\t"A" : [[[[\n'):
+        assert not recognise(junk)

@@ -461,6 +461,43 @@ def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) 
         yield _journal_json_line(number, raw, record)
 
 
+def _pretty_journal_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
+    """``journalctl -o json-pretty``: one JSON object over many lines per record, each record
+    placed on the line of its ``"MESSAGE"`` key. A record that does not decode ends the reading
+    (a paste cut short keeps what came before it)."""
+    decoder = json.JSONDecoder()
+    at, number, counted_to = 0, 1, 0
+    while (at := _next_record(text, at)) != -1:
+        try:
+            record, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return
+        message_at = text.find('"MESSAGE"', at, end)
+        if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str) and message_at != -1:
+            number += text.count("\n", counted_to, message_at)
+            counted_to = message_at
+            line_end = text.find("\n", message_at)
+            raw = text[text.rfind("\n", 0, message_at) + 1 : line_end if line_end != -1 else len(text)]
+            if boots.boot_id is not None and record.get("_BOOT_ID") != boots.boot_id:
+                boots.new_boot()
+            boots.boot_id = record.get("_BOOT_ID")
+            yield _journal_json_line(number, raw, record)
+        at = end
+
+
+def _next_record(text: str, at: int) -> int:
+    """Where the next ``{`` record starts after whitespace, or -1 (the end, or something else)."""
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at if at < len(text) and text[at] == "{" else -1
+
+
+def _is_pretty_journal(text: str) -> bool:
+    """The text opens with a json-pretty record: ``{`` alone on its first line, then a journal
+    field (``"_TRANSPORT" : …``, ``"MESSAGE" : …``, ``"__CURSOR" : …``)."""
+    return bool(_PRETTY_OPENING.match(text[:400]))
+
+
 def _quiet_clock(raw: str) -> float | None:
     """The clock of a plain `dmesg` line (``[   12.345678] msg``) that gives the boot record
     nothing but that clock: no banner, no command line, and no ``kernel:`` ident to strip (its
@@ -486,6 +523,9 @@ def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine
     timestamp = f"{monotonic:.6f}" if monotonic is not None else None
     level = _level_name(record["PRIORITY"]) if isinstance(record.get("PRIORITY"), str) else None
     return LogLine(number, raw, record["MESSAGE"], "journal", timestamp, monotonic, level)
+
+
+_PRETTY_OPENING = lazy_compile(r'^\s*+\{[ \t]*+\r?\n\s*+"_{0,2}[A-Z][A-Z0-9_]*+"\s*+:')
 
 
 def _is_json(text: str) -> bool:
@@ -560,7 +600,12 @@ def parse(text: str, artifact: str) -> Section:
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
     hints = hints_in(text) if "\\" not in text else None
     candidates = hinted_candidates(text, hints) if hints is not None else None
-    lines = _json_lines(text) if _is_json(text) else _text_lines(text, boots, candidates)
+    if _is_json(text):
+        lines: Iterator[LogLine | float] = _json_lines(text)
+    elif _is_pretty_journal(text):
+        lines = _pretty_journal_lines(text, boots)
+    else:
+        lines = _text_lines(text, boots, candidates)
     found = _Events()
     line_count = 0
     last_stamp: str | None = None  # the last line's stamp as given (a wall clock in `dmesg -T`)
@@ -650,6 +695,8 @@ def recognise(text: str) -> bool:
         return False
     if _is_json(text):
         return True
+    if _is_pretty_journal(text):
+        return next(_pretty_journal_lines(text[:200_000], _Boots()), None) is not None
     prefixed = events = unprefixed_events = 0
     for number, raw in enumerate(lines, start=1):
         if _BOOT_SEPARATOR.match(raw.strip()) or _JOURNAL_NOTE.match(raw.strip()):
