@@ -167,7 +167,9 @@ def test_journal_export_records_become_kernel_lines_with_their_host() -> None:
         "__CURSOR=s=2\n_TRANSPORT=syslog\nSYSLOG_IDENTIFIER=sshd\n_HOSTNAME=gpu-node-7\nMESSAGE=Accepted key\n"
     )
     part = unwrap(export)[0]
-    assert part.text == "[  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting"
+    lines = part.text.split("\n")
+    assert [line for line in lines if line] == ["[  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting"]
+    assert lines.index("[  519.201025] nvme nvme0: I/O 39 QID 3 timeout, aborting") == 7  # its MESSAGE line
     assert part.identity["hostname"] == {"gpu-node-7"}
     assert section_of(export) == "dmesg"
 

@@ -214,7 +214,7 @@ def test_every_journalctl_mode_pasted_gives_the_same_diagnosis() -> None:
     """Through the paste reader (which rewrites syslog prefixes): short-unix's epoch was taken for
     the host, a different one on each line, and the paste refused as "more than one host"."""
     modes = sorted(SAMPLE.parent.glob("journalctl-*.this-machine*.txt"))
-    assert len(modes) == 10
+    assert len(modes) == 12
     diagnoses = {
         path.name: ([f["id"] for f in a.report["findings"]], [h["id"] for h in a.report["history"]])
         for path in modes
@@ -238,3 +238,14 @@ def test_json_pretty_records_are_read_on_their_message_lines() -> None:
     assert parse(cut, "journal.json")["line_count"] == cut.count('"MESSAGE"') == 4  # the whole records
     for junk in ('{\n\t"MESSAGE" : 12\n}\n', '{\n\t"A" : [[[[\n'):
         assert not recognise(junk)
+
+
+@pytest.mark.parametrize("mode", ["export", "verbose"])
+def test_export_and_verbose_records_cite_their_message_line(mode: str) -> None:
+    """The records are rewritten as dmesg lines for the reader; each stays on the line of its
+    MESSAGE field (they were numbered in the rewritten text: line 5 for a MESSAGE on line 40)."""
+    path = SAMPLE.parent / f"journalctl-{mode}.this-machine.txt"
+    (event,) = analyze_paths([path]).facts["dmesg"]["history"]
+    cited = path.read_text().split("\n")[event["src"]["line"] - 1]
+    assert cited.strip().startswith("MESSAGE=XFS (loop1): Log I/O Error"), cited
+    assert event["monotonic_s"] == 7244.498003

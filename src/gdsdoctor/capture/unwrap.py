@@ -58,6 +58,11 @@ _FACILITY = lazy_compile(
 )
 # journal export format (`journalctl -o export`): KEY=value lines, records split by blank lines
 _EXPORT_FIELD = lazy_compile(r"^(?P<key>_{0,2}[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+# `journalctl -o verbose`: the same fields, indented, under a header per record whose cursor
+# holds the monotonic clock in hex microseconds (`m=1afcdb929`)
+_VERBOSE_HEADER = lazy_compile(
+    rf"^{syslog_time.FULL_STAMP} \[s=[0-9a-f]++;i=[0-9a-f]++;b=[0-9a-f]++;m=(?P<m>[0-9a-f]++);[^\]]*+\]$"
+)
 # What names the host a text came from (journal fields, hostnamectl, a prompt's host).
 _IDENTITY_FIELDS = {"_HOSTNAME": "hostname", "_BOOT_ID": "boot_id", "_MACHINE_ID": "machine_id"}
 _JSON_IDENTITY = lazy_compile(r'"(?P<key>_HOSTNAME|_BOOT_ID|_MACHINE_ID)"\s*:\s*"(?P<value>[^"]{1,128})"')
@@ -256,36 +261,51 @@ def _strip_inline_code(lines: list[str], removed: list[str]) -> list[str]:
 
 
 def _journal_export(lines: list[str], part: Part) -> list[str]:
-    """``journalctl -o export`` records as ``[seconds] message`` dmesg lines (kernel records
-    only); the text unchanged when it is not that format."""
-    fields = [_EXPORT_FIELD.match(line) for line in lines if line.strip()]
+    """``journalctl -o export`` (and ``-o verbose``) records as ``[seconds] message`` dmesg lines
+    (kernel records only), each on the line of its MESSAGE field and the other fields' lines left
+    blank, so that evidence cites the pasted file's own line; the text unchanged when it is not
+    that format."""
+    fields = [
+        _EXPORT_FIELD.match(line.strip()) or _VERBOSE_HEADER.match(line) for line in lines if line.strip()
+    ]
     if not fields or sum(m is not None for m in fields) < 0.9 * len(fields):
         return lines
-    if not any(m and m["key"] == "MESSAGE" for m in fields):
+    if not any(m and m.groupdict().get("key") == "MESSAGE" for m in fields):
         return lines
-    out: list[str] = []
+    out = [""] * len(lines)
     record: dict[str, str] = {}
-    for line in [*lines, ""]:
-        m = _EXPORT_FIELD.match(line)
-        if m:
+    message_at = 0
+    for index, line in enumerate([*lines, ""]):
+        if header := _VERBOSE_HEADER.match(line):  # a record begins: the one before it ends
+            _place(out, message_at, record, part)
+            record = {"__MONOTONIC_TIMESTAMP": str(int(header["m"], 16))}
+        elif m := _EXPORT_FIELD.match(line.strip()):
             record[m["key"]] = m["value"]
-            continue
-        if not line.strip() and record:
-            out.extend(_export_record_line(record, part))
+            message_at = index if m["key"] == "MESSAGE" else message_at
+        elif not line.strip():
+            _place(out, message_at, record, part)
             record = {}
     part.removed.append("journal export fields")
     return out
 
 
-def _export_record_line(record: dict[str, str], part: Part) -> list[str]:
+def _place(out: list[str], index: int, record: dict[str, str], part: Part) -> None:
+    """A record's dmesg line at the line of its MESSAGE field (nothing for an empty record)."""
+    if record:
+        line = _export_record_line(record, part)
+        if line is not None:
+            out[index] = line
+
+
+def _export_record_line(record: dict[str, str], part: Part) -> str | None:
     _add_identity(part, record)
     kernel = record.get("_TRANSPORT") == "kernel" or record.get("SYSLOG_IDENTIFIER") == "kernel"
     if "MESSAGE" not in record or not kernel:
-        return []
+        return None
     monotonic = record.get("__MONOTONIC_TIMESTAMP", "")
     if monotonic.isdigit():
-        return [f"[{int(monotonic) / 1e6:12.6f}] {record['MESSAGE']}"]
-    return [record["MESSAGE"]]
+        return f"[{int(monotonic) / 1e6:12.6f}] {record['MESSAGE']}"
+    return record["MESSAGE"]
 
 
 def _add_identity(part: Part, record: dict[str, str]) -> None:
