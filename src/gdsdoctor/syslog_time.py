@@ -75,9 +75,7 @@ SHORT_STAMP = rf"(?:{_MONTH}) ?[ \d]?\d \d\d:\d\d"  # dmesg -e (--time-format re
 UNIX_STAMP = r"\d{9,12}\.\d{1,9}"
 # journalctl -o short-full: systemd's own format, English whatever the locale, with its zone
 FULL_STAMP = r"(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9+-]{1,6}"
-_FULL = re.compile(
-    r"^\s?(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?) ([A-Za-z0-9+-]{1,6})"
-)
+_FULL = re.compile(rf"^\s?{FULL_STAMP}")
 _PARTS = re.compile(
     rf"^\s?(?:(?:{_WEEKDAY})\s+)?({_MONTH}) +(\d{{1,2}}) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?: (\d{{4}}))?"
 )
@@ -106,7 +104,7 @@ def epoch(text: str) -> float | None:
 def _full_epoch(match: re.Match[str]) -> float | None:
     """short-full's ``Tue 2026-12-01 21:52:41 UTC``: a numeric zone (``+03``, ``-0530``) is
     applied, a named one (``CET``) read as UTC, as a stamp without a zone is."""
-    day, clock, zone = match.groups()
+    _, day, clock, zone = match[0].split()
     numeric = zone[0] in "+-" and zone[1:].isdigit() and len(zone) in (3, 5)
     offset = f"{zone[:3]}:{zone[3:] or '00'}" if numeric else "+00:00"
     try:
