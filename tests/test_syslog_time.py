@@ -249,3 +249,17 @@ def test_export_and_verbose_records_cite_their_message_line(mode: str) -> None:
     cited = path.read_text().split("\n")[event["src"]["line"] - 1]
     assert cited.strip().startswith("MESSAGE=XFS (loop1): Log I/O Error"), cited
     assert event["monotonic_s"] == 7244.498003
+
+
+@pytest.mark.parametrize(
+    "path", sorted(SAMPLE.parent.glob("journalctl-*.this-machine*.txt")), ids=lambda p: p.name
+)
+def test_the_host_of_every_journalctl_mode_is_redacted(tmp_path: Path, path: Path) -> None:
+    """Each mode names the host its own way (a syslog field, `_HOSTNAME=`, `"_HOSTNAME" : …`)."""
+    from gdsdoctor.capture.redact_io import redact_files
+
+    paste = tmp_path / path.name
+    paste.write_bytes(path.read_bytes())
+    redact_files([paste])
+    out = (tmp_path / f"{path.name}.redacted").read_text()
+    assert "gpunode19" in path.read_text() and "gpunode19" not in out

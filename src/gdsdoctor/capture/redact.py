@@ -88,6 +88,7 @@ _ID_KEYS = {
     "static hostname": "hostname",
     "nodename": "hostname",
     "node_name": "hostname",
+    "_hostname": "hostname",  # the journal's field (export, verbose, json: `_HOSTNAME=`, `"_HOSTNAME"`)
 }
 _KEY_NAMES = "|".join(sorted((re.escape(k) for k in _ID_KEYS), key=len, reverse=True))
 _JSON_ID = lazy_compile(rf'"(?P<key>(?i:{_KEY_NAMES}))"\s*:\s*"(?P<value>[^"\n]{{1,200}})"')
@@ -114,6 +115,9 @@ _HOST_CONTEXTS = tuple(
         r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) [\w./()-]{1,64}(?:\[\d{1,10}\])?:",
         r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",
+        # journalctl -o short-monotonic / short-delta: `[ 7244.46] HOST kernel: …`
+        r"^\[ *+\d{1,10}\.\d{1,9}(?: *+< *+\d{1,10}\.\d{1,9} *+>)? *+\] "
+        r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) kernel(?:\[\d{1,10}\])?: ",
     )
 )
 _COLUMN_KEYS = {
