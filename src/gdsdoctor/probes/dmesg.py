@@ -393,6 +393,12 @@ class _Boots:
         self._counted(line.monotonic_s, line.form)
         return self.index
 
+    def see_boot_id(self, boot_id: Any) -> None:
+        """A journal record's ``_BOOT_ID``: another than the record before's starts a boot."""
+        if self.boot_id is not None and boot_id != self.boot_id:
+            self.new_boot()
+        self.boot_id = boot_id
+
     def see_clock(self, monotonic: float) -> None:
         """A plain `dmesg` line with nothing but its clock to give (see ``_quiet_clock``)."""
         self._clock(monotonic)
@@ -455,9 +461,7 @@ def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) 
         if record is None:
             yield split_line(number, raw)
             continue
-        if boots.boot_id is not None and record.get("_BOOT_ID") != boots.boot_id:
-            boots.new_boot()
-        boots.boot_id = record.get("_BOOT_ID")
+        boots.see_boot_id(record.get("_BOOT_ID"))
         yield _journal_json_line(number, raw, record)
 
 
@@ -478,9 +482,7 @@ def _pretty_journal_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
             counted_to = message_at
             line_end = text.find("\n", message_at)
             raw = text[text.rfind("\n", 0, message_at) + 1 : line_end if line_end != -1 else len(text)]
-            if boots.boot_id is not None and record.get("_BOOT_ID") != boots.boot_id:
-                boots.new_boot()
-            boots.boot_id = record.get("_BOOT_ID")
+            boots.see_boot_id(record.get("_BOOT_ID"))
             yield _journal_json_line(number, raw, record)
         at = end
 
