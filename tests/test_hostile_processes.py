@@ -116,6 +116,23 @@ def quick(section: str, timeout: float = 0.5) -> Probe:
 # --- 5. SIGTERM / SIGHUP leave no probe behind ------------------------------------------------
 
 
+def _run_with_hanging_probes(
+    tmp_path: Path, isolated_path: Path, command: str
+) -> tuple[subprocess.Popen[str], Path]:
+    """`check` or `collect` of a host whose probes all hang, once every probe has started; and
+    the file their PIDs are recorded in."""
+    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
+    record = tmp_path / "pids"
+    hanging_probes(isolated_path, record)
+    args = {
+        "check": ["check", "--host-root", str(host), "--format", "json"],
+        "collect": ["collect", "--host-root", str(host), "-o", str(tmp_path / "out.tar.gz")],
+    }[command]
+    process = start_cli(args, isolated_path, tmp_path)
+    wait_for_lines(record, HANGING_RUNS)
+    return process, record
+
+
 @pytest.mark.parametrize(
     ("command", "signum"),
     [
@@ -127,15 +144,7 @@ def test_a_signal_kills_every_probe_and_says_interrupted(
     tmp_path: Path, isolated_path: Path, command: str, signum: int
 ) -> None:
     """`timeout 2 gdsdoctor check` used to exit 124 leaving every hung probe under PID 1."""
-    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
-    record = tmp_path / "pids"
-    hanging_probes(isolated_path, record)
-    args = {
-        "check": ["check", "--host-root", str(host), "--format", "json"],
-        "collect": ["collect", "--host-root", str(host), "-o", str(tmp_path / "out.tar.gz")],
-    }[command]
-    process = start_cli(args, isolated_path, tmp_path)
-    wait_for_lines(record, HANGING_RUNS)
+    process, record = _run_with_hanging_probes(tmp_path, isolated_path, command)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=10)
     assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
@@ -160,15 +169,7 @@ def test_a_signal_taken_by_a_probe_thread_still_ends_the_run_at_once(
     """The main thread waited for the probe threads in one join as long as the deadline (60 s):
     a SIGHUP the kernel handed to a probe thread ran its handler only when that join ended, so
     `collect` went on for up to a minute after it (the test above failed so, now and then)."""
-    host = write_tree(tmp_path / "host", {**THIS_KERNEL, "proc/mounts": PROC_MOUNTS})
-    record = tmp_path / "pids"
-    hanging_probes(isolated_path, record)
-    args = {
-        "check": ["check", "--host-root", str(host), "--format", "json"],
-        "collect": ["collect", "--host-root", str(host), "-o", str(tmp_path / "out.tar.gz")],
-    }[command]
-    process = start_cli(args, isolated_path, tmp_path)
-    wait_for_lines(record, HANGING_RUNS)
+    process, record = _run_with_hanging_probes(tmp_path, isolated_path, command)
     began = time.monotonic()
     _signal_a_thread_other_than_main(process.pid, signal.SIGHUP)
     _, stderr = process.communicate(timeout=30)
