@@ -63,10 +63,9 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     "nvme_list": ("sos_commands/nvme/nvme_list",),
     "nvme_subsys": ("sos_commands/nvme/nvme_list-subsys",),
     # one file per namespace (sos's nvme plugin runs `nvme smart-log /dev/nvmeXnY` for each),
-    # read as one section (Probe.combine), each device with its own file and line
-    # one per namespace; some sos releases keep them in sub-folders of sos_commands/nvme
-    # (nvme_fw_smart_error_logs/, nvme_id-ctrl_-H/: the plugin's `subdir=`), others beside the
-    # plugin's other outputs
+    # read as one section (Probe.combine), each device with its own file and line; some sos
+    # releases keep them in sub-folders of sos_commands/nvme (nvme_fw_smart_error_logs/,
+    # nvme_id-ctrl_-H/: the plugin's `subdir=`), others beside the plugin's other outputs
     "nvme_smart": (
         "sos_commands/nvme/nvme_smart-log_.dev.nvme*",
         "sos_commands/nvme/nvme_fw_smart_error_logs/nvme_smart-log_.dev.nvme*",
