@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gdsdoctor.checkpoint import estimate_report as report
 from gdsdoctor.checkpoint import stall as estimate
 from gdsdoctor.errors import EstimateError
 
@@ -114,7 +115,7 @@ def test_budget_met_and_budget_impossible() -> None:
     impossible = estimate.run("1B", "10GB/s", preset="bf16-weights", budget="1%", fsync="40s")
     assert impossible.budget is not None
     assert impossible.budget.required_bytes_per_s is None  # 40 s fsync > 36 s budget
-    assert "impossible" in estimate.render_text(impossible)
+    assert "impossible" in report.render_text(impossible)
 
 
 def test_tiers_scratch_binds_when_archive_keeps_up() -> None:
@@ -135,7 +136,7 @@ def test_tiers_archive_binds_when_flush_misses_the_next_checkpoint() -> None:
     assert result.tiers is not None
     assert result.tiers.binding == "archive"
     assert result.tiers.headroom_s == pytest.approx(3488 - 4480)
-    assert "archive (flush does not finish" in estimate.render_text(result)
+    assert "archive (flush does not finish" in report.render_text(result)
 
 
 # --- renderers -------------------------------------------------------------------------------
@@ -143,9 +144,9 @@ def test_tiers_archive_binds_when_flush_misses_the_next_checkpoint() -> None:
 
 def test_renderers_share_one_row_list() -> None:
     result = textbook(budget="2%", archive_throughput="400Gbit/s")
-    all_rows = estimate.rows(result)
-    text, markdown = estimate.render_text(result), estimate.render_markdown(result)
-    document = estimate.to_dict(result)
+    all_rows = report.rows(result)
+    text, markdown = report.render_text(result), report.render_markdown(result)
+    document = report.to_dict(result)
     words = " ".join(text.split())  # a long value wraps onto an indented line at a narrow width
     for row in all_rows:
         assert row.text in words
@@ -155,7 +156,7 @@ def test_renderers_share_one_row_list() -> None:
 
 
 def test_text_states_numbers_units_and_assumptions() -> None:
-    text = estimate.render_text(textbook())
+    text = report.render_text(textbook())
     assert "1.12 TB" in text
     assert "933 s (15.6 min)" in text
     assert "25.9%" in text
@@ -167,15 +168,15 @@ def test_text_states_numbers_units_and_assumptions() -> None:
 
 def test_iec_rendering_says_so() -> None:
     result = textbook()
-    text = estimate.render_text(result, units="iec")
+    text = report.render_text(result, units="iec")
     assert "1.02 TiB" in text  # 1.12e12 / 2^40
     assert "1.12 GiB/s" in text  # 1.2e9 / 2^30
     assert "Units: IEC" in text
-    assert estimate.to_dict(result, units="iec")["units"] == "IEC"
+    assert report.to_dict(result, units="iec")["units"] == "IEC"
 
 
 def test_markdown_has_sections_and_tables() -> None:
-    markdown = estimate.render_markdown(textbook(budget="2%"))
+    markdown = report.render_markdown(textbook(budget="2%"))
     assert "### Checkpoint size" in markdown
     assert "### Stall budget" in markdown
     assert "| total checkpoint | 1.12 TB |" in markdown

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from gdsdoctor.checkpoint import async_save
+from gdsdoctor.checkpoint import estimate_report as report
 from gdsdoctor.checkpoint import stall as estimate
 from gdsdoctor.checkpoint.presets import PRESET_PARTS, preset_names
 from gdsdoctor.errors import EstimateError
@@ -28,10 +29,10 @@ def test_the_70b_examples_default_and_16_bytes() -> None:
 
 
 def test_both_loss_definitions_are_printed_and_the_budget_says_which_it_uses() -> None:
-    text = estimate.render_text(estimate.run("70B", "1.2GB/s", budget="2%", **SIXTEEN))
+    text = report.render_text(estimate.run("70B", "1.2GB/s", budget="2%", **SIXTEEN))
     assert "25.9%" in text and "20.6% (stall / (interval + stall))" in text
     assert "budget applies to" in text and "between checkpoint starts" in text
-    document = estimate.to_dict(estimate.run("70B", "1.2GB/s", **SIXTEEN))
+    document = report.to_dict(estimate.run("70B", "1.2GB/s", **SIXTEEN))
     assert document["cost"]["wall_time_lost_fraction_of_training"] == pytest.approx(
         933.333 / 4533.333, rel=1e-4
     )
@@ -61,7 +62,7 @@ def test_several_nodes_per_node_rate_and_the_target_ceiling() -> None:
         target_ceiling="100GB/s",
     )
     assert capped.inputs.storage.binding == "target ceiling" and capped.stall_s == pytest.approx(11.2)
-    assert "bound by: target ceiling" in estimate.render_text(capped)
+    assert "bound by: target ceiling" in report.render_text(capped)
     with pytest.raises(EstimateError, match="do not divide"):
         estimate.run("70B", "1GB/s", gpus=60, nodes=8)
     with pytest.raises(EstimateError, match="no write rate"):
@@ -86,7 +87,7 @@ def test_async_save_stall_persist_and_host_memory() -> None:
     assert saved.persist_s == pytest.approx(933.33, abs=0.01) and saved.headroom_s > 2600
     assert saved.host_mem_needed_bytes == 280e9 and saved.host_mem_fits
     assert result.budget.applies_to == "D2H copy" and result.budget.met and result.ok
-    text = estimate.render_text(result)
+    text = report.render_text(result)
     assert (
         "GPU stall (D2H copy)" in text and "700 ms" in text and "280 GB (shard per node × 2 buffers)" in text
     )

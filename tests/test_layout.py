@@ -22,20 +22,12 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
-    """The project modules a module imports, wherever the import stands: at the top, or deferred
-    into a function (a deferred import hides a circle from Python, not from the reader). Only
-    imports under ``if TYPE_CHECKING`` are left out: they never run."""
+    """The project modules a module imports, wherever the import stands: at the top, deferred into
+    a function (a deferred import hides a circle from Python, not from the reader), or under ``if
+    TYPE_CHECKING`` (a type named across a circle ties the two modules as firmly as a call)."""
     tree = ast.parse(path.read_text())
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -88,10 +80,12 @@ def test_the_circle_finder_finds_a_circle() -> None:
 def test_an_import_deferred_into_a_function_counts(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import b\n")
     (tmp_path / "b.py").write_text("def f():\n    import a\n")
-    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n")
-    modules = {name: tmp_path / f"{name}.py" for name in "abc"}
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import d\n")
+    (tmp_path / "d.py").write_text("from c import x\n")
+    modules = {name: tmp_path / f"{name}.py" for name in "abcd"}
     graph = {name: _imports(path, modules) for name, path in modules.items()}
-    assert graph == {"a": {"b"}, "b": {"a"}, "c": set()} and _circles(graph) == [["a", "b"]]
+    assert graph == {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c"}}
+    assert _circles(graph) == [["a", "b"], ["c", "d"]]
 
 
 def test_long_modules_say_why_and_command_line_modules_stay_short() -> None:

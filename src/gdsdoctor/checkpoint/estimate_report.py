@@ -7,13 +7,10 @@ unit in its name, a label, the machine value (bytes, seconds, fractions) and the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from gdsdoctor.checkpoint.stall import Budget, Estimate, Inputs  # the model, a layer below
 from gdsdoctor.checkpoint.units import Throughput, Units, format_bytes, format_duration, format_rate
 from gdsdoctor.textwidth import prose_width, table, terminal_width, wrap
-
-if TYPE_CHECKING:
-    from gdsdoctor.checkpoint.stall import Budget, Estimate, Inputs
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,8 @@
   :mod:`gdsdoctor.checkpoint.units`). Output is SI unless ``units="iec"``, and says so.
 
 Entry points: :func:`run` (strings in, as from a CLI) and :func:`compute` (numbers in). Bad input
-raises :class:`EstimateError` with a one-line message. :func:`rows` is the single list of
-output rows that :func:`to_dict`, :func:`render_text` and :func:`render_markdown` all render.
+raises :class:`EstimateError` with a one-line message. What is printed is rendered a layer above,
+in :mod:`gdsdoctor.checkpoint.estimate_report` (the model knows nothing of its renderers).
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from typing import Literal
 
 from gdsdoctor.checkpoint import async_save
 from gdsdoctor.checkpoint.async_save import AsyncSave, Layout, Storage
-from gdsdoctor.checkpoint.estimate_report import render_markdown, render_text, rows, to_dict
 from gdsdoctor.checkpoint.presets import COMPONENTS, DEFAULT_PRESET, PRESET_PARTS
 from gdsdoctor.checkpoint.units import (
     GOODPUT,
@@ -90,11 +89,7 @@ __all__ = [
     "parse_params",
     "parse_size",
     "parse_throughput",
-    "render_markdown",
-    "render_text",
-    "rows",
     "run",
-    "to_dict",
 ]  # fmt: skip
 
 SECONDS_PER_DAY = 86400.0

@@ -404,6 +404,7 @@ def estimate(
 
     Exit code 1 when the --budget is missed, an --async persist does not fit the interval, or the
     staging does not fit --host-mem; 0 otherwise; 3 for input it cannot read."""
+    from gdsdoctor.checkpoint import estimate_report as render
     from gdsdoctor.checkpoint import stall as model
 
     result = model.run(
@@ -429,11 +430,11 @@ def estimate(
     if fmt == "json":
         import json
 
-        print(json.dumps(model.to_dict(result, units), indent=2))
+        print(json.dumps(render.to_dict(result, units), indent=2))
     elif fmt == "markdown":
-        sys.stdout.write(model.render_markdown(result, units))
+        sys.stdout.write(render.render_markdown(result, units))
     else:
-        sys.stdout.write(model.render_text(result, units))
+        sys.stdout.write(render.render_text(result, units))
     return 0 if result.ok else 1
 
 
