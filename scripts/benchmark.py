@@ -38,6 +38,10 @@ Measures (medians of --repeat runs, wall clock):
    and ``analyze`` of a bundle holding each of the worst inputs of issue 26 (a 12 MiB mount
    table, a 2.5 MiB ``nvidia-smi topo -m`` matrix, 1.3 MiB of ``nvme list-subsys``, three
    60 MiB mount tables): wall time and peak resident set (target <= 300 MiB).
+9. Deadlines and kills (the timed bounds the tests once asserted; they assert what happened):
+   a command past its 0.5 s timeout killed with its group, ``analyze --deadline 1`` of a bundle
+   slow to parse (100k NVMe subsystems) ending UNKNOWN, and ``check --deadline 3`` with a probe
+   that hangs ignoring SIGTERM: seconds from start to return, against the deadline plus a margin.
 
 Commands run from a wheel built from this checkout and installed into a temporary directory, as
 users run gdsdoctor: the wheel carries the rules parsed and linted (hatch_build.py), where a
@@ -79,6 +83,8 @@ ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRIT
 SOS_PLUGINS = "block,filesys,kernel,nvme,pci,networking,infiniband,nvidia"
 
 Row = tuple[str, str, str]  # what, measured, target / verdict
+SECTIONS = ("check", "analyze", "rules", "collect", "watch", "sos", "install", "regex", "hostile")
+SECTIONS += ("deadlines",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -802,6 +808,58 @@ def bench_hostile(scale: float, work: Path, every: bool) -> list[Row]:
     return rows
 
 
+def _slow_to_parse(work: Path, subsystems: int) -> Path:
+    """A bundle slow to parse, not to read: ``subsystems`` entries of `nvme list-subsys -o json`."""
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    item = '  {{"Name": "nvme-subsys{}", "NQN": "nqn.x", "Paths": [{{"Name": "nvme0", "State": "live"}}]}}'
+    text = '{\n "Subsystems": [\n' + ",\n".join(item.format(i) for i in range(subsystems)) + "\n ]\n}\n"
+    capture = Capture(origin="live", host={"hostname": "gpu001"}, label="gpu001")
+    name = "cmd/nvme-list-subsys.json"
+    capture.add("nvme_subsys", Artifact(name, ArtifactStatus.OK, text.encode(), source=name))
+    return write_bundle(capture, work / "slow-to-parse")
+
+
+def bench_deadlines(work: Path, subsystems: int) -> list[Row]:
+    """How long past a deadline or timeout each stop takes (the tests assert the stop, not this)."""
+    from gdsdoctor.capture.runner import run_command
+
+    bindir = work / "deadline-bin"
+    bindir.mkdir()
+    hang = bindir / "lsmod"
+    hang.write_text("#!/bin/sh\ntrap '' TERM; /bin/sleep 60 & wait\n")
+    hang.chmod(0o755)
+    host = work / "deadline-host"
+    for name in ("proc", "sys", "etc"):
+        (host / name).mkdir(parents=True)
+    (host / "proc" / "mounts").write_text("/dev/nvme1n1 /mnt/ckpt ext4 rw 0 0\n")
+    boot_id = "proc/sys/kernel/random/boot_id"  # this kernel's: a live capture runs commands for it
+    (host / boot_id).parent.mkdir(parents=True)
+    (host / boot_id).write_text(Path("/", boot_id).read_text())
+    started = time.monotonic()
+    run_command("cmd/hang.txt", [str(hang)], timeout=0.5)
+    killed = time.monotonic() - started
+    bundle = _slow_to_parse(work, subsystems)
+    parsing = wall(run(*gdsdoctor("analyze", str(bundle), "--deadline", "1", "-f", "json")), 1)
+    env = ENV | {"PATH": str(bindir)}
+    argv = gdsdoctor("check", "--host-root", str(host), "--deadline", "3", "-f", "json")
+    started = time.monotonic()
+    subprocess.run(argv, env=env, capture_output=True, check=False)
+    hanging = time.monotonic() - started
+    slow = f"`analyze --deadline 1` of {subsystems:,} NVMe subsystems (slow to parse)"
+    return [
+        ("a command past its 0.5 s timeout, killed with its group", f"{killed:.2f} s", _within(killed, 2.5)),
+        (slow, f"{parsing:.2f} s", _within(parsing, 4)),
+        ("`check --deadline 3`, a probe hanging past SIGTERM", f"{hanging:.2f} s", _within(hanging, 7)),
+    ]
+
+
+def _within(seconds: float, bound: float) -> str:
+    return f"< {bound:g} s: {verdict(seconds < bound)}"
+
+
 def install_wheel(work: Path) -> str:
     """Build this checkout's wheel (its build hook writes the parsed rules into it) and install
     it, without dependencies (this interpreter has them), into a directory of ``work``."""
@@ -850,7 +908,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["check", "analyze", "rules", "collect", "watch", "sos", "install", "regex", "hostile"],
+        choices=[*SECTIONS],
     )
     args = parser.parse_args()
     repeat, fleet_size = (1, 8) if args.quick else (args.repeat, args.fleet_size)
@@ -876,6 +934,7 @@ def main() -> None:
             "install": lambda: [] if args.quick else bench_install(),
             "regex": lambda: bench_regex(1024 if args.quick else 16384, not args.quick),
             "hostile": lambda: bench_hostile(0.01 if args.quick else 1.0, work, not args.quick),
+            "deadlines": lambda: bench_deadlines(work, 1_000 if args.quick else 100_000),
         }
         for name, section in sections.items():
             if name in args.skip:

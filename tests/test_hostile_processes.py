@@ -170,11 +170,10 @@ def test_a_signal_taken_by_a_probe_thread_still_ends_the_run_at_once(
     a SIGHUP the kernel handed to a probe thread ran its handler only when that join ended, so
     `collect` went on for up to a minute after it (the test above failed so, now and then)."""
     process, record = _run_with_hanging_probes(tmp_path, isolated_path, command)
-    began = time.monotonic()
     _signal_a_thread_other_than_main(process.pid, signal.SIGHUP)
+    # a run that waited for the capture's deadline (60 s) would outlast this guard (30 s)
     _, stderr = process.communicate(timeout=30)
     assert (process.returncode, stderr) == (3, "gdsdoctor: interrupted\n")
-    assert time.monotonic() - began < 5, "the signal waited for the capture's deadline"
     assert wait_dead(pids(record)), "a probe outlived the interrupted run"
 
 
@@ -252,12 +251,12 @@ def test_a_copy_stuck_in_the_kernel_is_reported_at_once(
     try:
         capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20)
         wait_for_lines(survivor, 1)
-        monkeypatch.setattr(command_lock, "_state", lambda pid: "D")
-        started = time.monotonic()
+        asked: list[int | None] = []  # each poll of the lock asks the holder's state once
+        monkeypatch.setattr(command_lock, "_state", lambda pid: asked.append(pid) or "D")
         artifact = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
             "cmd/nvme-list.json"
         ]
-        assert time.monotonic() - started < 2
+        assert len(asked) == 2  # one poll, then the message: no waiting for a stuck copy
         assert artifact.detail == (
             f"an earlier run's `nvme list -o json` is still running (pid {pids(survivor)[0]}, D state); "
             "not started again"
@@ -275,12 +274,10 @@ def test_an_overlapping_runs_copy_that_finishes_is_waited_for(tmp_path: Path, is
     nvme_leaving_a_child(isolated_path, starts, survivor, lives_s=1)
     nvme_list = tuple(p for p in PROBES if p.section == "nvme_list")
     capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20)
-    started = time.monotonic()
     artifact = capture_live(this_kernels_root(tmp_path), probes=nvme_list, deadline_s=20).artifacts[
         "cmd/nvme-list.json"
     ]
-    assert artifact.status is ArtifactStatus.OK
-    assert 0.3 < time.monotonic() - started < 5
+    assert artifact.status is ArtifactStatus.OK  # not "still running; not started again": it waited
     assert starts.read_text().splitlines() == ["list -o json", "list -o json"]
 
 

