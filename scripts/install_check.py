@@ -6,7 +6,7 @@ and needs a package index; scripts/benchmark.py runs it as its `install` section
 
 1. README's virtual-environment step, as an ordinary user when run as root (``nobody``, with
    setpriv): ``python3 -m venv .venv && . .venv/bin/activate`` must not need root.
-2. README's system-wide install (the ``sh`` block under "System-wide install"), each line with
+2. The system-wide install (docs/install.md, the ``sh`` block under "System-wide install"), each line with
    ``sudo`` dropped and ``/opt/`` and ``/usr/local/`` moved under the prefix; then the linked
    ``gdsdoctor --version`` and its man page (``man -l``: every command has its section).
 3. The shipped systemd unit's ``ExecStart`` (integrations/prometheus/gdsdoctor-textfile.service)
@@ -33,16 +33,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "integrations/prometheus/gdsdoctor-textfile.service"
 PLUGIN = REPO / "integrations/node-problem-detector/gdsdoctor-plugin.json"
-HEADING = "### System-wide install"
+HEADING = "## System-wide install"
+INSTALL_DOC = REPO / "docs" / "install.md"  # the README links to it
 
 
 def readme_block(heading: str = HEADING) -> list[str]:
-    """The command lines of the first ``sh`` block after ``heading`` in README.md."""
-    text = (REPO / "README.md").read_text()
+    """The command lines of the first ``sh`` block after ``heading`` in docs/install.md."""
+    text = INSTALL_DOC.read_text()
     after = text[text.index(heading) :]
     block = re.search(r"```sh\n(.*?)```", after, re.S)
     if block is None:
-        raise SystemExit(f"README.md: no sh block under {heading!r}")
+        raise SystemExit(f"docs/install.md: no sh block under {heading!r}")
     return [line for line in block[1].splitlines() if line.strip() and not line.startswith("#")]
 
 
