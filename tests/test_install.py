@@ -105,3 +105,27 @@ def test_the_dockerfile_installs_as_the_readme_does(line: str) -> None:
     assert " ".join(words).replace("pip install", "pip install --no-cache-dir") in " ".join(
         dockerfile.split()
     )
+
+
+def test_every_metavar_of_every_command_is_in_one_style() -> None:
+    """`--help` mixed three styles (`<str>` in a type column, `UPPER`, `{path}` in a usage line):
+    every option value and argument is now UPPER, optional ones in brackets, and the usage line
+    writes each argument as its row does."""
+    import contextlib
+    import io
+    import re
+
+    from gdsdoctor.cli import run
+    from gdsdoctor.cli.app import click_command
+    from gdsdoctor.cli.manpage import commands
+
+    one_style = re.compile(r"\[?[A-Z][A-Z0-9_]*(?:[.=|]+\]?[A-Z0-9_]*)*\]?(?:\.\.\.)?(?:\|[A-Z]+)?")
+    root = click_command()
+    for name, command in commands():
+        context = command.make_context(name, [], resilient_parsing=True) if command is not root else None
+        metavars = [p.make_metavar(context) for p in command.params if not getattr(p, "is_flag", False)]
+        assert [m for m in metavars if not one_style.fullmatch(m)] == [], name
+        shown = io.StringIO()
+        with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+            run([*name.split()[1:], "--help"])
+        assert not re.search(r"<[a-z]+>|\{[A-Za-z_]+\}", shown.getvalue()), name

@@ -148,11 +148,47 @@ class PipeSafeStream:
         return getattr(self._stream, name)
 
 
+def click_command(only: str | None = None) -> Any:
+    """The click command of :func:`build_app`, its arguments in the one metavar style of the
+    options (``PATH``, ``INPUT...``, ``[INPUT]...`` when optional): typer added a type column to
+    each argument (``<str>``, ``<path>``) and wrote a required one in braces (``{path}``)."""
+    root = typer.main.get_command(build_app(only))
+    pending = [root]
+    while pending:
+        command = pending.pop()
+        pending += list(getattr(command, "commands", {}).values())
+        for param in command.params:
+            if param.param_type_name == "argument":
+                metavar = param.metavar or (param.name or "").upper()
+                if not param.required and not metavar.startswith("["):
+                    metavar = f"[{metavar}]"
+                param.metavar = metavar
+                param.make_metavar = lambda *_args, metavar=metavar, **_kwargs: metavar
+                param.type = _Untyped(param.type)
+    return root
+
+
+class _Untyped:
+    """A click parameter type as it was, less its own metavar (the argument's names it)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def get_metavar(self, *_args: Any, **_kwargs: Any) -> str:
+        return ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner(*args, **kwargs)
+
+
 def _invoke(argv: list[str]) -> int:
     only = None  # every command: for `--help`, completion and an unknown command's error
     if COMPLETE_VAR not in os.environ and argv[0] in (*COMMANDS, "--version"):
         only = argv[0]  # `--version` names no command: none is built
-    command = typer.main.get_command(build_app(only))
+    command = click_command(only)
     # The shell asking for completions (the script `--install-completion` installs): answer, exit.
     command._main_shell_completion({}, PROGRAM, COMPLETE_VAR)  # type: ignore[attr-defined]
     with command.make_context(PROGRAM, argv) as context:

@@ -12,10 +12,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import typer.main
-
 from gdsdoctor import __version__
-from gdsdoctor.cli.app import _program, build_app
+from gdsdoctor.cli.app import _program, click_command
 
 _CODE = re.compile(r"`([^`]+)`")
 _MARKUP = re.compile(r"\[/?(?:bold|dim|italic|cyan|green|red|yellow|magenta)\]")
@@ -35,7 +33,7 @@ FILES = (
 
 def commands() -> list[tuple[str, Any]]:
     """Every command, subcommands included, as (``gdsdoctor rules show``, click command)."""
-    root = typer.main.get_command(build_app())
+    root = click_command()
     return list(_walk("gdsdoctor", root))
 
 
@@ -85,7 +83,7 @@ def _argument_help(param: Any) -> str:
 
 def render() -> str:
     """gdsdoctor(1) in roff (man macros)."""
-    root = typer.main.get_command(build_app())
+    root = click_command()
     lines = [
         f'.TH GDSDOCTOR 1 "" "gdsdoctor {__version__}" "User Commands"',
         ".SH NAME",
