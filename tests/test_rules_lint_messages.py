@@ -94,3 +94,17 @@ def test_an_expression_nested_thousands_deep_is_a_lint_problem_not_a_recursion_e
     _, issues = lint_paths([rule], KNOWN_SECTIONS)
     problems = [issue.message for issue in issues if "nested too deeply" in issue.message]
     assert len(problems) == 1 and len(problems[0]) < 400, [issue.message[:200] for issue in issues]
+
+
+def test_a_remediation_command_written_as_text_is_told_to_state_its_effect(tmp_path: Path) -> None:
+    """`- umount /mnt/x` said only "is not an object": the author learns that an effect is
+    required and how the command is written with one."""
+    rule = RULE.replace("explanation: tiny", "explanation: a cause whose remedy is plain text")
+    rule += '    remediation:\n      - umount /mnt/ckpt\n      - {cmd: "findmnt /mnt/ckpt", effect: read}\n'
+    messages = [m for m in _messages(tmp_path, rule).values() if "remediation/0" in m]
+    assert messages == [
+        "causes/0/remediation/0: 'umount /mnt/ckpt' is a plain string, but a remediation command must say "
+        'what running it does to the host: write {cmd: "umount /mnt/ckpt", effect: …} with effect one of '
+        "read, live, persistent, disruptive, reboot (a note is required for disruptive and reboot: what "
+        "to do first)"
+    ]

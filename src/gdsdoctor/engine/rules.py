@@ -333,6 +333,8 @@ def _what_is_wrong(error: Any) -> str:
         short = kind == "minLength"
         bound = f"{'at least' if short else 'at most'} {error.validator_value} characters"
         return f"{value!r} is too {'short' if short else 'long'}: {bound}"
+    if kind == "type" and isinstance(value, str) and "effect" in schema.get("required", ()):
+        return _step_written_as_text(value)
     if kind == "type":
         expected = str(error.validator_value)
         return f"{value!r} is not {'an' if expected[:1] in ('a', 'o', 'i') else 'a'} {expected}"
@@ -346,6 +348,18 @@ def _what_is_wrong(error: Any) -> str:
             reasons.setdefault(sub.schema_path[0], _what_is_wrong(sub))
         return f"matches none of the allowed forms: {'; or '.join(reasons.values())}"
     return str(error.message)
+
+
+def _step_written_as_text(command: str) -> str:
+    """A remediation command written as a bare string: say that its effect is required, and how
+    the command is written with one (the effects and what each means are the schema's)."""
+    effects = schema()["$defs"]["step"]["properties"]["effect"]["enum"]
+    quoted = command.replace('"', '\\"')
+    return (
+        f"{command!r} is a plain string, but a remediation command must say what running it does "
+        f'to the host: write {{cmd: "{quoted}", effect: …}} with effect one of {", ".join(effects)} '
+        "(a note is required for disruptive and reboot: what to do first)"
+    )
 
 
 def _range(schema: dict[str, Any]) -> str:
