@@ -146,3 +146,19 @@ def test_fleet_summary_renders_as_sections_and_a_status_paragraph(tmp_path: Path
     assert headings[0].startswith("Causes") and headings[1].startswith("Nodes grouped")
     last = max(i for i, t in enumerate(tokens) if t.type == "paragraph_open")
     assert tokens[last].level == 0 and _inline(tokens, last).startswith("Fleet status: ")
+
+
+def test_a_folded_cause_shows_its_own_verify_commands_in_text_and_markdown() -> None:
+    """A cause folded under its root has the root's fix; the commands that show it went with that
+    fix are its own (those the root or an earlier folded cause already lists are not repeated)."""
+    from gdsdoctor.report.text import render_text
+
+    report = analyze_paths(sorted((FIXTURES / "gds-nvidia-fs-dkms-other-kernel" / "files").iterdir())).report
+    folded = [f for f in report["findings"] if f["explained_by"]]
+    assert folded and all(f["verify"] for f in folded)
+    text, markdown = render_text(report), render_markdown(report)
+    for rendered in (text, markdown):
+        assert rendered.count("Verify it went with the fix:") == len(folded)
+        assert rendered.count("cat /proc/driver/nvidia-fs/version") == 1
+    after = text[text.index("↳ explains CRITICAL  nvidia-fs-not-built-for-kernel") :]
+    assert after.index("Verify it went with the fix:") < after.index("$ dkms status nvidia-fs")

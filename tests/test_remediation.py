@@ -129,7 +129,7 @@ def _lint(tmp_path: Path, steps: str, extra: str = "") -> list[str]:
 
 def test_lint_refuses_a_command_without_an_effect(tmp_path: Path) -> None:
     [message] = _lint(tmp_path, '      - "lsmod"')
-    assert "remediation/0" in message and "not an object" in message
+    assert "remediation/0" in message and "is a plain string" in message and "effect" in message
     [message] = _lint(tmp_path, '      - {cmd: "lsmod"}')
     assert "effect" in message
 

@@ -175,9 +175,10 @@ def _findings(report: dict[str, Any]) -> Iterator[Block]:
             continue
         number += 1
         yield from _finding(finding, f"{number}.")
+        verified = list(finding.get("verify", []))  # each verify command once under its root
         for symptom in findings:
             if symptom["explained_by"] == finding["id"]:
-                yield from _symptom(symptom)
+                yield from _symptom(symptom, verified)
 
 
 def _no_finding_heading(summary: dict[str, Any]) -> str:
@@ -313,12 +314,19 @@ def command_lines(steps: list[dict[str, Any]], verify: list[str], indent: str = 
     return lines
 
 
-def _symptom(symptom: dict[str, Any]) -> Iterator[Block]:
+def _symptom(symptom: dict[str, Any], verified: list[str]) -> Iterator[Block]:
+    """A cause folded under its root: its fix is the root's, but its own ``verify`` commands (those
+    the root's do not repeat) show that it went with that fix."""
     yield Bullet((("↳ explains ", "dim"), *_severity_spans(symptom)), indent=2)
     yield Bullet(((symptom["title"], ""),), indent=3)
     for evidence in symptom["evidence"][:4]:
         where = f"{evidence['artifact']}:{evidence['line']}  " if evidence.get("artifact") else ""
         yield Bullet(((where, "dim"), (evidence["text"], "code" if where else "")), indent=3)
+    own = [command for command in symptom.get("verify", []) if command not in verified]
+    verified += own
+    if own:
+        yield Bullet((("Verify it went with the fix:", "bold"),), indent=3)
+        yield Commands(tuple(own), indent=3)
 
 
 def _acknowledged(report: dict[str, Any]) -> Iterator[Block]:
