@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -272,3 +273,30 @@ def test_a_requirement_another_source_meets_whole_is_not_blind(
     assert "fs-object-store-fuse" in cut_alone  # requires mounts alone: still blind
     outcomes = {c["id"]: c["outcome"] for c in report["causes"]}
     assert outcomes["fs-device-mapper-or-loop"] == "clear"  # any_of [mounts, cufile_log]: met whole
+
+
+def test_every_inconclusive_line_names_the_command_or_file_that_settles_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half the lines of the inconclusive section said what was missing without the command or
+    file that settles it (a source read in part: "mounts was read only in part (…)"; the
+    application's output: only the error lines to look for). Each way now names one: a command
+    or file in backticks, or the option to pass."""
+    from gdsdoctor.pipeline import analyze_paths
+    from gdsdoctor.probes import mounts
+    from tests.conftest import REPO
+
+    monkeypatch.setattr(mounts, "MAX_MOUNTS", 40, raising=False)
+    inputs = [[_mount_table(tmp_path, 60)], [REPO / "fixtures" / "fs-xfs-corruption-shutdown" / "files"]]
+    ways = {
+        m["collect"] for i in inputs for c in analyze_paths(i).report["inconclusive"] for m in c["missing"]
+    }
+    assert len(ways) > 20
+    command_or_file = re.compile(
+        r"^(?:run|pass|paste the output of) `|`[^`]*(?:/|\.[a-z]{2,}\b)[^`]*`|`[a-z][a-z0-9_-]* "
+    )
+    assert [way for way in ways if not command_or_file.search(way)] == []
+    old_hint = "paste the application's output around the error (`cuFile error (5033)`, `NCCL WARN …`)"
+    assert not command_or_file.search(old_hint)  # error lines to look for name no file
+    cut = next(way for way in ways if "read only in part" in way)
+    assert cut.startswith("run `cat /proc/mounts` again on less")

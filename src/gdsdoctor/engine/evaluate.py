@@ -139,7 +139,7 @@ def evaluate_cause(
     fired = certainty >= cause.min_certainty
     if missing and not fired:
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=missing)
-    if not fired and (cut := _read_in_part(cause, facts)):
+    if not fired and (cut := _read_in_part(cause, facts, how_to_collect)):
         return CauseResult(cause, Outcome.INCONCLUSIVE, missing=cut)
     outcome = CauseResult(cause, Outcome.FIRED if fired else Outcome.CLEAR, round(certainty, 4), results)
     if fired:
@@ -227,7 +227,9 @@ def _missing(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]
     return missing
 
 
-def _read_in_part(cause: Cause, facts: dict[str, Any]) -> list[dict[str, str]]:
+def _read_in_part(
+    cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]
+) -> list[dict[str, str]]:
     """The required sections its parser read only in part (``input_cut``: a mount table past its
     first 10,000 entries, a kernel log's events cut in the middle): what was not read may hold
     what the cause looks for, so a cause that found nothing there is not clear (blindness is not
@@ -244,11 +246,20 @@ def _read_in_part(cause: Cause, facts: dict[str, Any]) -> list[dict[str, str]]:
                     "section": section,
                     "status": "cut",
                     "detail": facts[section]["input_cut"],
-                    "collect": f"{section} was read only in part ({facts[section]['input_cut']})",
+                    "collect": _read_less(section, facts[section]["input_cut"], how_to_collect),
                 }
                 for section in parts
             ]
     return cut
+
+
+def _read_less(section: str, cut: str, how_to_collect: dict[str, str]) -> str:
+    """What settles a cause whose source was read only in part: the same command (or file) again,
+    on only the part that matters, which then fits whole (the same output again would be cut the
+    same way)."""
+    how = how_to_collect.get(section) or f"paste the {section} output"
+    again = "again on less: the part about the checkpoint path or the failure's time"
+    return f"{how} {again} ({section} was read only in part: {cut})"
 
 
 def _missing_entry(

@@ -336,7 +336,9 @@ PROBES: tuple[Probe, ...] = (
         sources=(),  # the application's own output: paste only
         parse=parse_app_log,
         recognise=recognise_app_log,
-        paste_hint="the application's output around the error (`cuFile error (5033)`, `NCCL WARN …`)",
+        # the file to paste, named (a job's log), and the line to look for in it
+        paste_hint="the application's output around the error: the job's log (Slurm's `slurm-JOBID.out`, "
+        "`kubectl logs POD`) from before its `cuFile error (5033)` or `NCCL WARN …` line",
         tags=("gds",),
     ),
 )
