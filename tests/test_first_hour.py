@@ -275,13 +275,16 @@ WIDE_OUTPUTS = {
 
 
 def _words(text: str) -> list[str]:
-    return [word for word in text.split() if not set(word) <= _GLYPHS]
+    """The words, less the tree's glyphs and the `` \\`` that continues a command on the next line."""
+    return [word for word in text.split() if not set(word) <= _GLYPHS and word != "\\"]
 
 
 def _fits(line: str, columns: int) -> bool:
-    """A line fits, or it is one that must stay whole: the status line (scripts read it), a URL,
-    a command, or a line holding one word longer than the room its indentation leaves."""
-    if len(line) <= columns or line.startswith("Status: ") or "http" in line or "$ " in line:
+    """A line fits, or it is one that must stay whole: a URL, or a line holding one word longer
+    than the room its indentation leaves (a path; a command's quoted argument, which a shell
+    could not read cut). The status line wraps too (at an asked width: COLUMNS here), and a long
+    command is continued on the next line with `` \\``."""
+    if len(line) <= columns or "http" in line:
         return True
     indent = len(line) - len(line.lstrip(" │├└─"))
     return max(len(word) for word in line.split()) > columns - indent - 4
@@ -435,3 +438,19 @@ def test_a_live_check_names_the_host_as_a_host() -> None:
     assert render_text(report).splitlines()[0] == "gdsdoctor 0.1.0 — live check of host vm"
     nothing = analyze_paths([FIXTURES / "ext4-journal-checkpoint/files/proc-mounts.txt"]).report["node"]
     assert nothing["gpus"] is None and nothing["virtualization"] is None  # unknown, not "none"
+
+
+@pytest.mark.parametrize("name", ["report", "fleet", "rules show", "estimate", "probes"])
+def test_prose_stops_at_100_columns_on_a_wide_terminal(name: str) -> None:
+    """At 200 columns prose lines reached 141-197 columns (a status line, a probe's "run `…`"
+    line, a table's description column). Prose stops at 100 columns, a table row at 120; only
+    what is quoted or copied may use the width: a log line quoted as evidence (``file:line
+    text``), a command, a URL."""
+    from gdsdoctor.textwidth import TABLE_MAX
+
+    argv = WIDE_OUTPUTS[name] + (["-v"] if name == "report" else [])
+    quoted = re.compile(r"^\s+(?:\S+:\d+  |\$ |see http)")
+    lines = _run(argv, 200).splitlines()
+    continued = {n + 1 for n, line in enumerate(lines) if line.endswith(" \\")}  # a command goes on
+    prose = [line for n, line in enumerate(lines) if not quoted.match(line) and n not in continued]
+    assert [line for line in prose if len(line) > TABLE_MAX and _fits(line, TABLE_MAX) is False] == [], name

@@ -23,7 +23,7 @@ from gdsdoctor.facts.derived.topology import RANK
 from gdsdoctor.pipeline import analyze_capture, load_inputs
 from gdsdoctor.probes import BY_SECTION
 from gdsdoctor.report.escape import markdown_code_block, markdown_inline, one_line
-from gdsdoctor.textwidth import terminal_width, wrap
+from gdsdoctor.textwidth import status_lines, terminal_width, wrap
 
 TOPOLOGY_SECTIONS = (
     "pci", "lspci", "lspci_tree", "nvidia_topo", "nvidia_smi", "iommu_groups", "numa", "nvme_sysfs",
@@ -266,7 +266,7 @@ def render_text(topology: Topology) -> str:
         "  none seen"
     ]
     if topology.verdict:
-        lines += ["", status_line(topology.verdict)]
+        lines += ["", *status_lines(status_line(topology.verdict))]
     return "\n".join(lines) + "\n"
 
 
@@ -347,7 +347,7 @@ def render_rich(topology: Topology, color: bool = True) -> str:
         if not topology.problems:
             console.print("  [green]none seen[/]")
         if topology.verdict:
-            console.print("\n" + escape(status_line(topology.verdict)))
+            console.print("\n" + escape("\n".join(status_lines(status_line(topology.verdict)))))
     return captured.get()
 
 

@@ -13,7 +13,14 @@ from rich.text import Text
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.report.escape import visible
 from gdsdoctor.report.outline import Block, Bullet, Commands, Heading, Line, Span, Title, outline
-from gdsdoctor.textwidth import DEFAULT_WIDTH, MIN_WIDTH, PROSE_MAX, terminal_width
+from gdsdoctor.textwidth import (
+    DEFAULT_WIDTH,
+    MIN_WIDTH,
+    PROSE_MAX,
+    fold_command,
+    terminal_width,
+    width_was_asked,
+)
 
 __all__ = ["DEFAULT_WIDTH", "MIN_WIDTH", "render_blocks", "render_text", "terminal_width"]
 
@@ -59,9 +66,13 @@ def render_blocks(blocks: Iterable[Block], color: bool = False, width: int | Non
         emoji=False,
         markup=False,
     )
+    # The status line is whole on a pipe (`| tail -1` reads it), wrapped when a width was asked for.
+    wrap_whole = width is not None or width_was_asked()
     for block in blocks:
         # Prose stops near 100 columns on a wide terminal; log lines and commands use the width.
         verbatim = isinstance(block, Commands) or _mostly_code(_spans_of(block))
+        if isinstance(block, Line) and block.whole and wrap_whole:
+            block = Line(block.spans)
         console.print(
             _renderable(block, console.width if verbatim else min(console.width, PROSE_MAX)), soft_wrap=True
         )
@@ -73,10 +84,21 @@ def _spans_of(block: Block) -> tuple[Span, ...]:
 
 
 def _mostly_code(spans: tuple[Span, ...]) -> bool:
-    """A log line or a command quoted as evidence (most of its characters in code spans), not
-    prose that names a command or a setting in passing (a Fix sentence quoting a cufile.json key)."""
-    code = sum(len(text) for text, style in spans if style in ("code", "command"))
+    """A log line quoted as evidence (most of its characters in code spans): it uses the width. Prose
+    that names commands, even mostly (a probe's "not in this capture; run `…`"), stops at the prose
+    width, each command kept whole on a line (:func:`_whole_ranges`)."""
+    code = sum(len(text) for text, style in spans if style == "code")
     return code * 2 > sum(len(text) for text, _ in spans)
+
+
+def _whole_ranges(spans: tuple[Span, ...]) -> list[tuple[int, int]]:
+    """Where the commands lie in the spans' text: a line never breaks inside one."""
+    ranges, at = [], 0
+    for text, style in spans:
+        if style == "command":
+            ranges.append((at, at + len(visible(text))))
+        at += len(visible(text))
+    return ranges
 
 
 def _without_end_spaces(line: str) -> str:
@@ -104,25 +126,41 @@ def _spans(spans: tuple[Span, ...]) -> Text:
 _WORD = lazy_compile(r"\S+\s*")
 
 
-def _wrapped(text: Text, width: int, indent: int = 0, hanging: int = 0) -> Text:
+def _wrapped(
+    text: Text, width: int, indent: int = 0, hanging: int = 0, whole: list[tuple[int, int]] | None = None
+) -> Text:
     """The text in lines of ``width`` columns broken between words only (a word longer than the
     line, a path or a URL, stands whole on its line: rich would cut it), each line indented by
-    ``indent`` and the lines after the first by ``hanging`` more, styles kept."""
+    ``indent`` and the lines after the first by ``hanging`` more, styles kept. The ``whole``
+    ranges of a one-line text (commands) are never broken: each is one word."""
     out = Text()
     for number, line in enumerate(text.split(allow_blank=True)):
         offsets, used = [], 0
         room = max(width - indent - (hanging if number else 0), 10)
-        for word in _WORD.finditer(line.plain):
-            if used and used + len(word[0].rstrip()) > room:
-                offsets.append(word.start())
+        for start, word in _units(line.plain, whole if "\n" not in text.plain else None):
+            if used and used + len(word.rstrip()) > room:
+                offsets.append(start)
                 used, room = 0, max(width - indent - hanging, 10)
-            used += len(word[0])
+            used += len(word)
         for index, piece in enumerate(line.divide(offsets)):
             piece.rstrip()
             out.append("\n" if out.plain or number or index else "")
             out.append(" " * (indent + (hanging if index else 0)))
             out.append_text(piece)
     return out
+
+
+def _units(line: str, whole: list[tuple[int, int]] | None) -> list[tuple[int, str]]:
+    """The line's words (start, text with its spaces), a word inside a ``whole`` range joined to
+    the one before it."""
+    units: list[tuple[int, str]] = []
+    for word in _WORD.finditer(line):
+        inside = any(low < word.start() < high for low, high in whole or ())
+        if inside and units:
+            units[-1] = (units[-1][0], units[-1][1] + word[0])
+        else:
+            units.append((word.start(), word[0]))
+    return units
 
 
 def _renderable(block: Block, width: int) -> Text:
@@ -133,14 +171,20 @@ def _renderable(block: Block, width: int) -> Text:
         case Title(spans=spans):
             return _wrapped(_spans(spans), width, 0, 2)
         case Line(spans=spans, whole=whole):
-            # The status line whole: `| tail -1` must give all of it.
-            return _spans(spans) if whole else _wrapped(_spans(spans), width)
+            # The status line whole on a pipe: `| tail -1` must give all of it.
+            return _spans(spans) if whole else _wrapped(_spans(spans), width, 0, 2)
         case Bullet(spans=spans, indent=indent):
             if any(style == "link" for _, style in spans):
                 # A URL broken over lines cannot be copied: one line, past the width if need be.
                 return Text("  " * indent) + _spans(spans)
-            return _wrapped(_spans(spans), width, 2 * indent)
+            return _wrapped(_spans(spans), width, 2 * indent, 0, _whole_ranges(spans))
         case Commands(lines=lines, indent=indent):
-            commands = Text("\n".join(f"$ {visible(line)}" for line in lines), style="green")
-            return _wrapped(commands, width, 2 * indent, 2)
+            # Each command whole for copying: a long one on several lines a shell reads as one.
+            margin = " " * (2 * indent)
+            shown = [
+                f"{margin}{'$ ' if number == 0 else '    '}{piece}"
+                for line in lines
+                for number, piece in enumerate(fold_command(visible(line), width - 2 * indent - 4))
+            ]
+            return Text("\n".join(shown), style="green")
     raise TypeError(f"unknown block {block!r}")
