@@ -239,3 +239,21 @@ def test_a_marker_is_no_failure_to_watch_nor_to_recognition() -> None:
     assert kernel_event(f"5,3973,380034313,-;{mount}", 1000.0, 400.0) is None
     assert kernel_event("3,3974,380047632,-;XFS (loop0): Filesystem has been shut down", 1000.0, 400.0)
     assert not dmesg.recognise(f"{mount}\nsome prose around it\nand more prose\n")
+
+
+def test_since_lists_the_older_errors_of_a_device_under_the_history_that_explains_them() -> None:
+    """`--since` moved a device's older filesystem and I/O errors to History, where the text
+    showed only "↳ explains fs-errors-or-shutdown": the errors themselves were not listed, as a
+    current symptom's are. They are now, in text and Markdown."""
+    from gdsdoctor.report.markdown import render_markdown
+    from gdsdoctor.report.text import render_text
+
+    report = _report("dmesg.this-machine-loop-ext4-abort-xfs-shutdown-remounted.txt", since="1m")
+    folded = [h for h in report["history"] if h.get("explained_by")]
+    assert folded, report["history"]
+    for rendered in (render_text(report, width=200), render_markdown(report)):
+        history = rendered[rendered.index("History:") :]
+        for symptom in folded:
+            after = history[history.index("explains") :]
+            after = after[after.index(symptom["id"]) :]
+            assert symptom["evidence"][-1]["text"][:40] in after, symptom["id"]

@@ -264,6 +264,8 @@ def _history(report: dict[str, Any]) -> Iterator[Block]:
                     ),
                     indent=2,
                 )
+                # its own events (a device's older I/O errors), as a current symptom's are shown
+                yield from _evidence(symptom["evidence"][:4], indent=3)
 
 
 def steps_of(remediation: list[Any]) -> list[dict[str, Any]]:
