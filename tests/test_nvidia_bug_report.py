@@ -151,3 +151,18 @@ def test_a_log_without_any_section_rule_is_one_line(tmp_path: Path) -> None:
     assert nvidia_bug_report.split_sections(path.read_text()) == []
     with pytest.raises(BundleError, match="none of the sections gdsdoctor reads"):
         nvidia_bug_report.read_bug_report(path)
+
+
+def test_the_lspci_section_of_current_scripts_is_read(tmp_path: Path) -> None:
+    """The scripts since 2013 run `lspci -nnDvvvxxxx` (every device, its config space in hex): the
+    section was not read, so a bug report's PCI devices, links and ACS were missing. Read now, as
+    the same output pasted is."""
+    sample = DATA / "pci" / "lspci-nnDvvvxxxx.this-machine-vm.txt"
+    header = "/sbin/lspci -nnDvvvxxxx"
+    prologue = (LOGS / "arch-2022-31831145.prologue.log").read_text()
+    log = tmp_path / "nvidia-bug-report.log"
+    log.write_text(f"{prologue}\n{RULE}\n\n{header}\n\n{sample.read_text()}\n{RULE}\n")
+    report, pasted = analyze_paths([log]), analyze_paths([sample])
+    assert report.capture.assignments["lspci"] == [f"nvidia-bug-report.log: {header}"]
+    devices = [d["bdf"] for d in report.facts["lspci"]["devices"]]
+    assert devices == [d["bdf"] for d in pasted.facts["lspci"]["devices"]] and len(devices) == 6
