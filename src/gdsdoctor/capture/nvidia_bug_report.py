@@ -51,7 +51,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("dmesg", r"journalctl -b -0(?: -k)?:?"),
     ("nvidia_smi", _PROGRAM + r"nvidia-smi (?:--query|-q)"),
     ("nvidia_topo", _PROGRAM + r"nvidia-smi topo -m"),
-    # the scripts since 2013: every device, verbose, with its whole config space in hex
+    # current scripts (the 390 driver's onwards at least): every device, verbose, config space in hex
     ("lspci", _PROGRAM + r"lspci -nnDvvvx{3,4}"),
     ("lspci", _PROGRAM + r"lspci (?:-nn )?-vvv?(?: -nn)?(?: -D)?"),
     ("lspci", _PROGRAM + r"lspci -d \"?10de:\*\"? -v(?:vv)? -xxx"),
