@@ -154,9 +154,9 @@ def test_a_log_without_any_section_rule_is_one_line(tmp_path: Path) -> None:
 
 
 def test_the_lspci_section_of_current_scripts_is_read(tmp_path: Path) -> None:
-    """Current scripts (the 390 driver's onwards at least) run `lspci -nnDvvvxxxx` (every device, its config space in hex): the
-    section was not read, so a bug report's PCI devices, links and ACS were missing. Read now, as
-    the same output pasted is."""
+    """Current scripts (the 390 driver's onwards at least) run `lspci -nnDvvvxxxx` (every device,
+    its config space in hex): the section was not read, so a bug report's PCI devices, links and
+    ACS were missing. Read now, as the same output pasted is."""
     sample = DATA / "pci" / "lspci-nnDvvvxxxx.this-machine-vm.txt"
     header = "/sbin/lspci -nnDvvvxxxx"
     prologue = (LOGS / "arch-2022-31831145.prologue.log").read_text()
