@@ -30,7 +30,7 @@ from gdsdoctor.errors import SourceFailed, Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
 from gdsdoctor.probes import PROBES, lustre_path, target
 from gdsdoctor.probes.base import Probe, Source
-from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root
+from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root, same_kernel
 from gdsdoctor.signals import join_within
 
 Parse = Callable[[Probe, list[Artifact]], Any]
@@ -137,20 +137,6 @@ def root_gaps_note(host_root: Path, absent: Sequence[str]) -> str:
 
 
 ANOTHER_HOST = "not run: the root is another host"
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
-
-
-def same_kernel(host_root: Path) -> bool:
-    """Whether ``host_root`` is this running kernel's root: ``/``, or a root whose boot id is
-    this kernel's. A root that does not say (a dump without ``proc``) is another host."""
-    if os.path.realpath(host_root) == "/":
-        return True
-    theirs = read_host_file("boot_id", host_root, BOOT_ID)
-    try:
-        with open(BOOT_ID, "rb") as mine:
-            return theirs.status is ArtifactStatus.OK and theirs.data.strip() == mine.read().strip()
-    except OSError:
-        return False
 
 
 def capture_source(source: Source, host_root: Path, same_host: bool = True) -> Artifact:

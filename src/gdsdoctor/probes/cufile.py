@@ -50,7 +50,7 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
-from gdsdoctor.probes.host_io import read_under_root
+from gdsdoctor.probes.host_io import read_under_root, same_kernel
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
 from gdsdoctor.probes.text import JSON_STRING
 
@@ -255,7 +255,11 @@ def _lenient_keys(stripped: str) -> dict[str, Any]:
 
 
 def read_cufile_json(host_root: Path) -> bytes:
-    env_path = os.environ.get("CUFILE_ENV_PATH_JSON")
+    """The cufile.json libcufile would read, wrapped. ``$CUFILE_ENV_PATH_JSON`` is this process's:
+    it picks the file only for this kernel's root, never for another host's (``same_kernel``).
+    The file is copied only when it reads as a cufile.json (``_is_cufile``): the variable can
+    name any file (``~/.ssh/id_rsa``), and a bundle is shared with support."""
+    env_path = os.environ.get("CUFILE_ENV_PATH_JSON") if same_kernel(host_root) else None
     path = env_path or CONFIG_PATH
     wrapper: dict[str, Any] = {
         "reader": "cufile_json",
@@ -264,10 +268,25 @@ def read_cufile_json(host_root: Path) -> bytes:
         "exists": False,
         "text": None,
     }
-    body = read_under_root(host_root, path, raise_denied=True)
-    if body is not None:
+    body = read_under_root(host_root, path, _MAX_CONFIG, raise_denied=True)
+    if body is not None and _is_cufile(body):
         wrapper.update(exists=True, text=body)
+    elif body is not None:
+        wrapper.update(exists=True, unreadable="not a cufile.json: the file was not copied")
     return json.dumps(wrapper).encode()
+
+
+_MAX_CONFIG = 1 << 20  # the stock cufile.json is 12 KB
+
+
+def _is_cufile(body: str) -> bool:
+    """Whether ``body`` reads as a cufile.json: a JSON object (comments allowed) naming at least
+    one of cuFile's keys, or none at all (``{}``), or an excerpt whose ``"key": value`` lines do."""
+    try:
+        explicit, _ = _load_config(body)
+    except ParseError:
+        return False
+    return not explicit or any(key in DEFAULTS for key in explicit)
 
 
 def recognise_cufile_json(text: str) -> bool:

@@ -206,6 +206,20 @@ def read_under_root(
     return data.decode("utf-8", "replace") if data is not None else None
 
 
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def same_kernel(host_root: Path | str) -> bool:
+    """Whether ``host_root`` is this running kernel's root: ``/``, or a root whose boot id is
+    this kernel's (a container given the host's root). A root that does not say (a dump without
+    ``proc``) is another host: nothing of this process (its environment) is read for it."""
+    if os.path.realpath(host_root) == "/":
+        return True
+    theirs = read_in_root(host_root, BOOT_ID, 256)
+    mine = read_regular(BOOT_ID, 256)
+    return theirs is not None and mine is not None and theirs.strip() == mine.strip()
+
+
 def list_dir(path: Path | str, *, raise_denied: bool = False) -> list[str]:
     """The sorted names in a directory; empty when it is missing or unreadable. ``raise_denied``: an
     unreadable directory raises PermissionError instead (a reader's top directory: the capture

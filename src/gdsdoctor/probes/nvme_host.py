@@ -123,6 +123,44 @@ def parse_discovery_conf(text: str, artifact: str) -> Section:
     return {"entries": entries}
 
 
+# nvme-cli's connect options that carry a key (DH-HMAC-CHAP: -S/--dhchap-secret,
+# -C/--dhchap-ctrl-secret; TLS: --tls-key and the keyring that holds it): a discovery.conf line may
+# hold them, and a bundle is shared with support. Their values are replaced by one word, so the
+# line keeps its options (the parser reads transport, address and port, never a key).
+_SECRET_OPTIONS = frozenset(
+    {"dhchap-secret", "dhchap-ctrl-secret", "tls-key", "tls-key-identity", "keyring", "tls-keyring"}
+)
+_SECRET_SHORT = ("-S", "-C")
+_KEY_TEXT = lazy_compile(r"(?:DHHC|NVMeTLSkey)-1:[^\s\"']*")  # a key's own spelling, anywhere
+NOT_READ = "(not-read)"
+
+
+def read_discovery_conf(host_root: Path) -> bytes:
+    """/etc/nvme/discovery.conf with the values of its key options left out (``_hide_keys``)."""
+    data = read_in_root(host_root, "/etc/nvme/discovery.conf", _CONFIG_MAX, raise_denied=True)
+    if data is None:
+        return MISSING
+    text = data.decode("utf-8", "replace")
+    return "\n".join(_hide_keys(line) for line in text.split("\n")).encode()
+
+
+def _hide_keys(line: str) -> str:
+    words = re.split(r"(\s+)", _KEY_TEXT.sub(NOT_READ, line))
+    pending = False
+    for index, word in enumerate(words):
+        if not word or word.isspace():
+            continue
+        if pending:
+            words[index], pending = NOT_READ, False
+            continue
+        name, equals, _ = word.partition("=")
+        if word.startswith("--") and name[2:].replace("_", "-") in _SECRET_OPTIONS:
+            words[index], pending = (f"{name}={NOT_READ}", False) if equals else (word, True)
+        elif word[:2] in _SECRET_SHORT:
+            words[index], pending = (word[:2] + NOT_READ, False) if len(word) > 2 else (word, True)
+    return "".join(words)
+
+
 def recognise_discovery_conf(text: str) -> bool:
     lines = [
         line.strip() for line in text.split("\n")[:100] if line.strip() and not line.strip().startswith("#")
@@ -249,7 +287,9 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         section="nvme_discovery_conf",
         title="NVMe-oF discovery controllers connected at boot (/etc/nvme/discovery.conf)",
-        sources=(Source("etc/nvme/discovery.conf", path="/etc/nvme/discovery.conf"),),
+        sources=(
+            Source("etc/nvme/discovery.conf", reader=read_discovery_conf, how="cat /etc/nvme/discovery.conf"),
+        ),
         parse=parse_discovery_conf,
         recognise=recognise_discovery_conf,
         paste_hint="`cat /etc/nvme/discovery.conf`",
