@@ -17,7 +17,8 @@ from tests import regex_audit as audit
 REVIEWED_DYNAMIC = {
     "gdsdoctor/capture/nvidia_bug_report.py:_pieces": "a command path of the log, re.escape'd, after ^[ \\t]* "
     "in MULTILINE mode (tried at line starts only)",
-    "gdsdoctor/capture/redact.py:pattern": "alternation of re.escape'd literals, longest first",
+    "gdsdoctor/capture/redact.py:pattern": "the learned names as a trie of re.escape'd characters "
+    "(redact.literal_trie), audited in test_the_learned_names_pattern_is_linear",
     "gdsdoctor/checkpoint/units.py:_split_quantity": "the module's _NUMBER (audited) in a fixed frame, "
     "on a command-line argument",
     "gdsdoctor/facts/derived/topology.py:on_namespace": "a namespace name, re.escape'd",
@@ -50,6 +51,21 @@ def test_patterns_built_at_run_time_are_reviewed() -> None:
     """A pattern made inside a function from a value is out of the audit's sight (and a value
     from a bundle put in a pattern unescaped is an injection): each such call is named here."""
     assert audit.dynamic_call_sites() == set(REVIEWED_DYNAMIC)
+
+
+def test_the_learned_names_pattern_is_linear() -> None:
+    """Redaction's pattern is built from what a bundle's texts taught it: many host names, and
+    names that are prefixes of one another (a chain the trie nests one level a character)."""
+    from gdsdoctor.capture.redact import Redactor
+
+    redactor = Redactor()
+    for number in range(300):
+        redactor.learn_hostname(f"gpu-node-{number:03d}.cluster.internal")
+    for length in range(4, 64):
+        redactor.learn_hostname("a" * length)
+    redactor.learn('sn : S4EWNX0R1234\nSERIAL="X1-2-3-4-5-6-7-8"\n')
+    found = audit.Found(redactor.pattern().pattern, 0, "redact.Redactor.pattern()")
+    assert audit.slowest(found, 4096) is None
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,15 @@ from typing import Any
 
 from gdsdoctor import syslog_time
 from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.redact_mapper import HEX, Mapper, same_case, v4_kept_bits, v6_kept_bits
+from gdsdoctor.capture.redact_mapper import (
+    HEX,
+    Mapper,
+    check_pairs,
+    literal_trie,
+    same_case,
+    v4_kept_bits,
+    v6_kept_bits,
+)
 from gdsdoctor.patterns import lazy_compile
 
 MAP_FORMAT = "gdsdoctor.redaction-map"
@@ -54,16 +62,7 @@ _PUBLIC_NQN_DOMAINS = frozenset(
 # is where the text says a host is named: Redactor._short_hosts).
 _MIN_LEARNED = 4
 _JUNK_VALUES = frozenset(
-    {
-        "n/a",
-        "none",
-        "null",
-        "unknown",
-        "not specified",
-        "default string",
-        "to be filled by o.e.m.",
-        "ffffffff",
-    }
+    "n/a|none|null|unknown|not specified|default string|to be filled by o.e.m.|ffffffff".split("|")
 )
 
 # Keys and labels whose value is an identifier (JSON ``"key": "value"``, text ``key : value``).
@@ -97,6 +96,8 @@ _TEXT_ID = lazy_compile(
     r"(?P<value>\S(?:[^\n]*[^ \t\n])?)[ \t]*$",
     re.M,
 )
+# `lsblk -P` and udev-style `KEY="value"` pairs, anywhere on a line (`NAME="nvme0n1" SERIAL="…"`).
+_PAIR_ID = lazy_compile(rf'(?<![\w.-])(?P<key>(?i:{_KEY_NAMES}))="(?P<value>[^"\n]{{1,200}})"')
 _MOUNT_SERVER = lazy_compile(r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]*):/(?!/)", re.M)  # server:/export
 _CIFS_SERVER = lazy_compile(r"(?<![\w/:])//(?P<value>[A-Za-z][A-Za-z0-9.\-]*)/")  # //server/share, not URLs
 _LUSTRE_SERVER = lazy_compile(r"(?<![\w.\-])(?P<value>[A-Za-z][A-Za-z0-9.\-]*)@(?:tcp|o2ib|rdma)\d*")
@@ -109,12 +110,24 @@ _HOST_CONTEXTS = tuple(
     for expression in (
         r"^(?:uname: )?Linux (?!version )(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252}) \d+\.\d+",
         r"Hostname set to <(?P<value>[A-Za-z0-9][A-Za-z0-9.\-]{0,252})>",
-        r"(?<![\w.@-])\[?[A-Za-z_][\w.-]{0,31}@(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})"
+        r"(?<![\w.@-])\[?(?P<user>[A-Za-z_][\w.-]{0,31})@(?!(?:tcp|o2ib|rdma)\d*:)(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})"
         r"(?=:[~/]| [~/\w.-]{0,64}\][#$])",
         rf"^ ?(?:{syslog_time.STAMP}|{syslog_time.FULL_STAMP}|{syslog_time.UNIX_STAMP}"
         r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) [\w./()-]{1,64}(?:\[\d{1,10}\])?:",
         r"^(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",
+        # RFC 5424 syslog: `<PRI>1 TIMESTAMP HOST APP …` (the PRI may be gone, the stamp `-`)
+        r"^(?:<\d{1,3}>)?1 (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)|-) "
+        r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) ",
+        # UCX `[SECONDS] [HOST:PID:TID]` and Open MPI `[HOST:PID]` line prefixes
+        r"^(?:\[\d{1,12}\.\d{1,9}\] {1,8})?"
+        r"\[(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}):\d{1,10}(?::\d{1,10})?\]",
+        # Slurm: `srun: error: HOST: task 3: …`, `slurmstepd: error: *** JOB 12 ON HOST CANCELLED`
+        r"^srun: error: (?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}): task \d",
+        r"\*\*\* (?:JOB|STEP) [\d.]{1,24} ON (?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) CANCELLED",
+        # the output of `hostname` (or `uname -n`) pasted after its prompt line
+        r"^[^\n]{0,64}?[$#] (?:hostname(?: -[fsA])?|uname -n|cat /etc/hostname|hostnamectl hostname)"
+        r"[ \t]*\n(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})[ \t]*$",
         # journalctl -o short-monotonic / short-delta: `[ 7244.46] HOST kernel: …`
         r"^\[ *+\d{1,10}\.\d{1,9}(?: *+< *+\d{1,10}\.\d{1,9} *+>)? *+\] "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) kernel(?:\[\d{1,10}\])?: ",
@@ -145,6 +158,9 @@ _PUBLIC_DOMAINS = frozenset(
 )
 
 _SHAPES = [
+    # NVMe DH-HMAC-CHAP and TLS keys (`nvme gen-dhchap-key`, `nvme gen-tls-key`): secrets, never
+    # kept in the private map either
+    ("nvmekey", r"(?<![\w-])(?:DHHC|NVMeTLSkey)-1:[0-9A-Fa-f]{2}:[A-Za-z0-9+/=]{4,512}:?"),
     ("nqn", r"nqn\.\d{4}[-.]\d{2}\.[A-Za-z0-9][A-Za-z0-9.\-]*(?::[^\s\"',;<>()\[\]{}]*)?"),
     (
         "uuid",
@@ -182,6 +198,7 @@ class Redactor:
     mapper: Mapper = field(default_factory=Mapper)
     literals: dict[str, str] = field(default_factory=dict)  # learned value -> kind
     _lower: dict[str, str] = field(default_factory=dict)  # the same, by lower-case value
+    _guids: set[str] = field(default_factory=set)  # the digits of every GUID learned
     _short_hosts_seen: bool = False  # a host name too short to learn was met: _short_hosts has work
     _pattern: re.Pattern[str] | None = None
 
@@ -190,11 +207,15 @@ class Redactor:
     def learn(self, text: str) -> None:
         for match in _JSON_ID.finditer(text):
             self._learn(_ID_KEYS[match["key"].lower()], match["value"])
-        for match in _TEXT_ID.finditer(text):
-            self._learn(_ID_KEYS[match["key"].lower()], match["value"])
+        for finder in (_TEXT_ID, _PAIR_ID):
+            for match in finder.finditer(text):
+                self._learn(_ID_KEYS[match["key"].lower()], match["value"])
         for finder in (_MOUNT_SERVER, _CIFS_SERVER, _LUSTRE_SERVER, *_HOST_CONTEXTS):
             for match in finder.finditer(text):
                 self._learn("hostname", match["value"])
+                if "user" in finder.groupindex and match["user"] not in _KEPT_USERS:
+                    self._learn("user", match["user"])
+        self._learn_guids(text)
         self._learn_columns(text)
         self._pattern = None
 
@@ -227,6 +248,16 @@ class Redactor:
         self.literals.setdefault(value, kind)
         self._lower[value.lower()] = kind
 
+    def _learn_guids(self, text: str) -> None:
+        """IB GUIDs by their digits: every ``xxxx:xxxx:xxxx:xxxx`` and every ``0x…`` on a line
+        naming a GUID, so that the same GUID written bare (``0x0002c90300012345`` on a line that
+        does not say ``guid``) is replaced too, not left beside its pseudonym."""
+        for match in _GUID_SEEN.finditer(text):
+            if match["colon"]:
+                self._guids.add(match["colon"].replace(":", "").lower())
+            elif "guid" in _line_of(match).lower():
+                self._guids.add(match["hex"].lower())
+
     def _learn_columns(self, text: str) -> None:
         """Values under an ``SN``/``SERIAL`` header in a table (``nvme list``, ``lsblk -o``)."""
         lines = text.split("\n")[:5000]
@@ -250,8 +281,7 @@ class Redactor:
         if self._pattern is None:
             alternatives = []
             if self.literals:
-                names = sorted(self.literals, key=len, reverse=True)
-                literal = "|".join(re.escape(n) for n in names)
+                literal = literal_trie(self.literals)
                 alternatives.append(rf"(?P<literal>(?<![A-Za-z0-9])(?i:{literal})(?![A-Za-z0-9]))")
             alternatives += [f"(?P<{name}>{expression})" for name, expression in _SHAPES]
             self._pattern = re.compile("|".join(alternatives), re.M)
@@ -305,6 +335,8 @@ class Redactor:
     def _literal(self, kind: str, value: str) -> str:
         if kind == "hostname":
             return self.hostname(value)
+        if kind == "user":
+            return self._user(value)
         if kind == "hexid":
             return self.mapper.hex_like("hexid", value)
         return self.mapper.get("serial", value, self._serial_like)
@@ -340,6 +372,14 @@ class Redactor:
         if rest.lower().startswith("uuid:") and _UUID.fullmatch(rest[5:]):
             return f"{head}:uuid:{self._uuid(rest[5:], None)}"
         return f"{head}:{self.mapper.get('nqn', rest, self._counted('nqn', 'redacted-{:04d}'))}"
+
+    def _nvmekey(self, value: str, match: re.Match[str]) -> str:
+        """The key's shape with other digits (derived, so one key stays one key in the copy)."""
+        head, _, rest = value.removesuffix(":").rpartition(":")
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        digest = b"".join(self.mapper.digest("nvmekey", value, n) for n in range(1 + len(rest) // 32))
+        body = "".join(alphabet[byte % 64] for byte in digest[: len(rest)])
+        return f"{head}:{body}" + (":" if value.endswith(":") else "")
 
     def _uuid(self, value: str, match: re.Match[str] | None) -> str:
         mapped = self.mapper.hex_like("uuid", value.lower())
@@ -401,10 +441,10 @@ class Redactor:
         return prefix + "".join(same_case(next(mapped), c) if c.lower() in HEX else c for c in body)
 
     def _guid0x(self, value: str, match: re.Match[str]) -> str:
-        text = match.string
-        end = text.find("\n", match.end())
-        line = text[text.rfind("\n", 0, match.start()) + 1 : end if end >= 0 else len(text)]
-        return self._guid(value) if "guid" in line.lower() else value  # else: a kernel address
+        digits = value[2:].lower()
+        if digits in self._guids or digits in self.mapper.maps.get("guid", {}):
+            return self._guid(value)
+        return self._guid(value) if "guid" in _line_of(match).lower() else value  # else: an address
 
     def _hex32(self, value: str, match: re.Match[str]) -> str:
         return self.mapper.hex_like("hexid", value)
@@ -460,6 +500,17 @@ class Redactor:
 
 
 _UUID = lazy_compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+_GUID_SEEN = lazy_compile(
+    r"(?<![\w:])(?:0x(?P<hex>[0-9A-Fa-f]{16})|(?P<colon>[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){3}))(?![\w:])"
+)
+
+
+def _line_of(match: re.Match[str]) -> str:
+    text = match.string
+    end = text.find("\n", match.end())
+    return text[text.rfind("\n", 0, match.start()) + 1 : end if end >= 0 else len(text)]
 
 
 def _not_a_host_here(match: re.Match[str]) -> bool:
@@ -535,6 +586,7 @@ def redactor_from_map(mapping: dict[str, Any]) -> Redactor:
     for kind, table in mapping["maps"].items():
         if isinstance(kind, str) and isinstance(table, dict):
             pairs = {str(k): str(v) for k, v in table.items() if isinstance(k, str) and isinstance(v, str)}
+            check_pairs(kind, pairs)
             mapper.maps[kind] = pairs
             mapper._taken[kind] = set(pairs.values())
     redactor = Redactor(mapper=mapper)

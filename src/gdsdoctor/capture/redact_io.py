@@ -13,10 +13,12 @@ the bundle's own, this machine's (its name and the FQDNs ``/etc/hosts`` gives it
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +62,48 @@ def _load_map(path: Path) -> dict[str, Any]:
         raise UserError(f"--map {path}: {problem}")
     try:
         mapping = json.loads(data)
+    except (ValueError, RecursionError):
+        raise UserError(f"--map {path}: not a gdsdoctor redaction map") from None
+    try:
         redactor_from_map(mapping)
-    except (ValueError, RecursionError, AttributeError, TypeError):
+    except ValueError as error:
+        raise UserError(f"--map {path}: {error}") from None
+    except (RecursionError, AttributeError, TypeError):
         raise UserError(f"--map {path}: not a gdsdoctor redaction map") from None
     return mapping  # type: ignore[no-any-return]
+
+
+MAP_LOCK_WAIT_S = 60.0
+
+
+@contextlib.contextmanager
+def map_locked(map_file: Path | None) -> Iterator[None]:
+    """Hold ``--map``'s directory locked (``flock``) from reading the map to writing it back:
+    two runs on one map at once would each start from the old map, and the second to finish
+    would drop the first's names and could give its pseudonyms to other servers. A run waits
+    for the other (up to MAP_LOCK_WAIT_S), then refuses in one line. The lock dies with the
+    process (the kernel drops it), so a killed run leaves nothing stale."""
+    if map_file is None:
+        yield
+        return
+    directory = map_file.absolute().parent
+    try:
+        descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise UserError(f"--map {map_file}: {error.strerror or error}") from None
+    try:
+        deadline = time.monotonic() + MAP_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UserError(f"--map {map_file}: another run is using it; try again") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def save_map(redactor: Redactor, path: Path, replace: bool) -> None:
@@ -110,6 +150,14 @@ def write_redacted_bundle(capture: Capture, output: Path) -> Path:
 
 def redact_bundle(
     path: Path, output_dir: Path | None = None, map_file: Path | None = None, hostnames: Sequence[str] = ()
+) -> list[str]:
+    """``redact BUNDLE`` with ``--map`` locked for the whole run (``map_locked``)."""
+    with map_locked(map_file):
+        return _redact_bundle(path, output_dir, map_file, hostnames)
+
+
+def _redact_bundle(
+    path: Path, output_dir: Path | None, map_file: Path | None, hostnames: Sequence[str]
 ) -> list[str]:
     """``redact BUNDLE``: a redacted copy of a gdsdoctor bundle (the same kind: archive or
     directory) or of a sos report (a ``.tar.gz`` of the files gdsdoctor reads, in the report's
@@ -188,6 +236,14 @@ def redact_files(
     output_dir: Path | None = None,
     map_file: Path | None = None,
     hostnames: Sequence[str] = (),
+) -> list[str]:
+    """``redact FILE…`` with ``--map`` locked for the whole run (``map_locked``)."""
+    with map_locked(map_file):
+        return _redact_files(paths, output_dir, map_file, hostnames)
+
+
+def _redact_files(
+    paths: Sequence[Path], output_dir: Path | None, map_file: Path | None, hostnames: Sequence[str]
 ) -> list[str]:
     """Write a redacted copy of each pasted file (``NAME.redacted``) and one private map; the
     same identifier gets the same replacement in every file. Returns one line per file. Nothing
