@@ -572,7 +572,8 @@ def test_a_missing_first_source_does_not_hide_the_fallbacks_failure(
 def test_a_directory_bundle_never_writes_through_what_is_planted_in_it(tmp_path: Path) -> None:
     """`collect -o DIR` accepts an existing empty directory; in a shared place another user can
     plant links in it before or while we write (`cmd` -> a directory of root's, or
-    `manifest.json` -> a file of root's)."""
+    `manifest.json` -> a file of root's). The bundle is built in a hidden directory beside it
+    and renamed over the empty one: a directory someone filled is refused, nothing written in it."""
     victims = tmp_path / "victims"
     victims.mkdir()
     (victims / "precious").write_text("precious\n")
@@ -584,11 +585,9 @@ def test_a_directory_bundle_never_writes_through_what_is_planted_in_it(tmp_path:
         (output / planted).symlink_to(target)
         if planted == "zz-last-file":  # written last: everything written before it is removed
             capture.add("x", Artifact(planted, ArtifactStatus.OK, b"x\n", "x"))
-        with pytest.raises(OSError) as raised:
+        with pytest.raises(FileExistsError) as raised:  # built beside it: the rename finds it full
             write_bundle(capture, output)
-        assert raised.value.filename == str(
-            output / (f"{planted}/lsmod.txt" if planted == "cmd" else planted)
-        )
+        assert raised.value.filename == str(output)
         assert sorted(p.name for p in output.iterdir()) == [planted]
         assert sorted(p.name for p in victims.iterdir()) == ["precious"]
         assert (victims / "precious").read_text() == "precious\n"

@@ -34,22 +34,49 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write ``text`` (UTF-8) to ``path``, replacing what is there. The temporary name starts
     with a dot and ends in ``.tmp``, so collectors that read ``*.prom`` or ``*.xml`` never pick
     it up. A path the rename must not replace (``special_target``) is an OSError (EINVAL)."""
+    write_atomic_bytes(path, text.encode("utf-8"), mode)
+
+
+def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """``write_atomic`` of bytes (a benchmark's raw output)."""
     if why := special_target(str(path)):
         raise OSError(errno.EINVAL, why, str(path))
-    _write(path, lambda out: out.write(text.encode("utf-8")), mode, os.replace)
+    _write(path, lambda out: out.write(data), mode, os.replace)
+
+
+_SYSTEM_TREES = ("/dev", "/proc", "/sys")
 
 
 def special_target(path: str) -> str | None:
     """Why a report may not replace ``path``, or None. The rename would swap a fifo, a device or
     a link to one for a regular file, and as root ``/dev/null`` or ``/dev/stdout`` (a link to the
-    process's own fd 1) for the system's."""
-    if os.path.abspath(path).startswith(("/dev/", "/proc/", "/sys/")):
+    process's own fd 1) for the system's. Judged by where the path leads, not how it is spelled
+    (``//dev/stdout``, ``link-to-dev/stdout``): the directory it lands in, resolved, and that
+    directory's filesystem (a devtmpfs, proc or sysfs mounted elsewhere)."""
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)) or ".")
+    if any(parent == tree or parent.startswith(tree + "/") for tree in _SYSTEM_TREES):
         return "is a system path"
+    if _same_filesystem_as_a_system_tree(parent):
+        return "is on a system filesystem (devices, proc or sysfs)"
     try:
         mode = os.stat(path).st_mode  # follows links: a link to a fifo or a device too
     except OSError:
         return None  # not there yet (or unreadable: the write will say so)
     return None if stat.S_ISREG(mode) else "is not a regular file (the report would replace it)"
+
+
+def _same_filesystem_as_a_system_tree(directory: str) -> bool:
+    """Whether ``directory`` lies on the filesystem of /dev, /proc or /sys where that is a
+    filesystem of its own (in a bare chroot /dev may be a plain directory of the root's)."""
+    try:
+        device, root = os.stat(directory).st_dev, os.stat("/").st_dev
+    except OSError:
+        return False
+    for tree in _SYSTEM_TREES:
+        with contextlib.suppress(OSError):
+            if os.stat(tree).st_dev == device != root:
+                return True
+    return False
 
 
 def write_new(path: Path, write: Writer, mode: int = 0o644) -> None:

@@ -31,6 +31,7 @@ import lzma
 import os
 import posixpath
 import re
+import secrets
 import stat
 import tarfile
 import time
@@ -164,18 +165,27 @@ class _DirectoryWriter:
         self.created: list[tuple[str, str, bool]] = []  # (parent, name, is a directory)
 
     def write(self, files: dict[str, bytes]) -> None:
+        """Build the bundle in a hidden directory beside ``output`` (``.NAME.XXXX.tmp``) and
+        rename it into place whole: a run killed with SIGKILL, which no cleanup survives, leaves
+        that hidden directory, never a half bundle at the name that would refuse the retry. The
+        rename replaces an empty directory at the name (``collect -o DIR`` into one made
+        beforehand) and nothing else."""
+        parent = self.output.absolute().parent
+        building = _new_hidden_directory(parent, self.output.name)
         try:
-            self.output.mkdir(parents=True, exist_ok=True)  # the path the user named is trusted
-            self.dirs[""] = self._open_own(str(self.output), None)
+            self.dirs[""] = self._open_own(building, None)
             for name, data in files.items():
-                parent, _, base = name.rpartition("/")
+                parent_name, _, base = name.rpartition("/")
                 try:
-                    self._create(parent, base, data)
+                    self._create(parent_name, base, data)
                 except OSError as error:
                     error.filename = str(self.output / name)  # not the bare name opened
                     raise
+            _rename_into_place(building, self.output)
         except BaseException:
             self._remove_created()
+            with contextlib.suppress(OSError):
+                os.rmdir(building)
             raise
         finally:
             for descriptor in self.dirs.values():
@@ -214,6 +224,30 @@ class _DirectoryWriter:
                     os.rmdir(name, dir_fd=self.dirs[parent])
                 else:
                     os.unlink(name, dir_fd=self.dirs[parent])
+
+
+def _new_hidden_directory(parent: Path, name: str) -> str:
+    """A new directory ``.NAME.XXXXXXXX.tmp`` in ``parent`` (created exclusively, as mkdtemp
+    does, but with mkdir's mode: the bundle's own once renamed)."""
+    for _ in range(100):
+        candidate = str(parent / f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.mkdir(candidate, 0o755)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent / name))
+
+
+def _rename_into_place(building: str, output: Path) -> None:
+    """``building`` renamed to ``output``: over nothing, or over an empty directory only."""
+    try:
+        os.rename(building, output)
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise FileExistsError(errno.EEXIST, "already exists", str(output)) from None
+        error.filename = str(output)
+        raise
 
 
 def safe_member_name(name: str) -> str | None:
@@ -635,7 +669,7 @@ _METADATA_TYPES = (
 _MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
     (b"BZh", bz2.BZ2File),
-    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+    (b"\xfd7zXZ\x00", compress.xz_stream),
 )
 DECOMPRESS_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
 

@@ -472,12 +472,18 @@ def bench(
 ) -> int:
     """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
     from gdsdoctor.commands import bench_run as runner
+    from gdsdoctor.outputs import special_target, write_atomic_bytes
 
     size_bytes = size_of(size) if size else None
+    if save_raw and (why := special_target(str(save_raw))):  # before the run, not after minutes of it
+        raise UserError(f"--save-raw {save_raw} {why}")
     with progress_bar() as progress:
         result = runner.run(path, size_bytes, time_limit, progress, engine)
-    if save_raw:
-        save_raw.write_bytes(result.raw)
+    if save_raw:  # as every output: a new file renamed into place, never written through a link
+        try:
+            write_atomic_bytes(save_raw, result.raw)
+        except OSError as error:
+            raise UserError(f"cannot write {error.filename or save_raw}: {error.strerror or error}") from None
     if fmt == "json":
         import json
 
