@@ -20,9 +20,9 @@ from gdsdoctor.errors import UserError
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
-def read_config_text(path: Path, what: str) -> str:
-    """The text of a regular file of at most ``MAX_CONFIG_BYTES``; anything else is a UserError
-    (but ``/dev/null``, the usual way to say "no config": empty)."""
+def read_config_text(path: Path, what: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a regular file of at most ``limit`` bytes (``MAX_CONFIG_BYTES``); anything
+    else is a UserError (but ``/dev/null``, the usual way to say "no config": empty)."""
     if str(path) == os.devnull:
         return ""
     try:
@@ -35,18 +35,18 @@ def read_config_text(path: Path, what: str) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UserError(f"{path}: {what} is not a regular file")
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise UserError(f"{path}: {what} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+        if info.st_size > limit:
+            raise UserError(f"{path}: {what} is larger than {limit // 1024} KiB")
         chunks, size = [], 0
-        while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
+        while size <= limit and (chunk := os.read(fd, min(limit + 1 - size, 1 << 20))):
             chunks.append(chunk)
             size += len(chunk)
     except OSError as error:
         raise UserError(f"{path}: cannot read {what} ({error.strerror or type(error).__name__})") from None
     finally:
         os.close(fd)
-    if size > MAX_CONFIG_BYTES:  # it grew after fstat
-        raise UserError(f"{path}: {what} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    if size > limit:  # it grew after fstat
+        raise UserError(f"{path}: {what} is larger than {limit // 1024} KiB")
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:

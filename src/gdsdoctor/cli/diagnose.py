@@ -329,18 +329,12 @@ def fleet_merge(
     fail_on: FailOn = None,
 ) -> int:
     """Merge fleet summaries of shards (e.g. Slurm array tasks) into one; counts add up."""
-    import json
-
     from gdsdoctor.commands import fleet
+    from gdsdoctor.commands.fleet_workers import load_summary
 
     targets = targets_of(output)
     _check_fleet_formats(None, targets)
-    loaded = []
-    for file in summaries:
-        try:
-            loaded.append(json.loads(file.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as error:
-            raise UserError(f"{file}: cannot read a fleet summary ({type(error).__name__})") from None
+    loaded = [load_summary(file) for file in summaries]
     try:
         merged = fleet.merge(loaded)
     except (ValueError, KeyError, TypeError) as error:

@@ -208,13 +208,13 @@ def _run(tasks: list[Task], workers: int, rules_dirs: Sequence[Path]) -> Iterato
     if workers == 1:
         yield from map(_analyse_one, tasks)
         return
-    # multiprocessing (~15 ms of imports) only for a fleet on several processes: `analyze` of one
-    # bundle imports this module to tell a fleet apart (docs/performance.md)
-    from concurrent.futures import ProcessPoolExecutor
+    from gdsdoctor.commands.fleet_workers import run_pool  # multiprocessing: ~15 ms of imports
 
-    chunk = max(1, min(16, len(tasks) // (workers * 4)))  # few round trips, still a smooth progress bar
-    with ProcessPoolExecutor(workers, initializer=_warm, initargs=(tuple(rules_dirs),)) as pool:
-        yield from pool.map(_analyse_one, tasks, chunksize=chunk)
+    yield from run_pool(tasks, workers, _analyse_one, _warm, (tuple(rules_dirs),), _failed_task)
+
+
+def _failed_task(task: Task, why: str) -> dict[str, Any]:  # a worker killed on this bundle
+    return _failed_record(task[0], why)
 
 
 def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
