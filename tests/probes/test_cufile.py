@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.probes import cufile
+from tests.conftest import this_kernels_root
 
 CONFIG = """{
     // "logging": {"dir": "commented out"},
@@ -68,6 +69,7 @@ def test_reader_wrapper_records_the_file_in_effect(tmp_path: Path, monkeypatch: 
     (tmp_path / "etc/cufile.json").write_text('{"properties": {"use_pci_p2pdma": true}}')
     (tmp_path / "opt").mkdir()
     (tmp_path / "opt/my.json").write_text('{"properties": {"allow_compat_mode": false}}')
+    this_kernels_root(tmp_path)  # the variable is this process's: it applies to this kernel's root only
     monkeypatch.delenv("CUFILE_ENV_PATH_JSON", raising=False)
     facts = cufile.parse_cufile_json(cufile.read_cufile_json(tmp_path).decode(), "a")
     assert facts["file"] == {"path": "/etc/cufile.json", "selected_by": "default", "exists": True}

@@ -225,9 +225,16 @@ def test_cufile_json_of_the_host(gpu_node: FakeHost) -> None:
     assert "properties.rdma_dev_addr_list" in found["explicit"]
 
 
-def test_cufile_json_named_by_the_environment(gpu_node: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cufile_json_named_by_the_environment(
+    gpu_node: FakeHost, fs: FakeFilesystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gpu_node.add_cufile_json('{"properties": {"allow_compat_mode": true}}', "/opt/job/cufile.json")
     monkeypatch.setenv("CUFILE_ENV_PATH_JSON", "/opt/job/cufile.json")
+    found = section(ROOT, "cufile_json")  # another host's root: this process's variable is not its
+    assert found["file"]["selected_by"] == "default"
+    # the root of this kernel (its boot id: a container given the host's /): the variable applies
+    fs.create_file("/proc/sys/kernel/random/boot_id", contents="4f5e\n")
+    gpu_node.set_file("/proc/sys/kernel/random/boot_id", "4f5e\n")
     found = section(ROOT, "cufile_json")
     assert found["file"]["selected_by"] == "CUFILE_ENV_PATH_JSON" and found["file"]["exists"] is True
     assert found["config"]["properties.allow_compat_mode"] is True

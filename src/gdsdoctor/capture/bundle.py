@@ -171,6 +171,7 @@ class _DirectoryWriter:
         rename replaces an empty directory at the name (``collect -o DIR`` into one made
         beforehand) and nothing else."""
         parent = self.output.absolute().parent
+        parent.mkdir(parents=True, exist_ok=True)  # the path the user named is trusted
         building = _new_hidden_directory(parent, self.output.name)
         try:
             self.dirs[""] = self._open_own(building, None)
