@@ -4,18 +4,23 @@ read, a watch whose interval outlasts its duration, and a hard link out of a fol
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
+
+import pytest
 
 from gdsdoctor.capture.bundle import write_bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.commands import fleet
 from gdsdoctor.commands.fleet_workers import KILLED
 from gdsdoctor.model import Artifact, ArtifactStatus
+from gdsdoctor.pipeline import analyze_paths
 from tests.conftest import REPO
 
 MOUNTS = b"/dev/nvme0n1 /mnt/ckpt ext4 rw,data=journal 0 0\n"
@@ -96,3 +101,41 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, IndexError):
         return "Z"
+
+
+# --- item 12: impossible clocks ----------------------------------------------------------------------
+
+DMESG = b"[  100.000000] nvme nvme0: I/O 1 QID 2 timeout, aborting\n[  200.000000] nvme nvme0: resetting controller\n"
+
+
+@pytest.mark.parametrize("clock", ["nan", "inf", "1e20", "-62135596800", "253402300799"])
+def test_an_impossible_capture_clock_is_unknown_with_a_note(tmp_path: Path, clock: str) -> None:
+    capture = Capture(
+        origin="live",
+        host={"hostname": "gpu01", "captured_at_epoch": clock, "uptime_s": "300"},
+        label="gpu01",
+    )
+    capture.add("dmesg", Artifact("cmd/dmesg.txt", ArtifactStatus.OK, DMESG, source="dmesg"))
+    report = analyze_paths([write_bundle(capture, tmp_path / "clock.tar.gz")]).report
+    assert any(
+        f"the capture's clock ({clock}) is not a possible time" in n for n in report["source"]["notes"]
+    )
+    assert report["summary"]["status"] == "CRITICAL"  # the timeouts are still judged
+
+
+def test_a_sos_report_whose_date_says_year_1_is_read(tmp_path: Path) -> None:
+    top = "sosreport-gpu01-2026-01-01-aaaaaa"
+    members = {
+        "sos_commands/date/date_--utc": b"Mon Jan  1 00:05:00 UTC 0001\n",
+        "sos_commands/host/uptime": b" 00:05:00 up 5 min,  0 users,  load average: 0.00, 0.00, 0.00\n",
+        "sos_commands/kernel/dmesg": DMESG,
+    }
+    archive = tmp_path / f"{top}.tar.xz"
+    with tarfile.open(archive, "w:xz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    report = analyze_paths([archive]).report
+    assert report["summary"]["status"] == "CRITICAL"
+    assert any("is not a possible time" in note for note in report["source"]["notes"]), report["source"]

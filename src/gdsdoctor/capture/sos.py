@@ -384,7 +384,8 @@ def _header(members: bundle.Members, path: Path) -> dict[str, str]:
     if uptime is not None and created.endswith("Z"):
         # the event clock (facts.event_clock): the wall time and the uptime of one moment, as a
         # live capture records them; sos ran `date` and `uptime` seconds apart, `uptime` to the minute
-        host["captured_at_epoch"] = f"{calendar.timegm(time.strptime(created, '%Y-%m-%dT%H:%M:%SZ'))}"
+        parsed = time.strptime(created.removesuffix("Z"), "%Y-%m-%dT%H:%M:%S")
+        host["captured_at_epoch"] = f"{calendar.timegm(parsed)}"
         host["uptime_s"] = f"{uptime}"
     version = _sos_version(members)
     if version:
@@ -418,10 +419,12 @@ def uptime_s(line: str) -> int | None:
 
 
 def _utc_date(line: str) -> str:
-    """``date --utc`` output (``Tue Dec  1 14:25:03 UTC 2026``) as ISO 8601 UTC."""
+    """``date --utc`` output (``Tue Dec  1 14:25:03 UTC 2026``) as ISO 8601 UTC; the year
+    written with four digits whatever it is (a clock that lost its battery may say year 1: the
+    event clock judges that, facts.event_clock)."""
     with contextlib.suppress(ValueError):
         parsed = time.strptime(" ".join(line.split()), "%a %b %d %H:%M:%S UTC %Y")
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", parsed)
+        return f"{parsed.tm_year:04d}" + time.strftime("-%m-%dT%H:%M:%SZ", parsed)
     return ""
 
 

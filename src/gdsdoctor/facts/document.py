@@ -45,7 +45,10 @@ def build_facts(
         facts["target"]["path"] = target_path
     # before the derived facts: they, like the rules, judge the kernel events of the node as it is now
     doing("judging the kernel events")
-    lifecycle.judge(facts, event_clock.capture_clock(capture.host, capture.options), _since(capture))
+    clock = event_clock.capture_clock(capture.host, capture.options)
+    if clock.get("note") and clock["note"] not in capture.notes:
+        capture.notes.append(clock["note"])
+    lifecycle.judge(facts, clock, _since(capture))
     doing("deriving facts")
     facts["derived"] = derive(facts, target_path)
     return facts

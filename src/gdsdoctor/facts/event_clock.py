@@ -9,6 +9,7 @@ the capture (``10m``) or an ISO 8601 time. Used by gdsdoctor.facts.lifecycle.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,20 +48,42 @@ def parse_since(value: str) -> dict[str, Any]:
 
 
 def _number(value: Any) -> float | None:
+    """A finite number, or None (a manifest's "nan" or "1e999" is no time)."""
     try:
-        return float(value) if value not in (None, "") else None
+        number = float(value) if value not in (None, "") else None
     except (TypeError, ValueError):
         return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+# Wall clocks a capture can have had: from 1970 (an RTC that lost its battery restarts there or
+# at 2000) to 2200. Year 1, year 9999 or 1e20 s are no clock: event times and ages from them
+# would be nonsense, and datetime cannot even write some of them.
+_EARLIEST, _LATEST = 0.0, 7_258_118_400.0  # 1970-01-01, 2200-01-01
+_MAX_UPTIME_S = 100 * 365 * 86400.0
+
+
+def plausible(epoch: float | None) -> float | None:
+    """``epoch`` when a clock could show it, else None."""
+    return epoch if epoch is not None and _EARLIEST <= epoch <= _LATEST else None
 
 
 def capture_clock(host: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """What the capture recorded of its own time: ``captured_at`` (epoch seconds) and the
     host's ``uptime_s`` then (live capture, and bundles written since), or the bundle
-    manifest's creation time alone."""
-    captured = _number(host.get("captured_at_epoch"))
+    manifest's creation time alone. An impossible time is unknown, with ``note`` saying so."""
+    given = host.get("captured_at_epoch")
+    captured = plausible(_number(given))
     if captured is None and isinstance(options.get("created"), str):
         captured = epoch_of(options["created"])
-    return {"captured_at": captured, "uptime_s": _number(host.get("uptime_s"))}
+    uptime = _number(host.get("uptime_s"))
+    uptime = uptime if uptime is not None and 0 <= uptime <= _MAX_UPTIME_S else None
+    clock: dict[str, Any] = {"captured_at": captured, "uptime_s": uptime}
+    if given not in (None, "") and plausible(_number(given)) is None:
+        clock["note"] = f"the capture's clock ({str(given)[:40]}) is not a possible time: ignored" + (
+            "" if captured is not None else " (when events happened is unknown)"
+        )
+    return clock
 
 
 def epoch_of(stamp: str) -> float | None:
@@ -71,8 +94,11 @@ def epoch_of(stamp: str) -> float | None:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:  # dmesg -T's or syslog's, in any locale's names (gdsdoctor.syslog_time)
-        return syslog_time.epoch(text)
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+        return plausible(syslog_time.epoch(text))
+    try:
+        return plausible((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
+    except (OverflowError, ValueError, OSError):  # year 1 minus a zone: before datetime's year 1
+        return None
 
 
 class Clock:
@@ -125,9 +151,9 @@ class Clock:
 
 
 def iso(epoch: float | None) -> str | None:
-    if epoch is None:
+    if plausible(epoch) is None:  # a clock of year 1 less an age, of 1e20 s: no time to write
         return None
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # type: ignore[arg-type]
 
 
 def ago(age_s: float | None, clock: dict[str, Any]) -> str:
