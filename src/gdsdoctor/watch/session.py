@@ -164,8 +164,11 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
             if options.until_idle and idle >= phases.IDLE_END_S:
                 reason = "idle"
                 break
-            # The next tick; one missed (the host stalled us) is skipped, not caught up in a burst.
+            # The next tick; one missed (the host stalled us) is skipped, not caught up in a burst;
+            # never past the duration (`--every 1h --duration 2s` ends after 2 s, with a last sample).
             tick = max(tick + options.every_s, time.monotonic())
+            if options.duration_s is not None:
+                tick = min(tick, began + options.duration_s)
             _wait_until(tick, stop, received)
     for follower in followers:
         with contextlib.suppress(Exception):
