@@ -236,13 +236,14 @@ def load_inputs(
     if bundles:
         capture = kinds.read(bundles[0])
     else:
-        folders = {p: kinds.pasted_files(p) for p in paths if p.is_dir()}
+        left_out: list[str] = []  # hard links in a folder: named in the notes
+        folders = {p: kinds.pasted_files(p, left_out) for p in paths if p.is_dir()}
         files = [f for p in paths for f in folders.get(p, [p])]
         shown = {f: f"{p.name}/{f.relative_to(p)}" for p, found in folders.items() for f in found}
         capture = capture_files(files, deadline_s, shown)
         if folders:
             capture.label = ", ".join(p.name for p in paths)
-        capture.notes[:0] = [_folder_note(p, found) for p, found in folders.items()]
+        capture.notes[:0] = [_folder_note(p, found) for p, found in folders.items()] + left_out
     if target_path:
         capture.options["target_path"] = target_path
     if job:  # over the one a `watch --record` bundle recorded, key by key (--budget alone keeps its params)

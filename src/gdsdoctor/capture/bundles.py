@@ -41,10 +41,20 @@ def read(path: Path) -> Capture:
     return bundle.read_bundle(path)
 
 
-def pasted_files(directory: Path) -> list[Path]:
+def _hard_linked(path: Path) -> bool:
+    try:
+        return path.stat(follow_symlinks=False).st_nlink > 1
+    except OSError:
+        return False
+
+
+def pasted_files(directory: Path, left_out: list[str] | None = None) -> list[Path]:
     """The regular files of a folder of pastes (no manifest: one host's outputs copied by
     hand), its sub-folders included, in name order; links and special files are left out
-    (they are named in the notes by the paste reader when given by name instead)."""
+    (they are named in the notes by the paste reader when given by name instead). A file with
+    another hard link is left out too, as a directory bundle refuses it: the other name may be
+    outside the folder (``ln /etc/shadow pastes/x``), and a link has no way of saying which;
+    each is named in ``left_out``."""
     found: list[Path] = []
     stack = [directory]
     while stack:
@@ -60,6 +70,10 @@ def pasted_files(directory: Path) -> list[Path]:
                 if len(entry.relative_to(directory).parts) < bundle.MAX_DIR_DEPTH:
                     stack.append(entry)
             elif entry.is_file():
+                if _hard_linked(entry):
+                    why = "a file with other hard links (perhaps outside the folder): left out"
+                    (left_out if left_out is not None else []).append(f"{entry}: {why}")
+                    continue
                 found.append(entry)
             if len(found) > MAX_PASTE_FILES:
                 raise BundleError(f"{directory}: more than {MAX_PASTE_FILES} files (not a folder of pastes?)")
