@@ -80,8 +80,52 @@ class ExpressionTooDeep(JMESPathError):
     thousands of parentheses ended in "internal error: RecursionError"): a lint problem."""
 
 
+class InvalidPattern(JMESPathError):
+    """A ``regex()`` pattern Python cannot compile: that condition cannot hold (lint says so)."""
+
+
+# How deep an expression may nest: evaluation recurses several frames a level, and parsing an
+# expression that deep succeeded where evaluating it met the interpreter's limit.
+MAX_EXPRESSION_DEPTH = 100
+
+
 def search(expression: str, facts: Any) -> Any:
-    return compile_expression(expression).search(facts, options=OPTIONS)
+    """The expression over ``facts``. What lint could not foresee (a pattern built from the
+    facts, a nesting the interpreter cannot follow) is a JMESPathError: the condition does not
+    hold, the cause is judged on the rest, never a crashed analysis."""
+    try:
+        return compile_expression(expression).search(facts, options=OPTIONS)
+    except RecursionError:
+        raise ExpressionTooDeep("nested too deeply to evaluate") from None
+    except re.error as error:
+        raise InvalidPattern(f"invalid regular expression: {error}") from None
+
+
+def expression_problems(compiled: ParsedResult) -> list[str]:
+    """What evaluation would fail on, found in the syntax tree (walked without recursion): a
+    nesting deeper than MAX_EXPRESSION_DEPTH, a literal ``regex()`` pattern that does not compile."""
+    problems: list[str] = []
+    stack: list[tuple[Any, int]] = [(compiled.parsed, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if depth > MAX_EXPRESSION_DEPTH:
+            return [f"nested more than {MAX_EXPRESSION_DEPTH} levels deep (evaluation cannot follow it)"]
+        children = node.get("children") or []
+        if node.get("type") == "function_expression" and node.get("value") == "regex" and len(children) == 2:
+            pattern = children[1]
+            if (
+                isinstance(pattern, dict)
+                and pattern.get("type") == "literal"
+                and isinstance(pattern.get("value"), str)
+            ):
+                try:
+                    re.compile(pattern["value"])
+                except re.error as error:
+                    problems.append(f"regex(): {pattern['value']!r} is not a regular expression ({error})")
+        stack.extend((child, depth + 1) for child in children)
+    return problems
 
 
 def truthy(value: Any) -> bool:

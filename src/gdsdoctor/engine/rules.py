@@ -20,7 +20,7 @@ from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerE
 
 from gdsdoctor.config_files import YamlAliasError, parse_yaml, read_config_text
 from gdsdoctor.engine.command_shape import Step, command_issues
-from gdsdoctor.engine.functions import compile_expression
+from gdsdoctor.engine.functions import compile_expression, expression_problems
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
 from gdsdoctor.patterns import lazy_compile
@@ -470,9 +470,17 @@ def _cause_checks(
                 issue(where, _unknown_check(unknown[0], checks))
             continue
         try:
-            compile_expression(expression)
+            compiled = compile_expression(expression)
         except JMESPathError as error:
             issue(where, jmespath_problem(expression, error))
+            continue
+        for problem in expression_problems(compiled):
+            issue(where, problem)
+    for i, signal in enumerate(cause.signals):  # .nan passes every range check of the schema
+        if not 0 <= signal.certainty <= 1:
+            issue(("signals", i, "certainty"), f"certainty {signal.certainty} is not a number from 0 to 1")
+    if not 0 <= cause.min_certainty <= 1:
+        issue(("min_certainty",), f"min_certainty {cause.min_certainty} is not a number from 0 to 1")
     if not any(s.certainty > 0 and not s.boost for s in cause.signals):
         issue(("signals",), "no signal with a positive certainty: the cause could never fire")
     seen: set[str] = set()
