@@ -139,3 +139,122 @@ def test_a_sos_report_whose_date_says_year_1_is_read(tmp_path: Path) -> None:
     report = analyze_paths([archive]).report
     assert report["summary"]["status"] == "CRITICAL"
     assert any("is not a possible time" in note for note in report["source"]["notes"]), report["source"]
+
+
+# --- item 14: watch never waits past its duration ---------------------------------------------------
+
+
+def test_watch_every_hour_for_a_second_ends_at_the_second(tmp_path: Path) -> None:
+    import threading
+
+    from gdsdoctor.watch.session import Options, watch
+
+    stop, ended = threading.Event(), []
+    options = Options(str(tmp_path), every_s=3600.0, duration_s=0.5)
+    worker = threading.Thread(
+        target=lambda: ended.append(watch(options, lambda *_: None, stop)[1]), daemon=True
+    )
+    worker.start()
+    worker.join(30)  # today's: waits the hour
+    stop.set()
+    assert ended == ["duration"]
+
+
+# --- item 15: a hard link in a folder of pastes --------------------------------------------------
+
+
+def test_a_folder_of_pastes_leaves_out_hard_links_with_a_note(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(MOUNTS.replace(b"ext4", b"xfs"))
+    folder = tmp_path / "pastes"
+    folder.mkdir()
+    (folder / "mounts.txt").write_bytes(MOUNTS)
+    os.link(outside / "secret.txt", folder / "other-mounts.txt")
+    analysis = analyze_paths([folder])
+    notes = analysis.report["source"]["notes"]
+    assert any("other-mounts.txt: a file with other hard links" in note for note in notes), notes
+    assert "read as 1 pasted file(s)" in notes[0]
+    assert all(
+        a.source.endswith("mounts.txt") and "other" not in a.source
+        for a in analysis.capture.artifacts.values()
+    )
+
+
+# --- item 13: rule files and site configs lint cannot read, evaluation cannot run ----------------
+
+SITE_RULE = """causes:
+  - id: site-x
+    title: a site rule
+    category: gpu
+    severity: warning
+    requires: [modules]
+    explanation: A site rule of this test, long enough to pass the schema.
+    min_certainty: 0.2
+    signals:
+      - {id: s, when: "WHEN", certainty: CERTAINTY, says: "x"}
+"""
+
+
+def _rule(when: str = "modules", certainty: str = "0.5") -> str:
+    return SITE_RULE.replace("WHEN", when).replace("CERTAINTY", certainty)
+
+
+RULE_CASES = {
+    "invalid regex": (_rule("regex(to_string(modules), '[unclosed')"), "not a regular expression"),
+    "too deep": (_rule("!" * 150 + "modules"), "nested more than 100"),
+    "nan certainty": (_rule(certainty=".nan"), "not a number"),
+    "5000 digits": (_rule(certainty="1" * 5000), "more than 100 digits"),
+    "990 deep": (_rule() + "extra: " + "[" * 990 + "]" * 990 + "\n", "nested more than 64"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RULE_CASES))
+def test_lint_refuses_what_evaluation_could_not_run_in_one_problem(tmp_path: Path, case: str) -> None:
+    from gdsdoctor.engine.rules import lint_paths
+    from gdsdoctor.probes import BY_SECTION
+
+    text, words = RULE_CASES[case]
+    (tmp_path / "site.yaml").write_text(text)
+    _, issues = lint_paths([tmp_path], set(BY_SECTION))
+    assert len(issues) == 1 and words in issues[0].message, issues
+    assert issues[0].line >= 1
+
+
+def test_a_near_miss_rule_passes_lint(tmp_path: Path) -> None:
+    from gdsdoctor.engine.rules import lint_paths
+    from gdsdoctor.probes import BY_SECTION
+
+    (tmp_path / "site.yaml").write_text(
+        _rule("regex(to_string(modules), '^nv[a-z]+$') && " + "!" * 20 + "modules")
+    )
+    assert lint_paths([tmp_path], set(BY_SECTION))[1] == []
+
+
+def test_evaluation_contains_what_lint_cannot_foresee() -> None:
+    """A pattern that comes from the facts, or a tree nested beyond the interpreter (the built
+    rules carry their trees): the condition does not hold, the analysis goes on."""
+    from gdsdoctor.engine.functions import JMESPathError, search
+
+    with pytest.raises(JMESPathError, match="invalid regular expression"):
+        search("regex(a, b)", {"a": "x", "b": "[unclosed"})
+    deep = "!" * 3000 + "a"
+    with pytest.raises(JMESPathError):
+        search(deep, {"a": 1})
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("2026-02-30", "is not a date"), (".nan", "not a number"), ("1" * 5000, "more than 100 digits")],
+)
+def test_a_site_config_value_no_setting_can_hold_is_one_line(tmp_path: Path, value: str, words: str) -> None:
+    from gdsdoctor.config import read_config
+    from gdsdoctor.errors import UserError
+
+    config = tmp_path / "site.yaml"
+    config.write_text(f"acknowledge:\n  - id: ext4-data-journal\n    reason: known\n    until: {value}\n")
+    with pytest.raises(UserError, match=words):
+        read_config(config)
+    config.write_text("checkpoint:\n  params: 70B\nextra: " + "[" * 990 + "]" * 990 + "\n")
+    with pytest.raises(UserError, match="nested more than 64"):
+        read_config(config)
