@@ -256,27 +256,48 @@ def _with_quoted_commands(text: str, readings: Readings) -> Readings:
 
 def _one_per_kind(readings: Readings) -> Readings:
     """Parts of one file read by one reader, put back together in their places (two outputs of
-    one command, each behind its prompt, are one input of that kind)."""
+    one command, each behind its prompt, are one input of that kind). Each reader's parts are
+    merged once, each line laid at its own number: merging part by part rebuilt the text so far
+    each time (8,000 prompts of one command: 8.5 s)."""
     kept: Readings = []
+    groups: dict[int, list[Part]] = {}
     for part, reading in readings:
-        same = next((k for k in kept if reading[0] is not None and k[1][0] is reading[0]), None)
-        if same is None:
-            kept.append((part, reading))
+        if reading[0] is not None and id(reading[0]) in groups:
+            groups[id(reading[0])].append(part)
             continue
-        first = same[0]
-        lines = _padded(first).split("\n")
-        for number, line in enumerate(_padded(part).split("\n")):
-            if line.strip():
+        kept.append((part, reading))
+        if reading[0] is not None:
+            groups[id(reading[0])] = [part]
+    for parts in groups.values():
+        if len(parts) > 1:
+            _merge(parts)
+    return kept
+
+
+def _merge(parts: list[Part]) -> None:
+    """The later parts into the first, in place."""
+    first = parts[0]
+    lines: list[str] = []
+    commands: list[str] = []
+    removed: dict[str, None] = {}
+    prompts: list[tuple[int, str]] = []
+    for index, part in enumerate(parts):
+        start = part.first_line - 1  # its lines' place in the file
+        for number, line in enumerate(part.text.split("\n"), start):
+            if index == 0 or line.strip():
                 lines.extend([""] * (number + 1 - len(lines)))
                 lines[number] = line
-        first.first_line = min(first.first_line, part.first_line)  # a part may come before it
-        first.text = "\n".join(lines[first.first_line - 1 :])
-        first.command = f"{first.command}; {part.command}".strip("; ")
-        first.removed = list(dict.fromkeys([*first.removed, *part.removed]))
-        first.prompts = [*first.prompts, *part.prompts]
-        for kind, values in part.identity.items():
-            first.identity.setdefault(kind, set()).update(values)
-    return kept
+        commands.append(part.command)
+        removed.update(dict.fromkeys(part.removed))
+        prompts += part.prompts
+        if index:
+            for kind, values in part.identity.items():
+                first.identity.setdefault(kind, set()).update(values)
+    first.first_line = min(part.first_line for part in parts)  # a part may come before the first
+    first.text = "\n".join(lines[first.first_line - 1 :])
+    first.command = "; ".join(c for c in commands if c).strip("; ")
+    first.removed = list(removed)
+    first.prompts = prompts
 
 
 def _command_words(part: Part) -> str:

@@ -94,8 +94,13 @@ def capture_log(name: str, text: str, where: str) -> Capture:
         status = ArtifactStatus.OK if body.strip() else ArtifactStatus.MISSING
         detail = "" if body.strip() else "empty in the log"
         source = f"{where}: {header}"[:300]
-        # first_line: the evidence cites the log's own line numbers
-        capture.add(section, Artifact(artifact, status, body.encode(), source, detail, first_line=first_line))
+        # first_line: the evidence cites the log's own line numbers; a header met again (the
+        # same command twice) replaces the first: one name is one section's (Capture.add)
+        found = Artifact(artifact, status, body.encode(), source, detail, first_line=first_line)
+        if artifact in capture.artifacts:
+            capture.artifacts[artifact] = found
+        else:
+            capture.add(section, found)
     capture.host = _prologue(text)
     if capture.host.get("created"):  # the capture's time, for events' ages (facts.event_clock)
         capture.options["created"] = capture.host["created"]

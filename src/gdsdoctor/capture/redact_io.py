@@ -25,6 +25,7 @@ from typing import Any
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import read_pasted
 from gdsdoctor.capture.redact import Redactor, private_map, redact_capture, redactor_from_map
+from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.outputs import write_atomic, write_new_bytes
 
@@ -149,11 +150,32 @@ def write_redacted_bundle(capture: Capture, output: Path) -> Path:
 
 
 def redact_bundle(
-    path: Path, output_dir: Path | None = None, map_file: Path | None = None, hostnames: Sequence[str] = ()
+    path: Path,
+    output_dir: Path | None = None,
+    map_file: Path | None = None,
+    hostnames: Sequence[str] = (),
+    deadline_s: float | None = None,
 ) -> list[str]:
-    """``redact BUNDLE`` with ``--map`` locked for the whole run (``map_locked``)."""
-    with map_locked(map_file):
+    """``redact BUNDLE`` with ``--map`` locked for the whole run (``map_locked``), within
+    ``deadline_s`` (``within_deadline``)."""
+    with map_locked(map_file), within_deadline(deadline_s):
         return _redact_bundle(path, output_dir, map_file, hostnames)
+
+
+@contextlib.contextmanager
+def within_deadline(deadline_s: float | None) -> Iterator[None]:
+    """``--deadline`` as for ``analyze``: past it, one line and what was written removed (the
+    writers remove their own on any exception), never a run that goes on for minutes."""
+    from gdsdoctor.deadline import DeadlinePassed, analysis_deadline
+
+    try:
+        with analysis_deadline(deadline_s):
+            yield
+    except DeadlinePassed as passed:
+        raise UserError(
+            f"not redacted: the {deadline_s:g} s deadline passed while {passed} "
+            "(a huge or hostile input? --deadline SECONDS gives it longer)"
+        ) from None
 
 
 def _redact_bundle(
@@ -165,9 +187,12 @@ def _redact_bundle(
     from gdsdoctor.capture import bundle, bundles, sos  # tarfile: not for `redact FILE`
 
     kind = bundles.kind(path)
+    doing(f"reading {path}")
     capture = bundles.read(path)
     redactor = new_redactor(map_file, hostnames)
+    doing("redacting it")
     redacted, _ = redact_capture(capture, redactor)
+    doing("writing the copy")
     where = _output_dir(output_dir or path.absolute().parent)
     target = where / _redacted_name(path, kind, redactor, str(capture.host.get("hostname") or ""))
     map_path = map_file or map_path_for(target)
@@ -236,9 +261,11 @@ def redact_files(
     output_dir: Path | None = None,
     map_file: Path | None = None,
     hostnames: Sequence[str] = (),
+    deadline_s: float | None = None,
 ) -> list[str]:
-    """``redact FILE…`` with ``--map`` locked for the whole run (``map_locked``)."""
-    with map_locked(map_file):
+    """``redact FILE…`` with ``--map`` locked for the whole run (``map_locked``), within
+    ``deadline_s`` (``within_deadline``)."""
+    with map_locked(map_file), within_deadline(deadline_s):
         return _redact_files(paths, output_dir, map_file, hostnames)
 
 
@@ -261,8 +288,10 @@ def _redact_files(
         more = f" (and {len(lines) - 1} more file(s) skipped)" if len(lines) > 1 else ""
         raise UserError(f"nothing redacted: {lines[0].removesuffix('; skipped')}{more}")
     redactor = new_redactor(map_file, hostnames)
+    doing("learning the identifiers")
     for data in texts.values():
         redactor.learn(data.decode("utf-8", errors="replace"))
+    doing("redacting the files")
     where = _output_dir(output_dir) if output_dir is not None else None
     targets = {p: (where or p.parent) / f"{redactor.text(p.name)}.redacted" for p in texts}
     map_path = map_file or (where or (paths[0].parent if paths else Path("."))) / "redaction-map.json"

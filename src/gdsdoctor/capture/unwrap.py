@@ -13,6 +13,7 @@ part indentation, inline backticks, blank edges and log prefixes.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from gdsdoctor import syslog_time
@@ -114,13 +115,43 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
 
 
 def _unquote(lines: list[str], removed: list[str]) -> list[str]:
-    """``> `` quoting (a mail reply, a markdown quote), every level, when it quotes the paste."""
-    while True:
-        filled = [line for line in lines if line.strip()]
-        if not filled or sum(bool(_QUOTE.match(line)) for line in filled) < 0.8 * len(filled):
-            return lines
-        lines = [re.sub(r"^\s*> ?", "", line, count=1) if _QUOTE.match(line) else line for line in lines]
-        removed.append("> quoting")
+    """``> `` quoting (a mail reply, a markdown quote), every level, when it quotes the paste: a
+    level goes while at least 80% of the lines with text left are quoted at it. Each line's
+    levels are found once (where each ends), and the levels to remove counted from them: a pass
+    over every line per level cost 5 s for 300,000 levels."""
+    ends = [_quote_ends(line) for line in lines]
+    depths = Counter(len(found) for found in ends)  # lines quoted exactly d levels deep
+    # lines left with text once their quoting is gone (they count as filled at every deeper level)
+    bare = Counter(
+        len(found)
+        for line, found in zip(lines, ends, strict=True)
+        if line[found[-1] if found else 0 :].strip()
+    )
+    deepest = max(depths, default=0)
+    quoted, unquoted_filled, level = sum(depths.values()) - depths[0], bare[0], 0
+    while level < deepest and quoted and quoted >= 0.8 * (quoted + unquoted_filled):
+        level += 1  # level `level` is removed; lines exactly that deep are unquoted below it
+        quoted -= depths[level]
+        unquoted_filled += bare[level]
+    if not level:
+        return lines
+    removed.append("> quoting")
+    return [
+        line[found[min(level, len(found)) - 1] :] if found else line
+        for line, found in zip(lines, ends, strict=True)
+    ]
+
+
+_QUOTE_LEVEL = lazy_compile(r"\s*>(?: |$)")  # _QUOTE, matched where the level before ended
+
+
+def _quote_ends(line: str) -> list[int]:
+    """Where each ``> `` level of ``line`` ends (after its one space)."""
+    ends, at = [], 0
+    while found := _QUOTE_LEVEL.match(line, at):
+        at = found.end()
+        ends.append(at)
+    return ends
 
 
 def _fenced_blocks(lines: list[str]) -> list[tuple[int, list[str], bool]]:

@@ -42,7 +42,8 @@ Deadline = Annotated[
         metavar="SECONDS",
         show_default=False,
         help="Global time limit: for `check` and `collect` the capture; for `analyze` reading and "
-        f"analyzing the inputs, each bundle of a fleet (default {DEFAULT_DEADLINE_S:g}).",
+        "analyzing the inputs, each bundle of a fleet; for `redact` the whole run "
+        f"(default {DEFAULT_DEADLINE_S:g}).",
     ),
 ]
 RulesDirs = Annotated[

@@ -163,6 +163,7 @@ def redact(
             "--hostname", metavar="NAME", help="Another host name to replace everywhere (repeatable)."
         ),
     ] = None,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
 ) -> int:
     """Write redacted copies beside the originals (never in place): NAME.redacted for pasted
     files, NAME.redacted[.tar.gz] for a bundle or sos report; and the private map."""
@@ -175,9 +176,9 @@ def redact(
     if found and len(paths) > 1:
         raise UserError("give either one bundle or several pasted files, not both")
     if found:
-        lines = redact_bundle(found[0], output_dir, map_file, names)
+        lines = redact_bundle(found[0], output_dir, map_file, names, deadline)
     else:
-        lines = redact_files(paths, output_dir, map_file, names)
+        lines = redact_files(paths, output_dir, map_file, names, deadline)
     for line in lines:
         print(line, file=sys.stderr)
     return 0

@@ -8,6 +8,7 @@ certainty). ``lint`` reports schema and semantic problems with file and line, so
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -477,10 +478,10 @@ def _cause_checks(
         for problem in expression_problems(compiled):
             issue(where, problem)
     for i, signal in enumerate(cause.signals):  # .nan passes every range check of the schema
-        if not 0 <= signal.certainty <= 1:
-            issue(("signals", i, "certainty"), f"certainty {signal.certainty} is not a number from 0 to 1")
-    if not 0 <= cause.min_certainty <= 1:
-        issue(("min_certainty",), f"min_certainty {cause.min_certainty} is not a number from 0 to 1")
+        if not math.isfinite(signal.certainty):
+            issue(("signals", i, "certainty"), f"certainty {signal.certainty} is not a number")
+    if not math.isfinite(cause.min_certainty):
+        issue(("min_certainty",), f"min_certainty {cause.min_certainty} is not a number")
     if not any(s.certainty > 0 and not s.boost for s in cause.signals):
         issue(("signals",), "no signal with a positive certainty: the cause could never fire")
     seen: set[str] = set()

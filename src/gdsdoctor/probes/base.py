@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,19 @@ class NumberedLines:
             cut = text.find("\n", start + self.chunk)
             lines = text[start : cut if cut != -1 else len(text)].split("\n")
             yield from enumerate(lines, number)
+            number += len(lines)
+            if cut == -1:
+                return
+            start = cut + 1
+
+    def nonempty(self) -> Iterator[tuple[int, str]]:
+        """The same, without the empty lines, passed over in C (``compress``): 40M newlines
+        cost a Python step each, 48 s of a kernel log that says nothing."""
+        text, number, start = self.text, 1, 0
+        while True:
+            cut = text.find("\n", start + self.chunk)
+            lines = text[start : cut if cut != -1 else len(text)].split("\n")
+            yield from compress(enumerate(lines, number), lines)
             number += len(lines)
             if cut == -1:
                 return

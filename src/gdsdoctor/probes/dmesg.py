@@ -444,7 +444,7 @@ def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) 
     """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
     outside it with nothing else to give yields only its clock: most lines of a log, and making
     each a LogLine was most of the parse (docs/performance.md)."""
-    for number, raw in numbered_lines(text):
+    for number, raw in numbered_lines(text).nonempty():  # an empty line says nothing
         if hinted is not None and number not in hinted and (clock := _quiet_clock(raw)) is not None:
             yield clock
             continue
