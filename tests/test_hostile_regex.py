@@ -15,8 +15,6 @@ from tests import regex_audit as audit
 
 # Patterns built inside a function from a value (the audit cannot see them): each reviewed here.
 REVIEWED_DYNAMIC = {
-    "gdsdoctor/capture/nvidia_bug_report.py:_pieces": "a command path of the log, re.escape'd, after ^[ \\t]* "
-    "in MULTILINE mode (tried at line starts only)",
     "gdsdoctor/capture/redact.py:pattern": "the learned names as a trie of re.escape'd characters "
     "(redact.literal_trie), audited in test_the_learned_names_pattern_is_linear",
     "gdsdoctor/checkpoint/units.py:_split_quantity": "the module's _NUMBER (audited) in a fixed frame, "
