@@ -142,14 +142,16 @@ def _unquote(lines: list[str], removed: list[str]) -> list[str]:
     ]
 
 
-_QUOTE_LEVEL = lazy_compile(r"\s*>(?: |$)")  # _QUOTE, matched where the level before ended
-
-
 def _quote_ends(line: str) -> list[int]:
-    """Where each ``> `` level of ``line`` ends (after its one space)."""
+    r"""Where each ``> `` level of ``line`` ends (after its one space): what ``_QUOTE`` matches,
+    level after level, found with ``str.find`` (the blanks before each ``>`` are looked at once:
+    a pattern's ``\s*`` searched along a run of blanks went back over it from every start)."""
     ends, at = [], 0
-    while found := _QUOTE_LEVEL.match(line, at):
-        at = found.end()
+    while (mark := line.find(">", at)) != -1 and (mark == at or line[at:mark].isspace()):
+        after = line[mark + 1 : mark + 2]
+        if after not in ("", " "):
+            break
+        at = mark + 1 + len(after)
         ends.append(at)
     return ends
 
