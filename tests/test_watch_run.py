@@ -131,18 +131,20 @@ def test_watch_names_the_phase_and_its_collapse_on_xfs_and_ext4(tmp_path: Path) 
         assert watch["device"] == Path(result["device"]).name
         [phase] = watch["phases"]
         assert abs(phase["bytes"] - written) <= 0.10 * written, (fstype, phase["bytes"], written)
-        [collapse] = phase["collapses"]
-        assert phase["start"] < collapse["at"] < phase["end"]
-        assert collapse["from_bytes_per_s"] > 2 * collapse["to_bytes_per_s"]
-        # the rate the watch saw against fio's own for its 60 MB/s job (not a fixed figure: a
-        # loaded machine may write the job slower than its --rate)
-        slow = fio_rate(fio, "slow")
-        assert 0.5 * slow < collapse["to_bytes_per_s"] < 1.5 * slow, (fstype, collapse, slow)
-        evidence = findings(analysis.report)["watch-write-collapsed"]
-        assert any(
-            " fell from " in line and line.startswith("at ") and line[3:11].count(":") == 2
-            for line in evidence
-        )
+        fast, slow = fio_rate(fio, "fast"), fio_rate(fio, "slow")
+        # A loaded machine may write the 300 MB/s job at under 2.5x the 60 MB/s one: then fio
+        # itself saw no clear collapse, and what the watch makes of it is not asserted.
+        if fast >= 2.5 * slow:
+            [collapse] = phase["collapses"]
+            assert phase["start"] < collapse["at"] < phase["end"]
+            assert collapse["from_bytes_per_s"] > 2 * collapse["to_bytes_per_s"]
+            # the rate the watch saw against fio's own for its 60 MB/s job (not a fixed figure)
+            assert 0.5 * slow < collapse["to_bytes_per_s"] < 1.5 * slow, (fstype, collapse, slow)
+            evidence = findings(analysis.report)["watch-write-collapsed"]
+            assert any(
+                " fell from " in line and line.startswith("at ") and line[3:11].count(":") == 2
+                for line in evidence
+            )
         assert {r["type"] for r in result["emitted"]} >= {"header", "sample", "end"}
         replay = analyze_paths([result["record"]])
         assert findings(replay.report) == findings(analysis.report)
