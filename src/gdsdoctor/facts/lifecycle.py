@@ -11,7 +11,10 @@ NVMe and PCIe event is attached to its object:
 - ``nvme`` — an NVMe controller (``nvme0``; a namespace or path names its controller): timeouts,
   aborts, resets, reconnects, keep-alive and transport errors, ANA path failures, a namespace
   dropping to capacity 0;
-- ``pcie`` — a PCI function (its address): AER errors.
+- ``pcie`` — a PCI function (its address): AER errors;
+- ``netfs`` — a network or parallel filesystem's server as its client names it: an NFS server
+  (``nfs_client``), a Lustre target and the LNet NID it is reached at (``lustre_client``), a
+  BeeGFS node (``beegfs_client``).
 
 and judged against what the log and the captured state say about that object afterwards
 (the markers are the section's ``lifecycle`` list, see probes/dmesg_kinds.py):
@@ -25,7 +28,9 @@ and judged against what the log and the captured state say about that object aft
   N I/O queues``), ``Successfully reconnected``, a path ``ANA group N: optimized``, or a new
   controller for the same subsystem NQN has recovered; one whose sysfs state is not ``live``
   now has not, whatever the log says; a PCI function with ``AER: device recovery
-  successful`` has recovered;
+  successful`` has recovered; an NFS server that answers again (``nfs: server X OK``) or a
+  Lustre target whose connection was restored (``Connection restored to T (at NID)``) has
+  recovered (both the target and its NID);
 - ``--since`` (``capture.options["since"]``): every event before it.
 
 Such an event is *history*: moved from ``dmesg.events`` to ``dmesg.history`` with ``history``
@@ -61,12 +66,17 @@ NVME_KINDS = frozenset(
     ("nvme_timeout", "nvme_abort", "nvme_reset", "nvmeof_reconnect", "nvmeof_keepalive",
      "nvmeof_transport_error", "nvme_ana")
 )  # fmt: skip
+NETFS_KINDS = frozenset(("nfs_client", "lustre_client", "beegfs_client"))
 LIVE_ANA_STATES = frozenset(("optimized", "non-optimized"))
 _JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # "loop0-8": the journal of loop0
 _NVME_NAME = lazy_compile(r"^nvme(?P<subsys>\d+)(?:c(?P<ctrl>\d+))?(?:n\d+(?:p\d+)?)?$")
 _NAMESPACE = lazy_compile(r"^nvme\d+(?:c\d+)?n\d+(?:p\d+)?$")
 _LOOP = lazy_compile(r"^(?P<loop>loop\d+)(?:p\d+)?$")
 _NQN = lazy_compile(r'NQN[:=]? "?(?P<nqn>nqn\.[^",\s]+)')
+# a Lustre client's import of a target: "fsname-OST0001-osc-ffff88…" is target "fsname-OST0001"'s
+_LUSTRE_IMPORT = lazy_compile(
+    r"^(?P<target>[\w.-]{1,120}?)-(?:osc|mdc|lwp)-(?:[0-9a-fA-F]{1,16}|MDT[0-9a-fA-F]{4})$"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,9 +93,28 @@ def controller_of(device: str) -> str | None:
     return f"nvme{m['ctrl']}" if m["ctrl"] is not None else f"nvme{m['subsys']}"
 
 
+def netfs_names(item: dict[str, Any]) -> list[str]:
+    """The names a network filesystem event or marker gives its server: the host or LNet NID
+    first (every Lustre recovery line names it: "Connection restored to T (at NID)"), then the
+    Lustre target (named, or read from the client's import name: an eviction names no NID)."""
+    details = _details(item)
+    names = []
+    target = details.get("target")
+    if not target and isinstance(details.get("client"), str):
+        m = _LUSTRE_IMPORT.match(details["client"])
+        target = m["target"] if m else None
+    for name in (details.get("server"), target):
+        if isinstance(name, str) and name.strip() and name.strip() not in names:
+            names.append(name.strip())
+    return names
+
+
 def object_of(event: dict[str, Any]) -> tuple[str, str] | None:
     """The object an event is about, as (type, name); None when it names none."""
     kind, device = event.get("kind"), event.get("device")
+    if kind in NETFS_KINDS:
+        names = netfs_names(event)
+        return ("netfs", names[0]) if names else None
     if not isinstance(device, str) or not device:
         return None
     if kind in FS_KINDS:
@@ -151,6 +180,10 @@ def _markers(section: dict[str, Any], nqns: dict[str, str]) -> list[_Marker]:
             )
         elif kind == "pcie_recovered":
             found.append(_Marker(marker, [("pcie", device)], "AER reported the device recovered", True))
+    for marker in _dicts(section.get("lifecycle")):  # a network filesystem's server answers again
+        if marker.get("kind") == "netfs_recovered" and (names := netfs_names(marker)):
+            objects = [("netfs", name) for name in names]
+            found.append(_Marker(marker, objects, f"{names[0]} answered again", True))
     for event in _dicts(section.get("events")):  # what the log already counts as events
         device = str(event.get("device") or "")
         if event.get("kind") == "scsi_attach" and device.startswith("sd"):  # a removable disk attached

@@ -293,6 +293,37 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"device-mapper: multipath: (?P<failure>Failing path (?P<member>\S+?))\.?$",
         r"bcache: (?P<failure>.*(?:error on|disabling caching|IO error|failed))",
     )),
+    # Clients of network and parallel filesystems losing their server (the filesystem many nodes
+    # share, or this node's path to it). One kind per client; details name the server (a host,
+    # an LNet NID) and, for Lustre, the target, so the lifecycle can end an outage at its recovery
+    # line. Wording from the source, not from a sample:
+    # - sunrpc (net/sunrpc/clnt.c, rpc_check_timeout): "%s: server %s not responding, still
+    #   trying" (hard mounts retry for ever: the writer hangs) or ", timed out" (soft mounts: the
+    #   I/O fails with EIO); %s is the RPC program (nfs, lockd, rpcbind, …);
+    # - Lustre (lustre/ptlrpc/import.c, client.c; LNet's o2iblnd/socklnd): "%s: Connection to %.*s
+    #   (at %s) was lost", "%s: This client was evicted by %.*s", "operation %s to node %s failed:
+    #   rc = %d", ptlrpc_expire_one_request's "Request sent has timed out for slow reply|sent
+    #   delay|failed due to network error", LNet's "Timed out tx" and "Timed out RDMA with NID";
+    # - BeeGFS (client_module common/toolkit/MessagingTk.c): "Communication error: Node: %s",
+    #   "Receive timed out from %s @ %s", "Receive failed from %s @ %s", "Unable to connect to: %s".
+    ("nfs_client", ("not responding",), (
+        r"^(?P<program>[\w-]{1,20}): server (?P<server>\S{1,255}) not responding, (?P<state>still trying|timed out)",
+    )),
+    ("lustre_client", ("was lost", "evicted", "expire_one_request", "timed out tx", "timed out rdma", "to node"), (
+        r"(?<![\w.-])(?P<client>[\w.-]{1,120}): Connection to (?P<target>[\w.-]{1,120}) \(at (?P<server>[^)\s]{1,120})\) (?P<state>was lost)",
+        r"(?<![\w.-])(?P<client>[\w.-]{1,120}): This client was (?P<state>evicted) by (?P<target>[\w.-]{1,120})",
+        r"(?<![\w.-])(?P<client>[\w.-]{1,120}): operation (?P<op>\w{1,40}) to node (?P<server>[\w.@-]{1,120}) (?P<state>failed): rc = (?P<errno>-\d{1,4})",
+        r"ptlrpc_expire_one_request\(\)\) @@@ Request sent has (?P<state>timed out for slow reply|timed out for sent delay|failed due to network error)"
+        # "o250->MGC10.0.0.1@o2ib@10.0.0.1@o2ib:26/25": the import's name (an MGC's holds a NID) @ the NID
+        r"(?:[^>\n]{0,300}->(?P<client>[\w.-]{1,120}(?:@\w{1,16})?)@(?P<server>[\w.-]{1,64}@\w{1,16}):\d)?",
+        r"(?P<state>Timed out tx)(?: for (?P<server>[\w.-]{1,64}@\w{1,16}))?",
+        r"(?P<state>Timed out RDMA) (?:with|to) (?P<server>[\w.-]{1,64}@\w{1,16})",
+    )),
+    ("beegfs_client", ("communication error", "receive timed out", "receive failed", "unable to connect"), (
+        r"(?i:beegfs).{0,120}?(?P<state>Communication error): Node: (?P<server>[^(\n]{1,120}) \(comm result",
+        r"(?i:beegfs).{0,120}?(?P<state>Receive timed out|Receive failed) from (?P<server>[^@\n]{1,120}) @ ",
+        r"(?i:beegfs).{0,120}?(?P<state>Unable to connect) to: (?P<server>[^\n]{1,120})",
+    )),
     # one frame of a call trace (or the RIP line) inside a storage module or function; the
     # derived facts tie frames to the hung-task report or oops they follow
     # Network and parallel filesystems are storage too (NFS/pNFS/RPC, Lustre, BeeGFS, GPFS, WekaFS,
@@ -331,10 +362,18 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"^nvme (?P<device>nvme\d+): creating \d+ I/O queues",
         r"^nvme (?P<device>nvme\d+): new ctrl: NQN \"(?P<nqn>[^\"]+)\"",
     )),
+    # a network filesystem's server answering again (clnt.c call_decode: "%s: server %s OK"; Lustre
+    # import.c: "%s: Connection restored to %.*s (at %s)")
+    ("netfs_recovered", (" ok", "connection restored"), (
+        r"^(?P<program>[\w-]{1,20}): server (?P<server>\S{1,255}) OK$",
+        r"(?<![\w.-])(?P<client>[\w.-]{1,120}): Connection restored to (?P<target>[\w.@-]{1,120}) \(at (?P<server>[^)\s]{1,120})\)",
+    )),
     ("pcie_recovered", ("recovery successful",), (
         r"(?P<device>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): AER: device recovery successful",
     )),
 )
 # fmt: on
 
-LIFECYCLE_KINDS = frozenset(("fs_mounted", "fs_unmounted", "block_attached", "nvme_ready", "pcie_recovered"))
+LIFECYCLE_KINDS = frozenset(
+    ("fs_mounted", "fs_unmounted", "block_attached", "nvme_ready", "pcie_recovered", "netfs_recovered")
+)
