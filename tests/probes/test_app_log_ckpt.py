@@ -30,6 +30,10 @@ SAMPLES = {
     "qwen-vl-135--deepspeed-killed-oom.log": ("oom_killed", None, None, "checkpoint-save-oom-killed"),
     "save-then-watchdog--llamafactory-1223-and-open-r1-160.log": (
         "collective_timeout", None, None, "checkpoint-collective-timeout-during-save"),
+    "stanford-alpaca-65--fsdp-clone-cuda-oom.log": ("gpu_oom", None, None, "gpu-memory-exhausted-during-save"),
+    "fastchat-256--fsdp-state-dict-cuda-oom.log": ("gpu_oom", None, None, "gpu-memory-exhausted-during-save"),
+    "transformers-25100--fsdp-clone-cuda-oom.log": ("gpu_oom", None, None, "gpu-memory-exhausted-during-save"),
+    "nccl-844--bootstrap-cuda-failure-oom.log": ("gpu_oom", None, None, "gpu-memory-exhausted-not-storage"),
 }  # fmt: skip
 
 
@@ -92,6 +96,38 @@ def test_a_watchdog_during_a_save_on_a_slow_measured_path_names_the_stall() -> N
     assert timeout["certainty"] > 0.5  # the save context and the slow path combined
 
 
+def test_gpu_memory_is_told_from_host_memory_and_from_storage() -> None:
+    # the GPU's memory, with what it asked for and where, never the OOM killer's kind
+    saving = app_log.parse_app_log((CKPT / "stanford-alpaca-65--fsdp-clone-cuda-oom.log").read_text(), "s")
+    (oom,) = saving["errors"]
+    assert (oom["kind"], oom["ckpt"]["gpu"], oom["ckpt"]["request"], oom["ckpt"]["during_save"]) == (
+        "gpu_oom", 1, "502.00 MiB", True,
+    )  # fmt: skip
+    during = _findings(CKPT / "stanford-alpaca-65--fsdp-clone-cuda-oom.log")
+    assert during["gpu-memory-exhausted-during-save"]["severity"] == "warning"  # one job's: no drain
+    assert "gpu-memory-exhausted-not-storage" not in during
+    assert "checkpoint-save-oom-killed" not in during
+    outside = _findings(CKPT / "nccl-844--bootstrap-cuda-failure-oom.log")
+    assert outside["gpu-memory-exhausted-not-storage"]["severity"] == "info"  # an answer, not a status
+    assert "gpu-memory-exhausted-during-save" not in outside
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 1.02 GiB is free.",
+        "RuntimeError: CUDA error: out of memory",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "17179869184 bytes.",
+        "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY",
+    ],
+)
+def test_gpu_memory_errors_in_each_allocators_words(line: str) -> None:
+    error = checkpoint_error(1, line, "a")
+    assert error is not None and error["kind"] == "gpu_oom"
+
+
 def test_the_kernels_oom_kill_is_an_event_of_its_own() -> None:
     line = "[856341.770960] Out of memory: Killed process 410126 (python) total-vm:79905000kB, anon-rss:1kB"
     from gdsdoctor.probes import dmesg
@@ -118,6 +154,8 @@ def test_nvidia_fs_512_is_a_signal_not_a_storage_fault() -> None:
         "NCCL INFO Watchdog thread started",
         "torch.distributed.checkpoint: planning save for 8 ranks",
         "cuFileWrite returned 4194304 bytes",
+        "max_split_size_mb: avoid fragmentation when CUDA out of memory errors are frequent?",  # no: prose
+        "| 0  NVIDIA H100 80GB HBM3 | 71234MiB / 81559MiB | 98% Default |",
     ],
 )
 def test_healthy_lines_stay_quiet(line: str) -> None:

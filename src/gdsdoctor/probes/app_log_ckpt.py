@@ -31,12 +31,19 @@ Kinds:
 - ``collective_timeout``: ProcessGroupNCCL's watchdog timed a collective out (the op, the timeout);
 - ``oom_killed``: the kernel's OOM killer killed a process (its pid and command), or the launcher says
   a rank died of SIGKILL (``Killed``, ``exitcode -9``, ``Signals.SIGKILL``);
+- ``gpu_oom``: the GPU's memory was exhausted (not the host's): PyTorch's caching allocator
+  (``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
+  capacity of …``, before 2.1 ``… (GPU 1; 39.59 GiB total capacity; …)``, and FSDP's ``Failed to
+  clone() tensor … Error: CUDA out of memory``), the CUDA runtime and driver (``CUDA error: out of
+  memory``, ``CUDA_ERROR_OUT_OF_MEMORY``, ``cudaErrorMemoryAllocation``), NCCL (``Cuda failure 2
+  'out of memory'``), XLA (``RESOURCE_EXHAUSTED: Out of memory while trying to allocate``); ``ckpt``
+  gives the ``gpu`` and the ``request`` (``"2.00 GiB"``) when the line says them;
 - ``cufile_interrupted``: a cuFile read/write returned -512 (ERESTARTSYS): the writer was signalled
   mid-I/O (killed, interrupted, timed out), not a storage fault (the kernel's own line, ``nvidia-fs:write
   IO failed :-512``, is a kernel-log event).
 
 ``ckpt``: ``{errno (int|None), path (str|None), op (collective type|None), timeout_ms (int|None),
-pid (int|None), process (str|None)}``.
+pid (int|None), process (str|None), gpu (int|None), request (str|None)}``.
 
 ``save_context(lines)`` says which lines sit inside a checkpoint save: a save is named (``Saving
 checkpoint``, ``save_checkpoint``, ``torch.save``, ``dcp.save``/``async_save``, a frame of
@@ -96,9 +103,24 @@ _SIGKILL = lazy_compile(
     r"^\s*Killed\s*$|\bexitcode\s*:\s*-9\b|\bSignals\.SIGKILL\b|\breturn code = -9\b"
     r"|\bexit(?:ed)? with (?:signal|code) -?9\b"
 )
+# GPU memory exhausted, in the words of PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+# the CUDA runtime/driver (cudaErrorMemoryAllocation = 2, CUDA_ERROR_OUT_OF_MEMORY), NCCL (CUDACHECK's
+# "Cuda failure %d '%s'") and XLA's allocator
+_GPU_OOM = lazy_compile(
+    r"\bCUDA out of memory\.|\bCUDA error: out of memory\b|\bCuda failure (?:2 )?'out of memory'"
+    r"|\bCUDA_ERROR_OUT_OF_MEMORY\b|\bcudaErrorMemoryAllocation\b"
+    r"|\bRESOURCE_EXHAUSTED: Out of memory while trying to allocate\b"
+)
+_GPU_OOM_REQUEST = lazy_compile(r"\bTried to allocate (?P<request>\d{1,9}(?:\.\d{1,3})? [KMGTPE]iB)")
+_GPU_OOM_GPU = lazy_compile(r"\bGPU (?P<gpu>\d{1,3})(?:;| has a total capacity)")
 # the application's side of ERESTARTSYS (the kernel's `nvidia-fs:write IO failed :-512` is a dmesg event)
 _ERESTARTSYS = lazy_compile(r"\bcuFile(?:Read|Write)\w{0,10}\b[^\n]{0,80}?-512\b")
 _SAVE_MARKER = lazy_compile(
+    # a traceback frame of a function that saves (fsdp_save_ckpt, save_model_and_optimizer_sharded,
+    # safe_save_model_for_hf_trainer) and FSDP gathering a full state dict (its module; the warning
+    # its state-dict hooks print when a gathered tensor cannot be copied)
+    r"\", line \d{1,6}, in \w{0,40}save\w{0,40}|fsdp/_state_dict_utils\.py"
+    r"|Failed to clone\(\) tensor with name|state_dict entry could point to invalid memory|"
     r"\bSaving (?:model )?checkpoint|\bsave_checkpoint\b|\btorch\.save\(|\bdcp\.(?:async_)?save\b"
     r"|\basync_save\b|serialization\.py\", line \d{1,6}, in (?:save|_save)\b"
     r"|torch/distributed/checkpoint/|\bcheckpoint_hook\b"
@@ -112,11 +134,12 @@ _ASYNC_MARKER = lazy_compile(
 )
 SAVE_WINDOW = 400  # lines: a traceback of a deep framework stack, or a watchdog's frames, stays within it
 _HINTS = ("Errno", "failed with", "Pytorch", "unexpected", "CheckpointException", "Watchdog", "Killed",
-          "-9", "SIGKILL", "-512")  # fmt: skip
+          "-9", "SIGKILL", "-512", "out of memory", "OUT_OF_MEMORY", "MemoryAllocation",
+          "Out of memory")  # fmt: skip
 
 
 def _record(**fields: Any) -> dict[str, Any]:
-    keys = ("errno", "path", "op", "timeout_ms", "pid", "process")
+    keys = ("errno", "path", "op", "timeout_ms", "pid", "process", "gpu", "request")
     return {key: fields.get(key) for key in keys}
 
 
@@ -159,6 +182,18 @@ def _framework_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
     return None
 
 
+def _gpu_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
+    if not _GPU_OOM.search(line):
+        return None
+    request, gpu = _GPU_OOM_REQUEST.search(line), _GPU_OOM_GPU.search(line)
+    source = "nccl" if "Cuda failure" in line else "torch"
+    return (
+        "gpu_oom",
+        source,
+        _record(gpu=int(gpu["gpu"]) if gpu else None, request=request and request["request"]),
+    )
+
+
 def _kill_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
     if match := _OOM_KILL.search(line):
         return "oom_killed", "kernel", _record(pid=int(match["pid"]), process=match["comm"])
@@ -173,7 +208,7 @@ def checkpoint_error(line_no: int, line: str, artifact: str) -> dict[str, Any] |
     """The checkpoint-path error one line reports, or None."""
     if not any(hint in line for hint in _HINTS):
         return None  # most lines of a training log: no pattern needs to run
-    found = _errno_error(line) or _framework_error(line) or _kill_error(line)
+    found = _errno_error(line) or _framework_error(line) or _gpu_error(line) or _kill_error(line)
     return _error(found[0], found[1], found[2], line_no, line, artifact) if found else None
 
 
