@@ -319,9 +319,11 @@ CLASSIFIED = [
     ("nvme nvme1: Successfully reconnected (attempt 2/60)", "nvmeof_reconnected", "nvme1", {}),
     ("nvme nvme1: failed nvme_keep_alive_end_io error=10", "nvmeof_keepalive", "nvme1", {"status": 10}),
     ("block nvme0n1: no usable path - requeuing I/O", "nvme_ana", "nvme0n1", {"state": "usable"}),
-    ("nvme nvme0: Connect rejected: status 8 (invalid service ID).", "nvmeof_reconnect", "nvme0", {"status": 8}),
+    ("nvme nvme0: Connect rejected: status 8 (invalid service ID).", "nvmeof_connect_refused", "nvme0",
+     {"cm_status": 8, "cm_reason": "invalid service ID", "reason": "no_listener"}),
     ("nvme nvme0: Admin Cmd(0x6), I/O Error (sct 0x0 / sc 0x4) DNR",
-     "nvme_status_error", "nvme0", {"op": "Admin Cmd", "status": "I/O Error", "sct": "0x0", "sc": "0x4"}),
+     "nvme_status_error", "nvme0", {"op": "Admin Cmd", "status": "I/O Error", "sct": "0x0", "sc": "0x4",
+                                    "status_name": "Data Transfer Error", "status_class": "data_transfer"}),
     ("print_req_error: critical medium error, dev nvme0n1, sector 2048",
      "blk_io_error", "nvme0n1", {"caller": "print_req_error", "error": "critical medium", "sector": 2048}),
     ("EXT4-fs (nvme0n1p1): Remounting filesystem read-only", "fs_shutdown", "nvme0n1p1", {}),
@@ -533,7 +535,8 @@ def test_gated_classification_equals_trying_every_pattern() -> None:
                 if m := re.search(pattern, message):
                     groups = {k: v for k, v in m.groupdict().items() if v is not None}
                     device = groups.pop("device", None) or dmesg._device(message)
-                    return kind, device, {key: dmesg._detail(value) for key, value in groups.items()}
+                    details = {key: dmesg._detail(value) for key, value in groups.items()}
+                    return kind, device, dmesg._decoded(kind, details)
         return None
 
     lines = _corpus_lines()

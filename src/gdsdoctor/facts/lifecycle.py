@@ -9,8 +9,8 @@ NVMe and PCIe event is attached to its object:
   ``backing_store_full``, ``scsi_sense``, a ``capacity_to_zero`` of a device that is not an NVMe
   namespace;
 - ``nvme`` — an NVMe controller (``nvme0``; a namespace or path names its controller): timeouts,
-  aborts, resets, reconnects, keep-alive and transport errors, ANA path failures, a namespace
-  dropping to capacity 0;
+  aborts, resets, reconnects, Connects the target refused, keep-alive and transport errors, ANA
+  path failures, a namespace dropping to capacity 0;
 - ``pcie`` — a PCI function (its address): AER errors;
 - ``netfs`` — a network or parallel filesystem's server as its client names it: an NFS server
   (``nfs_client``), a Lustre target and the LNet NID it is reached at (``lustre_client``), a
@@ -64,7 +64,7 @@ FS_KINDS = frozenset(("fs_shutdown", "fs_error"))
 BLOCK_KINDS = frozenset(("blk_io_error", "nvme_status_error", "backing_store_full", "scsi_sense"))
 NVME_KINDS = frozenset(
     ("nvme_timeout", "nvme_abort", "nvme_reset", "nvmeof_reconnect", "nvmeof_keepalive",
-     "nvmeof_transport_error", "nvme_ana")
+     "nvmeof_transport_error", "nvme_ana", "nvmeof_connect_refused")
 )  # fmt: skip
 NETFS_KINDS = frozenset(("nfs_client", "lustre_client", "beegfs_client"))
 LIVE_ANA_STATES = frozenset(("optimized", "non-optimized"))

@@ -20,7 +20,10 @@ Section ``cli_errors``::
 Kinds: ``fabrics_write_failed`` (nvme-cli 1.x ``Failed to write to /dev/nvme-fabrics: …``, the
 kernel refused the connect string), ``fabrics_open_failed`` (``Failed to open /dev/nvme-fabrics``:
 nvme_fabrics is not loaded), ``controller_add_failed`` (nvme-cli 2.x ``could not add new
-controller: …``, libnvme's words for the errno), ``trsvcid_missing``, ``module_not_found``
+controller: …``, libnvme's words for the errno), ``trsvcid_missing``, ``nvme_status`` (a command the controller answered with an NVMe status:
+``NVMe status: Access Denied: …(0x4286)``, 1.x ``NVME IO command error:ACCESS_DENIED: …(6286)``;
+the record adds ``sct``, ``sc``, ``dnr``, ``more``, ``status_name``, ``status_class`` from the
+number, probes/nvme_status.py), ``module_not_found``
 (``modprobe: FATAL: Module X not found in directory /lib/modules/REL``), ``module_insert_failed``
 (``modprobe: ERROR: could not insert 'X': …``, insmod's), ``mount_failed`` (mount(8)'s ``wrong fs
 type, bad option, bad superblock on DEV``, both layouts), ``mount_no_device`` (``special device
@@ -44,6 +47,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import nvme_status
 from gdsdoctor.probes.base import Probe, Section, numbered_lines, src
 
 # strerror(3) texts these commands print, and the errno each names (glibc's wording)
@@ -78,6 +82,12 @@ _ERRORS: tuple[tuple[str, str, Any], ...] = (
     ("nvme", "fabrics_open_failed", lazy_compile(r"^Failed to open /dev/nvme-fabrics: (?P<reason>.{1,200})$")),
     ("nvme", "controller_add_failed", lazy_compile(r"^(?:could not add new controller|failed to add controller(?:, error)?):? (?P<reason>.{1,200})$")),
     ("nvme", "trsvcid_missing", lazy_compile(r"^No trsvcid specified for '(?P<transport>[\w-]{1,20})'$")),
+    # a command the controller answered with an NVMe status: nvme-cli 1.9+ "NVMe status: NAME: text(0x4286)",
+    # before "NVME IO|Admin command error:NAME: text(4286)" (the whole status field, in hex)
+    ("nvme", "nvme_status", lazy_compile(r"^NVMe status: (?P<reason>[^(\n]{1,200})\((?P<status>0x[0-9a-fA-F]{1,4})\)$")),
+    ("nvme", "nvme_status", lazy_compile(
+        r"^NVME (?:IO|Admin) command error:(?P<reason>[^(\n]{1,200})\((?P<status>[0-9a-fA-F]{1,4})\)$"
+    )),
     ("modprobe", "module_not_found", lazy_compile(
         r"^modprobe: FATAL: Module (?P<module>[\w-]{1,64}) not found in directory /lib/modules/(?P<kernel>[^/\s]{1,100})/?$"
     )),
@@ -131,6 +141,8 @@ def _error(
         "mountpoint": fields.get("mountpoint"),
         "transport": fields.get("transport"),
         "src": src(artifact, number, line),
+        # the NVMe status a controller answered, decoded from its number (not its wording)
+        **(nvme_status.decode_value(int(fields["status"], 16)) if fields.get("status") else {}),
     }
 
 

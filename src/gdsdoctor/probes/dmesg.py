@@ -68,6 +68,7 @@ from typing import Any
 from gdsdoctor import syslog_time
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import nvme_status
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.dmesg_kinds import LIFECYCLE_KINDS
 from gdsdoctor.probes.dmesg_kinds import RULES as _RULES
@@ -354,8 +355,20 @@ def classify(
                 continue
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
             device = groups.pop("device", None) or _device(message)
-            return kind, device, {key: _detail(value) for key, value in groups.items()}
+            details = {key: _detail(value) for key, value in groups.items()}
+            return kind, device, _decoded(kind, details)
     return None
+
+
+def _decoded(kind: str, details: dict[str, Any]) -> dict[str, Any]:
+    """An NVMe status is judged by its numbers, not its wording: the class the status type and code
+    name (probes/nvme_status.py), and for a refused fabrics Connect who must act."""
+    if kind == "nvme_status_error":
+        details.update(nvme_status.describe(details))
+    elif kind == "nvmeof_connect_refused":
+        details.update(nvme_status.describe(details))
+        details["reason"] = nvme_status.connect_reason(details)
+    return details
 
 
 # ---------------------------------------------------------------------------------------------

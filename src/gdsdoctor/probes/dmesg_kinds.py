@@ -124,16 +124,30 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"(?:header|data) digest error",
         r"bad pdu length returned",
     )),
+    # The target answered the fabrics Connect command and refused it (drivers/nvme/host/fabrics.c
+    # nvmf_log_connect_error; rdma.c nvme_rdma_conn_rejected; multipath.c): the host reached the
+    # target, so it is not a network fault. The NVMe status is decoded from its number
+    # (probes/nvme_status.py): "error wo/DNR bit: N" and a positive "ret=N" are statuses, not errnos.
+    ("nvmeof_connect_refused", ("connect for subsystem", "connect invalid", "connect command failed",
+                                "connect incompatible", "connect rejected", "invalid mnan", "failed to connect queue"), (
+        r"Connect for subsystem (?P<subsysnqn>\S{1,223}) is not allowed, hostnqn: (?P<hostnqn>\S{1,223})",
+        r"Connect Invalid Data Parameter, (?P<field>subsysnqn|hostnqn|cntlid)",
+        r"Connect Invalid (?P<field>SQE) Parameter",
+        r"Connect command failed, error wo/DNR bit: (?P<status>\d{1,5})",
+        r"Connect command failed: (?P<reason>controller is busy or not available|host path error|authentication required)",
+        r"Connect incompatible format: (?P<recfmt>\d{1,5})",
+        r"Connect rejected: status (?P<cm_status>\d{1,3}) \((?P<cm_reason>[^)\n]{1,60})\)(?: nvme status (?P<status>\d{1,5}))?",
+        r"Invalid MNAN value (?P<mnan>\d{1,10})",
+        r"failed to connect queue: (?P<qid>\d{1,5}) ret=(?P<status>[1-9]\d{0,4})\b",
+    )),
     ("nvmeof_reconnect", ("connect", "error recovery", "removing", "mr pool", "ctrl_loss", "ctrl loss", "rdma_resolve_addr", "address error", "route error"), (
         r"Reconnecting in (?P<delay_s>\d+) seconds",
         r"Failed reconnect attempt(?: (?P<attempt>\d+)(?:/(?P<max_attempts>\d+))?)?",
         r"failed to connect socket: " + _ERRNO,
         r"rdma connection establishment failed " + _ERRNO,
-        r"Connect rejected: status (?P<status>\d+)",
-        r"Connect command failed",
-        r"Connect Invalid (?:Data|SQE) Parameter",
-        r"Connect for subsystem .* is not allowed",
-        r"failed to connect queue: \d+ ret=(?P<errno>-?\d+)",
+        # the host's own errors before the target answered (a negative number is an errno)
+        r"Connect command failed, errno: (?P<errno>-\d{1,4})",
+        r"failed to connect queue: \d+ ret=(?P<errno>-\d+)",
         r"rdma_resolve_addr wait failed " + _ERRNO,
         r"address error " + _ERRNO,
         r"route error " + _ERRNO,

@@ -29,7 +29,8 @@ def _events(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def dmesg_fabrics_devices(facts: dict[str, Any]) -> set[str]:
-    kinds = ("nvmeof_reconnect", "nvmeof_reconnected", "nvmeof_keepalive", "nvmeof_transport_error")
+    kinds = ("nvmeof_reconnect", "nvmeof_reconnected", "nvmeof_keepalive", "nvmeof_transport_error",
+             "nvmeof_connect_refused")  # fmt: skip
     found = {
         e["device"] for e in _events(facts) if e.get("kind") in kinds and isinstance(e.get("device"), str)
     }
