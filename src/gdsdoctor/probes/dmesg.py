@@ -547,6 +547,58 @@ def _is_json(text: str) -> bool:
     return bool(re.match(r'^\s*+\{\s*+"dmesg"\s*+:', text[:200]))
 
 
+# One frame of a call trace, any code's ("func+0x1/0x2 [module]", after "RIP: 0010:" or an old
+# kernel's "[<ffffffffa03f2d5e>] "; 32-bit ARM's "[<80230d70>] (func) from …"); "? " marks a frame
+# the unwinder is unsure of, left out.
+_FRAME = lazy_compile(
+    r"^\s*(?:RIP: [0-9a-f]{4}:|IP: |PC is at |LR is at )?(?:\[<[0-9a-f]{8,16}>\] )?(?P<unsure>\? )?"
+    r"(?:(?P<function>[A-Za-z_][\w.]{0,80})\+0x[0-9a-f]{1,8}/0x[0-9a-f]{1,8}(?: \[(?P<module>\w{1,40}))?"
+    r"|\((?P<arm>[A-Za-z_]\w{0,80})\) from )"
+)
+# where every blocked task sleeps: what it blocks *in* is the frame after these
+_SLEEP_FRAMES = frozenset(
+    ("__schedule", "schedule", "schedule_timeout", "io_schedule", "io_schedule_timeout",
+     "schedule_preempt_disabled", "preempt_schedule_common", "__mutex_lock", "__mutex_lock_slowpath",
+     "mutex_lock", "__mutex_lock.constprop.0", "rwsem_down_read_slowpath", "rwsem_down_write_slowpath",
+     "down_read", "down_write", "down", "__down", "wait_for_completion", "bit_wait_io", "__wait_on_bit",
+     "out_of_line_wait_on_bit", "__wait_on_bit_lock", "__lock_page", "__folio_lock", "wait_on_page_bit",
+     "wait_on_page_bit_common", "folio_wait_bit_common", "ret_from_fork", "ret_from_fork_asm", "kthread")
+)  # fmt: skip
+TRACE_HEADERS = frozenset(("hung_task", "kernel_bug", "soft_lockup"))
+TRACE_WINDOW_LINES = 80  # the same window the derived facts tie frames to their report with
+TRACE_FRAMES = 12
+
+
+class _Traces:
+    """The call trace after each hung-task report, oops or lockup, as ``details["trace"]``: the
+    first TRACE_FRAMES frames of any code (not only storage code), sleeping primitives left out,
+    so a report is judged by the stack it blocks in, whatever the task's name."""
+
+    __slots__ = ("line", "trace")
+
+    def __init__(self) -> None:
+        self.trace: list[str] | None = None
+        self.line = 0
+
+    def start(self, kind: str, details: dict[str, Any], number: int) -> None:
+        if kind in TRACE_HEADERS:
+            self.trace = details["trace"] = []
+            self.line = number
+
+    def frame(self, number: int, message: str) -> None:
+        if self.trace is None or number - self.line > TRACE_WINDOW_LINES or len(self.trace) >= TRACE_FRAMES:
+            return
+        if "+0x" not in message and ") from [" not in message:
+            return
+        m = _FRAME.match(message)
+        if not m or m["unsure"]:
+            return
+        function = m["function"] or m["arm"]
+        if function in _SLEEP_FRAMES:
+            return
+        self.trace.append(f"{function} [{m['module']}]" if m["module"] else function)
+
+
 class _Events:
     """The events of a log as they are found: every one counted in its (kind, device) summary,
     the first and last MAX_EVENTS // 2 kept whole. A storm of one message (a 64 MiB log of
@@ -622,6 +674,7 @@ def parse(text: str, artifact: str) -> Section:
     else:
         lines = _text_lines(text, boots, candidates)
     found = _Events()
+    traces = _Traces()
     line_count = 0
     last_stamp: str | None = None  # the last line's stamp as given (a wall clock in `dmesg -T`)
     for line in lines:
@@ -635,9 +688,12 @@ def parse(text: str, artifact: str) -> Section:
         if candidates is not None and line.number not in candidates:
             continue  # no hint anywhere in the line, so none in its message: no event
         hit = classify(line.message.strip(), hints)
-        if hit is None:
-            continue
+        if hit is None or hit[0] == "storage_trace_frame":
+            traces.frame(line.number, line.message)
+            if hit is None:
+                continue
         kind, device, details = hit
+        traces.start(kind, details, line.number)
         found.add(
             {
                 "kind": kind,

@@ -46,10 +46,13 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
   removable, or one lsblk marks RM/HOTPLUG. A removable device's or a card reader's (``mmc``)
   errors are at most ``info`` (``warning`` when it holds data), and ``not_media`` errors on a
   fixed disk at most ``warning``.
-- ``hung_storage_tasks``: hung-task reports whose task is on the storage path
-  (jbd2, xfs, flush workers, nvme, md/dm, bcache) or whose call trace runs through storage
-  code, local or network/parallel filesystems (NFS/RPC, Lustre, BeeGFS, GPFS, WekaFS, Ceph,
-  FUSE) or writeback, whatever the task's name (``storage_frames``: the frames that follow it).
+- ``hung_storage_tasks``: hung-task reports whose call trace runs through storage code, local or
+  network/parallel filesystems (NFS/RPC, Lustre, BeeGFS, GPFS, WekaFS, Ceph, FUSE) or writeback,
+  whatever the task's name (``storage_frames``: the frames that follow it); a report the log
+  gives no stack for counts by its task's name (jbd2, xfs, flush workers, nvme, md/dm, bcache),
+  one whose stack blocks elsewhere does not, whatever its name.
+- ``hung_gpu_driver_tasks``: hung-task reports whose stack blocks in the NVIDIA driver and never
+  in storage code (``driver_frames``), whatever the task's name (a ``gdscheck`` too).
 - ``storage_oopses``: kernel BUGs, oopses and warnings whose call trace (or RIP)
   runs through a storage module or function (nvme, xfs, ext4, jbd2, nvidia_fs, md, dm,
   bcache), with those ``storage_frames``.
@@ -120,6 +123,7 @@ _STORAGE_TASK = lazy_compile(
     r"^(?:jbd2/|xfs|kworker/\S*(?:flush|writeback|xfs|ext4|nvme|blkcg|kblockd)|nvme|md\d*_|md/|raid\d|dm[-_]|"
     r"kdmflush|kcryptd|bcache|kswapd|ext4|flush-|loop\d)"
 )
+_GPU_DRIVER_FRAME = lazy_compile(r"\[nvidia(?:_uvm|_modeset|_drm)?\]$")
 _ONE_GBE = lazy_compile(
     r"(?i)\b(?:I210|I211|I350|I219|82574|82576|82580|BCM57(?:19|20|62)|NetXtreme BCM57\d\d Gigabit|"
     r"(?<![\d-])Gigabit Ethernet)\b"
@@ -145,6 +149,7 @@ EMPTY: dict[str, Any] = {
     "failing": {},
     "scsi": [],
     "hung_storage_tasks": [],
+    "hung_gpu_driver_tasks": [],
     "storage_oopses": [],
     "links": [],
     "error": None,
@@ -171,6 +176,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "failing": _failing(storage, scsi),
         "scsi": list(scsi.values()),
         "hung_storage_tasks": hung,
+        "hung_gpu_driver_tasks": _hung_gpu_driver_tasks(events, trace),
         "storage_oopses": _storage_oopses(events, trace),
         "links": _links(facts, derived),
         "error": None,
@@ -473,11 +479,35 @@ def _hung_storage_tasks(
             continue
         task = str(obj(event.get("details")).get("task") or "")
         below = _frames_after(event, frames, headers)
-        if _STORAGE_TASK.match(task) or below:
+        # the stack decides when the log has one: a task named like a storage thread (kswapd, an
+        # md or loop worker) blocked in memory management or the GPU driver is not a storage stall
+        if below or (not _has_trace(event) and _STORAGE_TASK.match(task)):
             # "jbd2/sda1-8:161" journals sda1: the device whose role bounds the severity
             named = _JOURNAL_TASK.match(task)
             device = event.get("device") or (named["device"] if named else None)
             found.append({**event, "device": device, "task": task, "storage_frames": _frame_names(below)})
+    return found
+
+
+def _has_trace(event: dict[str, Any]) -> bool:
+    return bool(as_list(obj(event.get("details")).get("trace")))
+
+
+def _hung_gpu_driver_tasks(
+    events: list[dict[str, Any]], trace: tuple[list[dict[str, Any]], list[int]]
+) -> list[dict[str, Any]]:
+    """Hung-task reports whose stack blocks in the NVIDIA driver (nvidia, nvidia_uvm,
+    nvidia_modeset, nvidia_drm) and never in storage code, whatever the task's name."""
+    frames, headers = trace
+    found = []
+    for event in events:
+        if event.get("kind") != "hung_task" or _frames_after(event, frames, headers):
+            continue
+        stack = [str(f) for f in as_list(obj(event.get("details")).get("trace"))]
+        driver = [f for f in stack if _GPU_DRIVER_FRAME.search(f)]
+        if driver:
+            task = str(obj(event.get("details")).get("task") or "")
+            found.append({**event, "task": task, "driver_frames": driver[:6]})
     return found
 
 

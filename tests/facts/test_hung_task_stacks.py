@@ -1,0 +1,63 @@
+"""Hung tasks judged by the stack they block in, whatever the task's name (dmesg's
+``details.trace``, facts/derived/devices.py): a ``gdscheck`` or a container hook blocked in the
+NVIDIA driver is the GPU driver's stall, not storage's; a storage-named thread blocked elsewhere is
+not a storage stall; a report without a stack still counts by its name.
+
+Real logs (tests/data/dmesg/SOURCES.md): NVIDIA/nvidia-persistenced#15 (gdscheck in the driver's
+rwlock), NVIDIA/k8s-device-plugin#77 (nvidia-container-cli in nvidia_uvm), raspberrypi/linux#2482
+(a task in the page cache's writeback wait)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gdsdoctor.pipeline import analyze_paths
+from gdsdoctor.probes import dmesg
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "dmesg"
+
+
+def _report(text: str, tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "dmesg.txt"
+    path.write_text(text)
+    return analyze_paths([path]).report
+
+
+def _ids(report: dict[str, Any]) -> set[str]:
+    return {f["id"] for f in report["findings"]}
+
+
+def test_the_stack_is_kept_without_its_sleeping_frames() -> None:
+    name = "dmesg-hung-gdscheck-in-nvidia-rwlock.nvidia-persistenced-15.txt"
+    (hung,) = dmesg.parse((DATA / name).read_text(), "d")["events"]
+    # schedule, rwsem_down_read_slowpath, down_read are where every task sleeps; "? " frames are unsure
+    assert hung["details"]["trace"] == ["os_acquire_rwlock_read [nvidia]", "_nv051482rm [nvidia]"]
+
+
+def test_a_gds_tool_blocked_in_the_gpu_driver_is_not_a_storage_stall() -> None:
+    for name in (
+        "dmesg-hung-gdscheck-in-nvidia-rwlock.nvidia-persistenced-15.txt",
+        "dmesg-hung-nvc-driver-in-nvidia-uvm.k8s-device-plugin-77.txt",
+    ):
+        report = analyze_paths([DATA / name]).report
+        ids = _ids(report)
+        assert "gpu-driver-task-hung" in ids and "storage-task-hung" not in ids, name
+
+
+def test_a_storage_named_thread_is_judged_by_its_stack(tmp_path: Path) -> None:
+    header = "[ 2418.120624] INFO: task kswapd0:61 blocked for more than 120 seconds.\n[ 2418.151697] Call Trace:\n"
+    in_mm = header + "[ 2418.154331]  __schedule+0x282/0x870\n[ 2418.163399]  shrink_node+0x1c1/0x2230\n"
+    assert "storage-task-hung" not in _ids(_report(in_mm, tmp_path))
+    in_writeback = (
+        header + "[ 2418.154331]  __schedule+0x282/0x870\n[ 2418.163399]  wb_writeback+0x1c1/0x2230\n"
+    )
+    assert "storage-task-hung" in _ids(_report(in_writeback, tmp_path))
+    # no stack in the log: the name is all there is
+    bare = "[  361.021044] INFO: task jbd2/sda1-8:161 blocked for more than 120 seconds.\n"
+    assert "storage-task-hung" in _ids(_report(bare, tmp_path))
+
+
+def test_a_task_in_the_page_cache_writeback_wait_stays_storage() -> None:
+    report = analyze_paths([DATA / "dmesg-nfs-not-responding-ok-then-hung.rpi-2482.txt"]).report
+    assert "storage-task-hung" in _ids(report) and "gpu-driver-task-hung" not in _ids(report)
