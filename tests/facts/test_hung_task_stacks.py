@@ -61,3 +61,19 @@ def test_a_storage_named_thread_is_judged_by_its_stack(tmp_path: Path) -> None:
 def test_a_task_in_the_page_cache_writeback_wait_stays_storage() -> None:
     report = analyze_paths([DATA / "dmesg-nfs-not-responding-ok-then-hung.rpi-2482.txt"]).report
     assert "storage-task-hung" in _ids(report) and "gpu-driver-task-hung" not in _ids(report)
+
+
+def test_a_cpu_stuck_in_storage_code_is_told_from_one_stuck_elsewhere() -> None:
+    rpc = analyze_paths([DATA / "syslog-soft-lockup-rpciod-sunrpc.ips99-169395.txt"]).report
+    lockup = next(f for f in rpc["findings"] if f["id"] == "storage-cpu-lockup")
+    assert "CPU#0 rpciod/0:5562" in " ".join(e["text"] for e in lockup["evidence"])
+    for name in (
+        "dmesg-hard-lockup-rcu-serial-console.suse-kb-000020516.txt",  # RCU's thread, a serial console
+        "journal-soft-lockup-nfs-client-header.fedora-coreos-1841.txt",  # no trace in the paste
+    ):
+        ids = _ids(analyze_paths([DATA / name]).report)
+        assert "storage-cpu-lockup" not in ids and "storage-module-oops" not in ids, name
+    (event,) = dmesg.parse(
+        (DATA / "dmesg-hard-lockup-rcu-serial-console.suse-kb-000020516.txt").read_text(), "d"
+    )["events"]
+    assert (event["kind"], event["details"]["cpu"]) == ("soft_lockup", 10)

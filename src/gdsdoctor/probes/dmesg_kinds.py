@@ -288,6 +288,13 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("hung_task", ("blocked for more",), (
         r"task (?P<task>\S+) blocked for more than (?P<seconds>\d+) seconds",
     )),
+    # the lockup detectors (kernel/watchdog.c, watchdog_perf.c): a CPU stuck in kernel code for
+    # seconds without scheduling ("[watchdog: ]BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]") or
+    # with interrupts off ("Watchdog detected hard LOCKUP on cpu %d"); the trace after it says where
+    ("soft_lockup", ("soft lockup", "hard lockup"), (
+        r"BUG: soft lockup - CPU#(?P<cpu>\d{1,5}) stuck for (?P<seconds>\d{1,9})s! \[(?P<task>[^\]\n]{1,64})\]",
+        r"Watchdog detected hard LOCKUP on cpu (?P<cpu>\d{1,5})",
+    )),
     ("kernel_bug", ("kernel bug", "bug: ", "oops", "general protection", "warning: cpu"), (
         r"kernel BUG at ",
         r"^BUG: ",

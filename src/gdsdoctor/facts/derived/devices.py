@@ -56,6 +56,8 @@ their severity (``severity_at_most``, engine/evaluate.py) with what is derived h
 - ``storage_oopses``: kernel BUGs, oopses and warnings whose call trace (or RIP)
   runs through a storage module or function (nvme, xfs, ext4, jbd2, nvidia_fs, md, dm,
   bcache), with those ``storage_frames``.
+- ``storage_lockups``: soft or hard lockups (a CPU stuck in kernel code) whose trace runs through
+  storage code, with those ``storage_frames``.
 - ``links``: the degraded PCIe links (``derived.topology.links``) with ``role``:
   ``management`` for a NIC that is not RDMA-capable and whose driver (igb, e1000e, tg3…) or
   product name (lspci: I210, I350, BCM5720, "Gigabit Ethernet") says 1 GbE (onboard management
@@ -151,6 +153,7 @@ EMPTY: dict[str, Any] = {
     "hung_storage_tasks": [],
     "hung_gpu_driver_tasks": [],
     "storage_oopses": [],
+    "storage_lockups": [],
     "links": [],
     "error": None,
 }
@@ -178,6 +181,7 @@ def _derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "hung_storage_tasks": hung,
         "hung_gpu_driver_tasks": _hung_gpu_driver_tasks(events, trace),
         "storage_oopses": _storage_oopses(events, trace),
+        "storage_lockups": _storage_oopses(events, trace, "soft_lockup"),
         "links": _links(facts, derived),
         "error": None,
     }
@@ -455,7 +459,9 @@ def _frames_after(
 def _trace_context(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
     frames = [e for e in events if e.get("kind") == "storage_trace_frame"]
     headers = [
-        obj(e.get("src")).get("line") or 0 for e in events if e.get("kind") in ("hung_task", "kernel_bug")
+        obj(e.get("src")).get("line") or 0
+        for e in events
+        if e.get("kind") in ("hung_task", "kernel_bug", "soft_lockup")
     ]
     return frames, headers
 
@@ -512,12 +518,12 @@ def _hung_gpu_driver_tasks(
 
 
 def _storage_oopses(
-    events: list[dict[str, Any]], trace: tuple[list[dict[str, Any]], list[int]]
+    events: list[dict[str, Any]], trace: tuple[list[dict[str, Any]], list[int]], kind: str = "kernel_bug"
 ) -> list[dict[str, Any]]:
     frames, headers = trace
     found = []
     for event in events:
-        if event.get("kind") != "kernel_bug":
+        if event.get("kind") != kind:
             continue
         below = _frames_after(event, frames, headers)
         if below:
