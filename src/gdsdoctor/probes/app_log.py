@@ -39,7 +39,8 @@ Kinds: ``driver_not_initialized`` (5001), ``platform_not_supported`` (5007),
 on the GDS path failed: EIO, ``cuFileRead returned error``, gdsio's ``io failed … ret: -5``),
 ``operator_nvidia_fs_ctr_failed``, ``compat_mode`` (the application says it runs in compat mode),
 and the RDMA kinds of ``app_log_rdma``: ``rdma_local_protection_error``, ``rdma_retry_exceeded``,
-``rdma_completion_error``, ``rdma_enomem``, ``rdma_verbs_failed``.
+``rdma_completion_error``, ``rdma_enomem``, ``rdma_verbs_failed``, and GDRCopy's of ``app_log_gdr``:
+``gdrdrv_too_old``, ``gdr_pin_failed``.
 
 Sample lines: ``cuFile error (5033): NVFS driver initialization error``,
 ``gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016``.
@@ -54,6 +55,8 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.app_log_ckpt import checkpoint_error, save_context
 from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
+from gdsdoctor.probes.app_log_gdr import gdr_error
+from gdsdoctor.probes.app_log_gdr import signature as gdr_signature
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.base import Probe, numbered_lines, src
@@ -174,6 +177,7 @@ def _signature(line: str) -> bool:
         or _GDSIO_IO_FAILED.search(line)
         or rdma_signature(line)
         or checkpoint_signature(line)
+        or gdr_signature(line)
     )
 
 
@@ -242,6 +246,7 @@ def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None
     return (
         _error(line_no, line, artifact)
         or _gdsio_error(line_no, line, artifact)
+        or gdr_error(line_no, line, artifact)
         or rdma_error(line_no, line, artifact)
         or checkpoint_error(line_no, line, artifact)
     )

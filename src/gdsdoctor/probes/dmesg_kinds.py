@@ -48,6 +48,11 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"^(?P<module>\w+): disagrees about version of symbol (?P<symbol>\w+)",
         r"^(?P<module>\w+): Unknown symbol (?P<symbol>\w+)",
     )),
+    # GDRCopy's kernel module failing the NVIDIA driver's P2P interface (gdrdrv.c:
+    # "nvidia_p2p_get_pages(va=%llx len=%lld p2p_token=%llx va_space=%x …) failed [ret = %d]")
+    ("gdrdrv_error", ("gdrdrv",), (
+        r"gdrdrv:(?:\w{1,40}:)?nvidia_p2p_get_pages\([^\n)]{0,200}\) failed \[ret = (?P<errno>-\d{1,4})\]",
+    )),
     ("nvidia_fs_error", ("nvidia",), (
         r"(?i)nvidia[-_]fs:.*Incompatible page table version (?P<version>0x[0-9a-f]+)",
         r"(?i)nvidia[-_]fs:.*Error ret (?P<errno>-\d+) invoking (?P<call>\w+)",

@@ -1,0 +1,56 @@
+"""app_log_gdr: GDRCopy's failures as its library, its sanity test and UCX print them, and the
+cause they point to with gdrdrv's own kernel lines (real samples: tests/data/app_log_gdr/SOURCES.md,
+tests/data/dmesg/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gdsdoctor.pipeline import analyze_paths
+from gdsdoctor.probes import app_log
+from gdsdoctor.probes.app_log_gdr import gdr_error
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAUSE = "gdrdrv-mismatched-with-nvidia-driver"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("gdrcopy-sanity-gdrdrv-too-old.gdrcopy-115.log", "gdrdrv_too_old"),
+        ("gdrcopy-sanity-pin-buffer-560.gdrcopy-305.log", "gdr_pin_failed"),
+        ("ucx-gdr-pin-buffer-failed.gdrcopy-113.log", "gdr_pin_failed"),
+    ],
+)
+def test_each_gdrcopy_failure_is_read_and_answered(name: str, kind: str) -> None:
+    text = (DATA / "app_log_gdr" / name).read_text()
+    assert app_log.recognise_app_log(text)
+    errors = [e for e in app_log.parse_app_log(text, name)["errors"] if e["source"] == "gdrcopy"]
+    assert errors and errors[0]["kind"] == kind
+    report = analyze_paths([DATA / "app_log_gdr" / name]).report
+    finding = next(f for f in report["findings"] if f["id"] == CAUSE)
+    assert finding["severity"] == "warning"  # GDS does not use gdrdrv: never a storage drain
+
+
+def test_the_numbers_the_lines_give() -> None:
+    ucx = "[1583370992.161735] [gn0101:301910:0]    gdr_copy_md.c:113  UCX  ERROR gdr_pin_buffer failed. length :3735552 ret:25"
+    assert gdr_error(1, ucx, "a")["ret"] == 25
+    lib = (
+        "ERR:  Error getting the gdrdrv driver version with ioctl error (errno=22). gdrdrv might be too old."
+    )
+    assert gdr_error(1, lib, "a")["errno"] == 22
+    for quiet in ("gdrcopy_sanity", "Total: 28, Passed: 28, Failed: 0, Waived: 0", "gdr_open succeeded"):
+        assert gdr_error(1, quiet, "a") is None
+
+
+def test_gdrdrvs_kernel_lines_are_its_own_not_nvidia_fss() -> None:
+    found = {
+        f["id"]
+        for f in analyze_paths([DATA / "dmesg" / "dmesg-gdrdrv-disagrees-nvidia-p2p.gdrcopy-13.txt"]).report[
+            "findings"
+        ]
+    }
+    assert CAUSE in found
+    assert not found & {"nvidia-driver-proprietary-refused", "nvidia-fs-unversioned-nvidia-p2p-symbols"}
