@@ -327,7 +327,9 @@ def test_old_fact_names_still_fire_and_lint_names_the_new_one(tmp_path: Path) ->
     from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
 
     old = CHECKED_RULES.replace("derived.storage.checkpoint_mounts", "derived.storage_checkpoint_mounts")
-    old = old.replace('when: "!{check.ext4_mounts}"', "when: \"!derived.checkpoint_mounts[?fstype=='ext4']\"")
+    old = old.replace(
+        'when: "!{check.ext4_mounts}"', "when: \"!(derived.checkpoint_mounts[?fstype=='ext4'])\""
+    )
     (tmp_path / "old.yaml").write_text(old)
     _, issues = lint_paths([tmp_path], KNOWN_SECTIONS)
     assert [(i.line, i.warning, i.message) for i in issues] == [

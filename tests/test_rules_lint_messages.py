@@ -108,3 +108,24 @@ def test_a_remediation_command_written_as_text_is_told_to_state_its_effect(tmp_p
         "read, live, persistent, disruptive, reboot (a note is required for disruptive and reboot: what "
         "to do first)"
     ]
+
+
+NEGATED = """\
+causes:
+  - id: negated-path
+    title: a negation before a path
+    category: gpu
+    severity: warning
+    requires: [modules]
+    explanation: JMESPath reads !a.b as (!a).b, which is null whatever the facts.
+    signals:
+      - {id: s1, when: "modules.names && !derived.gds.compat_in_use", certainty: 0.5, says: s}
+      - {id: s2, when: "modules.names[?!name.x]", certainty: 0.5, says: s}
+      - {id: s3, when: "modules.names && !(derived.gds.compat_in_use) && !modules", certainty: 0.5, says: s}
+"""
+
+
+def test_a_negation_before_a_path_is_a_lint_problem(tmp_path: Path) -> None:
+    problems = list(_messages(tmp_path, NEGATED).values())
+    negated = [m for m in problems if "(!a).b" in m]
+    assert len(negated) == 2, problems  # s1 and s2; s3's parenthesised and bare forms are right

@@ -101,9 +101,16 @@ def search(expression: str, facts: Any) -> Any:
         raise InvalidPattern(f"invalid regular expression: {error}") from None
 
 
+NEGATED_PATH = (
+    "`!a.b` negates `a` before the path goes on (JMESPath binds `!` tighter than `.`): it is "
+    "`(!a).b`, null whatever the facts; write `!(a.b)`"
+)
+
+
 def expression_problems(compiled: ParsedResult) -> list[str]:
     """What evaluation would fail on, found in the syntax tree (walked without recursion): a
-    nesting deeper than MAX_EXPRESSION_DEPTH, a literal ``regex()`` pattern that does not compile."""
+    nesting deeper than MAX_EXPRESSION_DEPTH, a literal ``regex()`` pattern that does not compile,
+    and ``!a.b`` (a sub-expression that starts with a negation: ``(!a).b``, null whatever the facts)."""
     problems: list[str] = []
     stack: list[tuple[Any, int]] = [(compiled.parsed, 1)]
     while stack:
@@ -113,6 +120,10 @@ def expression_problems(compiled: ParsedResult) -> list[str]:
         if depth > MAX_EXPRESSION_DEPTH:
             return [f"nested more than {MAX_EXPRESSION_DEPTH} levels deep (evaluation cannot follow it)"]
         children = node.get("children") or []
+        first = children[0] if children and isinstance(children[0], dict) else {}
+        negated = node.get("type") == "subexpression" and first.get("type") == "not_expression"
+        if negated and NEGATED_PATH not in problems:
+            problems.append(NEGATED_PATH)
         if node.get("type") == "function_expression" and node.get("value") == "regex" and len(children) == 2:
             pattern = children[1]
             if (
