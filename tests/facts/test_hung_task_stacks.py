@@ -77,3 +77,19 @@ def test_a_cpu_stuck_in_storage_code_is_told_from_one_stuck_elsewhere() -> None:
         (DATA / "dmesg-hard-lockup-rcu-serial-console.suse-kb-000020516.txt").read_text(), "d"
     )["events"]
     assert (event["kind"], event["details"]["cpu"]) == ("soft_lockup", 10)
+
+
+def test_xids_are_the_gpus_and_said_so_by_their_class() -> None:
+    hardware = analyze_paths([DATA / "plain-xid-149-145-94.gpud-1174.txt"]).report
+    finding = next(f for f in hardware["findings"] if f["id"] == "gpu-xid-not-storage")
+    assert finding["severity"] == "warning"  # NVLink and ECC: this GPU's hardware
+    for name in (
+        "dmesg-xid-43-kernel-assert.intel-llvm-6548.txt",
+        "dmesg-T-xid-13-109-app-errors.gpud-46.txt",
+    ):
+        app = analyze_paths([DATA / name]).report
+        assert next(f for f in app["findings"] if f["id"] == "gpu-xid-not-storage")["severity"] == "info", (
+            name
+        )
+    only_79 = _ids(analyze_paths([DATA / "nvrm-xid79.gpud-xid-examples.txt"]).report)
+    assert "gpu-fell-off-the-bus" in only_79 and "gpu-xid-not-storage" not in only_79
