@@ -80,7 +80,7 @@ def test_a_cpu_stuck_in_storage_code_is_told_from_one_stuck_elsewhere() -> None:
 
 
 def test_xids_are_the_gpus_and_said_so_by_their_class() -> None:
-    hardware = analyze_paths([DATA / "plain-xid-149-145-94.gpud-1174.txt"]).report
+    hardware = analyze_paths([DATA / "dmesg-xid-149-145-94-bare.gpud-1174.txt"]).report
     finding = next(f for f in hardware["findings"] if f["id"] == "gpu-xid-not-storage")
     assert finding["severity"] == "warning"  # NVLink and ECC: this GPU's hardware
     for name in (
