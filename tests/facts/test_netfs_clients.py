@@ -147,3 +147,17 @@ def test_a_server_lost_again_after_it_answered_is_current() -> None:
     lifecycle.judge(facts, {}, None)
     assert [e["src"]["line"] for e in facts["dmesg"]["events"]] == [3]
     assert [e["src"]["line"] for e in facts["dmesg"]["history"]] == [1]
+
+
+def test_the_lost_server_names_the_mounts_it_serves(tmp_path: Path) -> None:
+    # the rpi #2482 outage's first line, with a mount table naming that server as the source
+    (tmp_path / "dmesg.txt").write_text("[ 3223.539141] nfs: server ease not responding, still trying\n")
+    (tmp_path / "mounts.txt").write_text(
+        "/dev/sda1 / ext4 rw,relatime 0 0\n"
+        "ease:/srv/ckpt /mnt/ckpt nfs4 rw,relatime,vers=4.2,hard,proto=tcp,addr=192.168.1.2 0 0\n"
+    )
+    report = analyze_paths([tmp_path / "dmesg.txt", tmp_path / "mounts.txt"]).report
+    finding = next(f for f in report["findings"] if f["id"] == CAUSE)
+    says = " ".join(e["text"] for e in finding["evidence"])
+    assert "ease (nfs: still trying)" in says and "it serves /mnt/ckpt" in says
+    assert any(step["command"] == "rpcinfo -T tcp ease nfs" for step in finding["remediation"])

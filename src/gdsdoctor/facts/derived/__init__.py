@@ -23,6 +23,8 @@ and one key per concern, each written by its own module, which documents its key
   asynchronous checkpoint in its available and lockable memory (null without a job);
 - ``derived.nvme_thermal`` (nvme_thermal.py): each NVMe drive's temperature against its own
   WCTEMP/CCTEMP, with its throttling history;
+- ``derived.netfs`` (netfs.py): the network and parallel filesystem servers the kernel log says a
+  client lost, with the mounts they serve;
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -42,6 +44,7 @@ from gdsdoctor.facts.derived import (
     gates,
     gds,
     host_memory,
+    netfs,
     nvme_thermal,
     roce_gids,
     storage,
@@ -65,4 +68,5 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["path_focus"] = core.path_focus(facts, derived)
     derived["checkpoint_host"] = host_memory.derive(facts)
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
+    derived["netfs"] = netfs.derive(facts)
     return derived
