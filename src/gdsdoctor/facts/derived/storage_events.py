@@ -17,6 +17,10 @@ ERRNO_MEANINGS = {
     -111: "connection refused: nothing listens on the target port (target service down or wrong port)",
     -110: "timed out: no answer from the target (routing, firewall, packet loss)",
     -113: "host unreachable: no route to the target",
+    # this host's own network gone: its interface down or its route removed (at shutdown, a network
+    # stopped before the NVMe-oF filesystem was unmounted and the controller disconnected)
+    -101: "network unreachable: this host's own interface or route to the target is gone",
+    -100: "network down: this host's interface to the target is down",
     -104: "connection reset: the RDMA connection was rejected (RoCE interface not configured, no listener)",
     -22: "invalid argument: the HCA refused the queue setup (resources, OFED/firmware)",
     -12: "out of memory: queue resources could not be allocated",
