@@ -224,3 +224,11 @@ def test_two_runs_on_one_map_keep_both_runs_names(tmp_path: Path, monkeypatch) -
     with pytest.raises(UserError, match="another run is using it"):
         redact_io.redact_files([first], map_file=map_file)
     os.close(holder)
+
+
+def test_a_user_named_once_is_replaced_everywhere() -> None:
+    mounts = "nfs01.corp.acme.com:/export/ckpt /home/carol/ckpt nfs4 rw 0 0\n//fs7/share /mnt/cifs cifs rw,user=dave 0 0\n"
+    listing = "-rw-r--r-- 1 carol dave 1048576 Mar  4 10:11 step-100.pt\n"
+    options = "/dev/nvme0n1 /mnt/ckpt ext4 rw,data=journal 0 0\n"  # a user called data is no option
+    out = "".join(_redacted(mounts, listing, options, "/home/data/x\n"))
+    assert "carol" not in out and "dave" not in out and "data=journal" in out

@@ -191,6 +191,7 @@ _SHAPES = [
     ("userkv", r"(?<==)(?:(?<=\buser=)|(?<=\busername=))[A-Za-z_][\w.\-]{0,31}"),
 ]
 _KEPT_USERS = frozenset({"root", "nobody", "admin", "user"})
+_HOME_USER, _OPTION_USER = (lazy_compile(dict(_SHAPES)[kind]) for kind in ("home", "userkv"))
 
 
 @dataclass(slots=True)
@@ -216,6 +217,10 @@ class Redactor:
                 if "user" in finder.groupindex and match["user"] not in _KEPT_USERS:
                     self._learn("user", match["user"])
         self._learn_guids(text)
+        for finder in (_HOME_USER, _OPTION_USER):  # a user named once is that user everywhere
+            for match in finder.finditer(text):
+                if match[0] not in _KEPT_USERS:
+                    self._learn("user", match[0])
         self._learn_columns(text)
         self._pattern = None
 
@@ -326,7 +331,7 @@ class Redactor:
         kind, value = match.lastgroup or "", match[0]
         if kind == "literal":
             literal_kind = self._lower.get(value.lower(), "serial")
-            if literal_kind == "hostname" and _not_a_host_here(match):
+            if literal_kind in ("hostname", "user") and _not_a_host_here(match):
                 return value
             return self._literal(literal_kind, value)
         handler = getattr(self, f"_{kind}")
