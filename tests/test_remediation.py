@@ -10,7 +10,7 @@ import pytest
 
 from gdsdoctor import api
 from gdsdoctor.commands.explain import explain_cause
-from gdsdoctor.engine.command_shape import EFFECTS, NEEDS_VERIFY, state_change
+from gdsdoctor.engine.command_shape import DESTROYS, EFFECTS, NEEDS_VERIFY, destroys_data, state_change
 from gdsdoctor.engine.rules import RuleError, lint_paths, load_rules
 from gdsdoctor.pipeline import KNOWN_SECTIONS, rules
 
@@ -28,6 +28,8 @@ def test_every_command_of_the_catalogue_has_an_effect_its_shape_allows() -> None
                 problems.append(f"{cause.id}: no effect: {step.cmd}")
             elif step.effect == "read" and state_change(step.cmd):
                 problems.append(f"{cause.id}: read but {state_change(step.cmd)}: {step.cmd}")
+            elif destroys_data(step.cmd) and step.effect != DESTROYS:
+                problems.append(f"{cause.id}: {step.effect} but destroys data: {step.cmd}")
         problems += [f"{cause.id}: verify changes state: {c}" for c in cause.verify if state_change(c)]
     assert problems == []
 
@@ -191,3 +193,96 @@ def test_explain_read_only_prints_only_what_changes_nothing() -> None:
     assert "$ mlnx_qos -i eth4 --trust dscp --pfc 0,0,0,1,1,0,0,0" in full and "DISRUPTIVE" in full
     assert "--trust" not in safe and "DISRUPTIVE" not in safe
     assert "$ mlnx_qos -i eth4" in safe and "1 command(s) that change the host left out" in safe
+
+
+@pytest.mark.parametrize(
+    ("command", "erases"),
+    [
+        ("nvme format /dev/nvme0n1 --lbaf=0", "nvme format"),
+        ("sudo nvme sanitize /dev/nvme0 -a 2", "nvme sanitize"),
+        ("nvme delete-ns /dev/nvme0 -n 1", "nvme delete-ns"),
+        ("mkfs.xfs -f /dev/nvme0n1", "mkfs.xfs"),
+        ("mkfs -t ext4 /dev/md0", "mkfs"),
+        ("mke2fs -t ext4 /dev/sdb1", "mke2fs"),
+        ("wipefs -a /dev/nvme1n1", "wipefs"),
+        ("wipefs --all /dev/nvme1n1", "wipefs"),
+        ("xfs_repair -L /dev/dm-4", "xfs_repair -L"),
+        ("umount /mnt/ckpt && xfs_repair -vL /dev/dm-4", "xfs_repair -L"),
+        ("blkdiscard /dev/nvme0n1", "blkdiscard"),
+        ("dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=10", "dd of=/dev"),
+        ("sgdisk --zap-all /dev/nvme0n1", "sgdisk zap"),
+        ("mdadm --zero-superblock /dev/nvme0n1", "mdadm --zero-superblock"),
+    ],
+)
+def test_a_data_destroying_shape_is_named_and_changes_state(command: str, erases: str) -> None:
+    assert destroys_data(command) == erases
+    assert state_change(command) == erases  # never a read either
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "xfs_repair -n /dev/dm-4",
+        "wipefs /dev/nvme1n1",  # lists the signatures
+        "wipefs -n -a /dev/nvme1n1",  # no-act
+        "nvme id-ns /dev/nvme0n1",
+        "nvme reset /dev/nvme0",  # disruptive, not erasing
+        "dd if=/dev/nvme0n1 of=/dev/null bs=1M count=10",
+        "e2fsck -fn /dev/nvme0n1p1",
+    ],
+)
+def test_a_shape_that_erases_nothing_is_not_data_destroying(command: str) -> None:
+    assert destroys_data(command) == ""
+
+
+def test_xfs_repair_and_e2fsck_without_no_modify_are_not_reads() -> None:
+    assert state_change("xfs_repair /dev/dm-4") == "xfs_repair"
+    assert state_change("e2fsck -f /dev/nvme0n1p1") == "fsck"
+    assert state_change("xfs_repair -n /dev/dm-4") == ""
+
+
+FORMAT = '      - {{cmd: "nvme format /dev/nvme0n1 --lbaf=0", effect: {effect}{note}}}'
+
+
+@pytest.mark.parametrize("effect", ["read", "live", "persistent", "disruptive", "reboot"])
+def test_lint_refuses_a_data_destroying_command_under_any_other_mark(tmp_path: Path, effect: str) -> None:
+    messages = _lint(tmp_path, FORMAT.format(effect=effect, note=', note: "copy it away"'), VERIFY)
+    assert messages == [
+        f"site-cause: command 'nvme format /dev/nvme0n1 --lbaf=0' is marked {effect} but destroys data (nvme format)"
+    ]
+
+
+VERIFY = '    verify: ["nvme id-ns /dev/nvme0n1"]\n'
+
+
+def test_lint_wants_a_note_and_verify_for_a_data_destroying_command(tmp_path: Path) -> None:
+    bare = _lint(tmp_path, FORMAT.format(effect=DESTROYS, note=""))
+    assert any("destroys-data: its note must say what comes first" in m for m in bare)
+    assert any("a destroys-data command needs verify" in m for m in bare)
+    good = FORMAT.format(effect=DESTROYS, note=', note: "ERASES the namespace: copy it away first"')
+    assert _lint(tmp_path, good, VERIFY) == []
+
+
+def test_reports_print_a_data_destroying_command_commented_out_behind_its_warning() -> None:
+    report = api.analyze(_fixture_files("nvme-id-ns-metadata-format-gpu"))
+    [finding] = [f for f in report.findings if f["id"] == "nvme-namespace-metadata-format"]
+    [step] = [s for s in finding["remediation"] if s["command"].startswith("nvme format")]
+    # JSON carries the command as it is, with its effect and warning
+    assert step["effect"] == "destroys-data" and "ERASES every block" in step["note"]
+    assert '"effect": "destroys-data"' in report.render("json")
+    text = report.render("text")
+    marker = text.index("⚠ DESTROYS DATA")
+    command = text.index("$ # nvme format /dev/<device> --lbaf=")
+    assert marker < command and "$ nvme format" not in text
+    markdown = report.render("markdown")
+    assert markdown.index("**⚠ DESTROYS DATA") < markdown.index("# nvme format /dev/<device> --lbaf=")
+    assert "\nnvme format" not in markdown  # never a bare line in the sh block
+
+
+def test_explain_never_prints_a_data_destroying_command_read_only() -> None:
+    files = _fixture_files("fs-xfs-corruption-shutdown")
+    full = explain_cause("fs-errors-or-shutdown", files, [])
+    safe = explain_cause("fs-errors-or-shutdown", files, [], read_only=True)
+    assert "$ # xfs_repair -L /dev/dm-4" in full and "ZEROES THE LOG" in full
+    assert "xfs_repair -L" not in safe and "DESTROYS" not in safe
+    assert "$ xfs_repair -n /dev/dm-4" in safe  # the dry run is a read

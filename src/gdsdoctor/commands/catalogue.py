@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from gdsdoctor.engine.command_shape import EFFECTS
 from gdsdoctor.engine.rules import Cause, Step
 from gdsdoctor.report.escape import markdown_inline, one_line
 from gdsdoctor.report.outline import command_lines
@@ -19,7 +20,7 @@ def step_records(steps: Sequence[Step]) -> list[dict[str, str]]:
 def _changes(cause: Cause) -> str:
     """What running the cause's commands can do, beyond reading (in the order of EFFECTS)."""
     effects = {s.effect for s in cause.remediation} - {"read"}
-    return ", ".join(e for e in ("live", "persistent", "disruptive", "reboot") if e in effects) or "read only"
+    return ", ".join(e for e in EFFECTS[1:] if e in effects) or "read only"
 
 
 def _requires(cause: Cause) -> str:
@@ -59,7 +60,8 @@ def _markdown(causes: Sequence[Cause]) -> str:
         "",
         "*commands*: what pasting the remediation does beyond reading (`live`: running state, lost",
         "at reboot; `persistent`: writes configuration; `disruptive`: interrupts I/O or jobs;",
-        "`reboot`: takes effect at the next boot); *verify*: how many commands show the fix took.",
+        "`reboot`: takes effect at the next boot; `destroys-data`: erases what a device holds, printed",
+        "commented out); *verify*: how many commands show the fix took.",
         "",
         "| id | severity | category | title | needs | explains | commands | verify |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -22,6 +22,15 @@ it catches the shapes, the ``effect`` says the rest.
 'mount'
 >>> state_change("findmnt -no OPTIONS /mnt/ckpt")
 ''
+
+A command that erases data (a namespace format, a new filesystem, a zeroed log) has an effect of
+its own, ``destroys-data``, and no other mark will do: ``destroys_data`` names the shape, the
+lint refuses it marked anything else, and the reports print it commented out behind its warning.
+
+>>> destroys_data("xfs_repair -L /dev/nvme0n1")
+'xfs_repair -L'
+>>> destroys_data("xfs_repair -n /dev/nvme0n1")
+''
 """
 
 from __future__ import annotations
@@ -33,7 +42,8 @@ from dataclasses import dataclass
 
 from gdsdoctor.patterns import lazy_compile
 
-EFFECTS = ("read", "live", "persistent", "disruptive", "reboot")
+EFFECTS = ("read", "live", "persistent", "disruptive", "reboot", "destroys-data")
+DESTROYS = "destroys-data"
 # ``>``/``>>`` (any fd, not ``>&``) or ``tee [-a]`` into a path under /etc, /sys or /proc.
 _REDIRECT = lazy_compile(r"(?<![<>\d])\d*>>?(?!&)\s*['\"]?/(etc|sys|proc)(/|\b)")
 _TEE = lazy_compile(r"\btee\b(?:\s+-\S+)*\s+['\"]?/(etc|sys|proc)(/|\b)")
@@ -49,6 +59,8 @@ _NVME_WRITES = {
     "sanitize", "set-feature", "fw-download", "fw-commit", "fw-activate", "create-ns", "delete-ns",
     "attach-ns", "detach-ns", "ns-rescan", "write", "write-zeroes", "dsm", "gen-hostnqn",
 }  # fmt: skip
+# Of those, the ones that erase what the namespace holds (nvme-format(1), nvme-sanitize(1)).
+_NVME_ERASES = {"format", "sanitize", "delete-ns", "write-zeroes"}
 _SYSTEMCTL_WRITES = {
     "enable", "disable", "start", "stop", "restart", "reload", "try-restart", "reload-or-restart",
     "mask", "unmask", "daemon-reload", "kill", "isolate", "set-property", "edit", "reboot", "poweroff",
@@ -56,8 +68,10 @@ _SYSTEMCTL_WRITES = {
 _ALWAYS = {
     "modprobe", "rmmod", "insmod", "depmod", "update-grub", "update-grub2", "grub2-mkconfig",
     "grub-mkconfig", "dracut", "update-initramfs", "mkinitrd", "mkinitramfs", "reboot", "shutdown",
-    "kexec", "mkfs", "wipefs", "swapoff", "swapon", "umount", "dkms",
+    "kexec", "swapoff", "swapon", "umount", "dkms",
 }  # fmt: skip
+# Programs whose every use writes over a device's or filesystem's contents.
+_ALWAYS_ERASE = {"mkfs", "mke2fs", "mkswap", "blkdiscard", "shred", "pvremove", "vgremove", "lvremove"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +87,8 @@ class Step:
 
 
 # Effects that leave the host changed after the command: the cause must say how to see it took.
-NEEDS_VERIFY = ("persistent", "disruptive", "reboot")
-NEEDS_NOTE = ("disruptive", "reboot")  # what to drain or stop first must be written
+NEEDS_VERIFY = ("persistent", "disruptive", "reboot", DESTROYS)
+NEEDS_NOTE = ("disruptive", "reboot", DESTROYS)  # what to drain, stop or copy away first must be written
 
 
 def command_issues(steps: Sequence[Step], verify: Sequence[str]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -87,7 +101,12 @@ def command_issues(steps: Sequence[Step], verify: Sequence[str]) -> list[tuple[t
             issues.append((where, f"command {step.cmd!r} has no effect: give one of {', '.join(EFFECTS)}"))
             continue
         changes = state_change(step.cmd)
-        if step.effect == "read" and changes:
+        erases = destroys_data(step.cmd)
+        if erases and step.effect != DESTROYS:
+            issues.append(
+                (where, f"command {step.cmd!r} is marked {step.effect} but destroys data ({erases})")
+            )
+        elif step.effect == "read" and changes:
             issues.append((where, f"command {step.cmd!r} is marked read but changes state ({changes})"))
         if step.effect in NEEDS_NOTE and not step.note:
             issues.append(
@@ -104,8 +123,22 @@ def command_issues(steps: Sequence[Step], verify: Sequence[str]) -> list[tuple[t
     return issues
 
 
+def destroys_data(command: str) -> str:
+    """What in ``command`` erases data ('' when nothing does): the ``destroys-data`` shapes."""
+    command = _PLACEHOLDER.sub("PLACEHOLDER", command)
+    for words in _simple_commands(command):
+        reason = _erases(words)
+        if reason:
+            return reason
+    return ""
+
+
 def state_change(command: str) -> str:
-    """What in ``command`` changes the host's state ('' when its shape is a read)."""
+    """What in ``command`` changes the host's state ('' when its shape is a read); a command that
+    destroys data changes it too."""
+    erases = destroys_data(command)
+    if erases:
+        return erases
     command = _PLACEHOLDER.sub("PLACEHOLDER", command)
     for pattern, label in ((_REDIRECT, "a redirect into /{}"), (_TEE, "tee into /{}")):
         found = pattern.search(command)
@@ -131,6 +164,63 @@ def _simple_commands(command: str) -> list[list[str]]:
         if words:
             commands.append([words[0].rsplit("/", 1)[-1], *words[1:]])
     return commands
+
+
+def _erases(words: list[str]) -> str:
+    name, args = words[0], words[1:]
+    if name in _ALWAYS_ERASE or name.startswith(("mkfs.", "mke2fs.")):
+        return name
+    judge = _ERASERS.get(name)
+    return judge(args) if judge else ""
+
+
+def _nvme_erase(args: list[str]) -> str:
+    return f"nvme {args[0]}" if args and args[0] in _NVME_ERASES else ""
+
+
+def _xfs_repair(args: list[str]) -> str:
+    """-L zeroes the log (xfs_repair(8)): the metadata changes it held are lost."""
+    return "xfs_repair -L" if any(re.match(r"^-[a-zA-Z]*L", a) for a in args) else ""
+
+
+def _wipefs(args: list[str]) -> str:
+    """``wipefs DEVICE`` lists the signatures; -a/-o erase them (unless -n, no-act)."""
+    if any(a in ("-n", "--no-act") for a in args):
+        return ""
+    erase = any(
+        a in ("--all", "--offset") or re.match(r"^-[a-zA-Z]*[ao]", a) or a.startswith("--offset=")
+        for a in args
+    )
+    return "wipefs" if erase else ""
+
+
+def _dd(args: list[str]) -> str:
+    return "dd of=/dev" if any(a.startswith("of=/dev/") and a not in ("of=/dev/null",) for a in args) else ""
+
+
+def _sgdisk(args: list[str]) -> str:
+    zaps = ("-Z", "--zap-all", "-z", "--zap", "-o", "--clear")
+    return "sgdisk zap" if any(a in zaps for a in args) else ""
+
+
+def _mdadm_erase(args: list[str]) -> str:
+    return "mdadm --zero-superblock" if "--zero-superblock" in args else ""
+
+
+def _cryptsetup(args: list[str]) -> str:
+    verbs = [a for a in args if not a.startswith("-")]
+    return f"cryptsetup {verbs[0]}" if verbs and verbs[0] in ("luksFormat", "erase", "luksErase") else ""
+
+
+_ERASERS: dict[str, Callable[[list[str]], str]] = {
+    "nvme": _nvme_erase,
+    "xfs_repair": _xfs_repair,
+    "wipefs": _wipefs,
+    "dd": _dd,
+    "sgdisk": _sgdisk,
+    "mdadm": _mdadm_erase,
+    "cryptsetup": _cryptsetup,
+}
 
 
 def _judge(words: list[str]) -> str:
@@ -205,6 +295,16 @@ def _udevadm(args: list[str]) -> str:
     return "udevadm " + args[0] if args and args[0] in ("trigger", "control", "settle") else ""
 
 
+def _xfs_repair_change(args: list[str]) -> str:
+    """``xfs_repair -n`` only checks; without it the filesystem is repaired in place."""
+    return "" if any(re.match(r"^-[a-zA-Z]*n", a) for a in args) else "xfs_repair"
+
+
+def _fsck_change(args: list[str]) -> str:
+    """``e2fsck -n`` opens read-only; otherwise it repairs (-p/-y/-f without -n)."""
+    return "" if any(re.match(r"^-[a-zA-Z]*n", a) for a in args) else "fsck"
+
+
 def _mdadm(args: list[str]) -> str:
     writes = ("--fail", "-f", "--remove", "-r", "--add", "-a", "--create", "-C", "--stop", "-S", "--grow")
     return "mdadm change" if any(a in writes for a in args) else ""
@@ -233,4 +333,8 @@ _JUDGES: dict[str, Callable[[list[str]], str]] = {
     "mlxconfig": _mlxconfig,
     "mstconfig": _mlxconfig,
     "perl": _perl,
+    "xfs_repair": _xfs_repair_change,
+    "e2fsck": _fsck_change,
+    "fsck": _fsck_change,
+    "fsck.ext4": _fsck_change,
 }

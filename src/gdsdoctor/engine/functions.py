@@ -6,6 +6,8 @@
   ``2.9``); null if either side is not a version.
 - ``lower(s)``: lower-case string (null for null).
 - ``any_true(list)``: true if any element is truthy (JMESPath truthiness).
+- ``unique(list)``: the list without repeats, in first-seen order (a device that several events
+  name, once per command).
 """
 
 from __future__ import annotations
@@ -49,6 +51,14 @@ class RuleFunctions(functions.Functions):
     @functions.signature({"types": ["array", "null"]})
     def _func_any_true(self, values: list[Any] | None) -> bool:
         return any(truthy(v) for v in values or [])
+
+    @functions.signature({"types": ["array", "null"]})
+    def _func_unique(self, values: list[Any] | None) -> list[Any]:
+        seen: list[Any] = []
+        for value in values or []:
+            if value not in seen:  # a list, not a set: values may be objects
+                seen.append(value)
+        return seen
 
 
 @lru_cache(maxsize=1024)

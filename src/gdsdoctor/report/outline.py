@@ -59,6 +59,7 @@ EFFECT_LABELS = {
     "persistent": "PERSISTENT (writes configuration)",
     "disruptive": "DISRUPTIVE (interrupts I/O or jobs)",
     "reboot": "NEEDS A REBOOT",
+    "destroys-data": "DESTROYS DATA (printed commented out: what it erases does not come back)",
     "": "EFFECT NOT STATED (a report of schema 1.0: read the command first)",
 }
 STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNOWN": "unknown"}
@@ -274,6 +275,12 @@ def steps_of(remediation: list[Any]) -> list[dict[str, Any]]:
     return [{"command": s, "effect": "", "note": ""} if isinstance(s, str) else s for s in remediation]
 
 
+def shown_command(step: dict[str, Any]) -> str:
+    """The command as printed: one that destroys data is commented out, so that a paste of the
+    whole block runs everything else and erases nothing."""
+    return f"# {step['command']}" if step["effect"] == "destroys-data" else step["command"]
+
+
 def effect_marker(step: dict[str, Any]) -> str:
     """The words said before a command that changes the host ('' for a read)."""
     if step["effect"] == "read":
@@ -294,8 +301,9 @@ def remediation_blocks(steps: list[dict[str, Any]], verify: list[str]) -> Iterat
         if reads:
             yield Commands(tuple(reads))
             reads = []
-        yield Bullet((("⚠ " + marker, "warning"),) if marker else ((step["note"], "dim"),), indent=2)
-        yield Commands((step["command"],))
+        style = "critical" if step["effect"] == "destroys-data" else "warning"
+        yield Bullet((("⚠ " + marker, style),) if marker else ((step["note"], "dim"),), indent=2)
+        yield Commands((shown_command(step),))
     if reads:
         yield Commands(tuple(reads))
     if verify:
@@ -310,7 +318,7 @@ def command_lines(steps: list[dict[str, Any]], verify: list[str], indent: str = 
         marker = effect_marker(step) or step.get("note", "")
         if marker:
             lines.append(f"{indent}# {marker}")
-        lines.append(f"{indent}$ {step['command']}")
+        lines.append(f"{indent}$ {shown_command(step)}")
     if verify:
         lines += [f"{indent}# verify after the fix:", *(f"{indent}$ {command}" for command in verify)]
     return lines
