@@ -3,7 +3,8 @@
 A fixture is ``fixtures/NAME/`` with ``files/`` (pasted outputs) or ``bundle/`` (a bundle
 directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids that must be
 among the first three root causes), ``not_fires`` (ids that must not be found), optional
-``status``, ``history`` (ids that must be in the report's History: fired by the whole log,
+``status``, ``severities`` (``{id: severity}``: a fired cause's severity after its
+``severity_at_most``), ``history`` (ids that must be in the report's History: fired by the whole log,
 not by the node as it is now), ``path`` (the --path to analyse with), ``job`` (the --params/--budget/... options,
 e.g. ``{params: 70B, budget: 2%}``) and ``unrecognised`` (file names that gdsdoctor is expected not
 to recognise, such as free prose copied from a ticket: notes about them are tolerated, notes about
@@ -45,6 +46,9 @@ def test_fixture(case: Path) -> None:
         assert cause in roots[:3], f"{cause} not in the top three root causes {roots[:3]}"
     for cause in expect.get("not_fires", []):
         assert cause not in found, f"{cause} fired but must not"
+    severity = {f["id"]: f["severity"] for f in analysis.report["findings"]}
+    for cause, expected in (expect.get("severities") or {}).items():
+        assert severity.get(cause) == expected, f"{cause}: {severity.get(cause)}, expected {expected}"
     inconclusive = [i["id"] for i in analysis.report["inconclusive"]]
     for cause in expect.get("inconclusive", []):  # its data missing: neither fired nor clear
         assert cause in inconclusive, f"{cause} is not inconclusive; inconclusive: {inconclusive}"

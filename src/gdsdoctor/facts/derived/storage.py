@@ -32,9 +32,9 @@
   (the ``fs_targets`` probe's shape).
 - ``stripe_layout``, ``full_targets``, ``whole_file_risk``, ``short_target_mounts``: see
   ``storage_space.target_space``.
-- ``inode_short``: metadata targets, and local filesystems of a ``df -i``, 95 % of inodes used or
-  with fewer free than the files the job's checkpoints create (``job.gpus × checkpoints_kept``);
-  ``label``, ``inodes_free_text``.
+- ``inode_short``: metadata targets, and local filesystems of a ``df -i``, 95 % of inodes used
+  (``nearly_full``) or with fewer free than the files the job's checkpoints create (``job.gpus ×
+  checkpoints_kept``) or none (``too_few``); ``label``, ``inodes_free_text``, ``reason``.
 - ``quota_short``: quotas over their limit, at 95 % of it, or leaving less than ``needed_bytes``
   (or than the files needed): ``label``, ``reason``, ``left_bytes``.
 - ``fabrics_controllers``: NVMe-oF controllers from sysfs, else nvme-cli

@@ -4,9 +4,11 @@
 
 The threshold is the job's, not a percentage: ``needed = checkpoint_bytes × checkpoints_kept``. A
 parallel filesystem spreads a checkpoint over its data targets (Lustre OSTs, BeeGFS storage targets),
-so each active target takes about ``needed / targets``; a target with less free than that share (or
-95 % used or more, where Lustre's allocator stops placing new objects and writes to the objects
-already there fail) fills before the save ends: ENOSPC with terabytes free in the aggregate."""
+so each active target takes about ``needed / targets``; a target with less free than that share fills
+before the save ends: ENOSPC with terabytes free in the aggregate. A Lustre OST stops taking new
+objects only below ``osp.*.reserved_mb_low`` (about 0.1 % of the OST free, resuming above
+``reserved_mb_high``, about 0.2 %): 95 % used only biases the QOS allocator away from it, so a
+target 95 % used is ``nearly_full`` (worth a look), one below the reserve ``allocation_stopped``."""
 
 from __future__ import annotations
 
@@ -129,7 +131,10 @@ def capacity_short(free: list[dict[str, Any]], needed: int | None) -> list[dict[
 
 # --- parallel filesystems: per target, per quota -------------------------------------------------
 
-FULL_PCT = 95  # a target this full takes no new objects (Lustre QOS) and fails writes to its old ones
+FULL_PCT = 95  # nearly full: Lustre's QOS allocator weighs against it, nothing fails yet
+# Lustre's MDT stops allocating objects on an OST with less free than osp.*.reserved_mb_low,
+# by default 0.1 % of the OST (Lustre manual, "Handling Full OSTs"); no free byte stops any target.
+RESERVED_LOW_FRACTION = 0.001
 TARGET_SECTIONS = ("lfs_df", "lfs_df_i", "beegfs_df")
 _MERGED = ("size_bytes", "used_bytes", "avail_bytes", "use_pct", "inodes", "inodes_used", "inodes_free",
            "inodes_use_pct")  # fmt: skip
@@ -218,12 +223,29 @@ def full_targets(
         share, basis = _share(target, counts[_group(target)], needed, layout, file_bytes)
         short = share is not None and target["avail_bytes"] < share
         full = (target.get("use_pct") or 0) >= FULL_PCT
-        if short or full:
+        stopped = allocation_stopped(target)
+        if short or full or stopped:
             found.append({**target, "share_bytes": round(share) if share else None,
                           "share_text": human_bytes(share), "share_basis": basis,
                           "avail_text": human_bytes(target["avail_bytes"]),
-                          "below_share": short, "label": _label(target)})  # fmt: skip
+                          "below_share": short, "allocation_stopped": stopped, "nearly_full": full,
+                          "label": _label(target)})  # fmt: skip
     return found
+
+
+def allocation_stopped(target: dict[str, Any]) -> bool:
+    """No new object goes to the target: nothing free, or a Lustre OST below its reserve."""
+    avail, size = target.get("avail_bytes"), target.get("size_bytes")
+    if avail is not None and avail <= 0:
+        return True
+    lustre = target.get("fs") == "lustre"
+    return bool(
+        lustre
+        and isinstance(size, int)
+        and size > 0
+        and avail is not None
+        and avail < size * RESERVED_LOW_FRACTION
+    )
 
 
 def _target_counts(data: list[dict[str, Any]]) -> dict[tuple[Any, ...], int]:
@@ -266,22 +288,36 @@ def _label(target: dict[str, Any]) -> str:
 def inode_short(
     facts: dict[str, Any], targets: list[dict[str, Any]], files: int | None
 ) -> list[dict[str, Any]]:
-    """Metadata targets (and local filesystems, from `df -i`) out of inodes, or nearly."""
+    """Metadata targets (and local filesystems, from `df -i`) out of inodes, or nearly: each with
+    ``too_few`` (fewer free than the job's checkpoints create, or none) and ``nearly_full`` (95 %
+    used: on a billion-inode MDT that still leaves 50 million, worth a look, not a failure)."""
     found = []
     for target in targets:
         free, pct = target.get("inodes_free"), target.get("inodes_use_pct")
         if target.get("kind") != "metadata" or free is None:
             continue
-        if (pct or 0) >= FULL_PCT or (files is not None and free < files):
-            found.append({**target, "label": _label(target), "inodes_free_text": f"{free:,}"})
+        found += _inode_entry(target, _label(target), free, pct, files)
     for entry in [*checkpoint_df_entries(facts), *checkpoint_df_entries(facts, "df_i")]:
         pct, free = entry.get("inodes_use_pct"), entry.get("inodes_free")
         if free is None:
             continue
-        if (pct or 0) >= FULL_PCT or (files is not None and free < files):
-            label = f"{entry.get('mountpoint')} ({entry.get('source')})"
-            found.append({**entry, "label": label, "inodes_free_text": f"{free:,}"})
+        found += _inode_entry(entry, f"{entry.get('mountpoint')} ({entry.get('source')})", free, pct, files)
     return list({entry["label"]: entry for entry in found}.values())  # a df -i pasted and captured: once
+
+
+def _inode_entry(
+    entry: dict[str, Any], label: str, free: int, pct: int | None, files: int | None
+) -> list[dict[str, Any]]:
+    too_few = free <= 0 or (files is not None and free < files)
+    nearly = (pct or 0) >= FULL_PCT
+    if not (too_few or nearly):
+        return []
+    short = f"fewer than the {files:,} files the job's checkpoints create" if files is not None else ""
+    why = "none free" if free <= 0 else short if too_few else "95 % used"
+    return [
+        {**entry, "label": label, "inodes_free_text": f"{free:,}", "too_few": too_few, "nearly_full": nearly,
+         "reason": why}
+    ]  # fmt: skip
 
 
 # `quota -s` and pasted quotas (fs_quota), `lfs quota` run on a --path on Lustre (lfs_quota),

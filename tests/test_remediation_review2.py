@@ -1,0 +1,82 @@
+"""The second review's corrections (remediation-review-2.md §1-§5), held across the whole
+catalogue where the defect is a pattern (a command form, a fact) and on the cause where it is one
+rule: each assertion fails on the text the review found."""
+
+from __future__ import annotations
+
+import re
+
+from gdsdoctor.engine.rules import Cause
+from gdsdoctor.pipeline import rules
+
+
+def _cause(cause_id: str) -> Cause:
+    return next(c for c in rules() if c.id == cause_id)
+
+
+def _texts(cause: Cause) -> list[str]:
+    """Everything a cause tells an operator to type or believe."""
+    return [
+        cause.explanation,
+        cause.fix,
+        *(s.cmd for s in cause.remediation),
+        *(s.note for s in cause.remediation),
+    ]
+
+
+def test_no_rdma_connect_binds_by_host_iface() -> None:
+    # nvme-rdma's allowed_opts has no NVMF_OPT_HOST_IFACE: nvmf_check_allowed_opts() gives EINVAL
+    rdma_iface = re.compile(r"(-t\s*|--transport=)rdma\b[^`;]*--host-iface")  # within one command
+    offenders = [(c.id, s.cmd) for c in rules() for s in c.remediation if rdma_iface.search(s.cmd)]
+    offenders += [(c.id, "fix") for c in rules() if rdma_iface.search(c.fix)]
+    assert offenders == []
+    [connect] = [
+        s for s in _cause("nvmeof-tcp-instead-of-rdma").remediation if s.cmd.startswith("nvme connect")
+    ]
+    assert "-t rdma" in connect.cmd and "--host-traddr=<local RDMA IP>" in connect.cmd
+    assert "--host-traddr=LOCAL_RDMA_IP" in _cause("nvmeof-not-reconnected-at-boot").fix
+
+
+def test_grubby_changes_every_kernel_never_the_default_entry_alone() -> None:
+    offenders = [c.id for c in rules() if any("--update-kernel=DEFAULT" in t for t in _texts(c))]
+    assert offenders == []
+    for cause_id in (
+        "iommu-translating-gds",
+        "iommu-translating-p2p-cross-root-complex",
+        "iommu-boot-config-not-applied",
+    ):
+        assert [
+            s for s in _cause(cause_id).remediation if s.cmd.startswith("grubby --update-kernel=ALL --args=")
+        ]
+
+
+def test_lfs_quota_names_a_lustre_mount_never_root() -> None:
+    offenders = [
+        (c.id, s.cmd) for c in rules() for s in c.remediation if re.search(r"lfs quota\b.*\s/$", s.cmd)
+    ]
+    assert offenders == []
+
+
+def test_a_namespace_walk_is_bounded_and_says_what_it_costs() -> None:
+    for cause in rules():
+        for step in cause.remediation:
+            if step.cmd.startswith("lfs find"):
+                assert "{mountpoints}" not in step.cmd and "metadata server" in step.note, cause.id
+    assert not [c.id for c in rules() for s in c.remediation if "OST_INDEX" in s.cmd]
+
+
+def test_every_beegfs_7_command_has_its_beegfs_8_form_beside_it() -> None:
+    for cause in rules():
+        commands = [s.cmd for s in cause.remediation]
+        if any(c.startswith(("beegfs-ctl", "beegfs-df")) for c in commands):
+            assert any(c.startswith("beegfs ") for c in commands), cause.id
+
+
+def test_lustre_full_ost_fact_is_reserved_mb_low_not_95_percent() -> None:
+    cause = _cause("capacity-target-full")
+    assert (
+        "reserved_mb_low" in cause.explanation and "stops placing new objects there" not in cause.explanation
+    )
+    assert "'warning'" in str(cause.severity_at_most)  # 95 % alone is a warning
+    inodes = _cause("capacity-inodes-exhausted")
+    assert "too_few" in str(inodes.severity_at_most)
