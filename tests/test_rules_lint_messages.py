@@ -105,8 +105,8 @@ def test_a_remediation_command_written_as_text_is_told_to_state_its_effect(tmp_p
     assert messages == [
         "causes/0/remediation/0: 'umount /mnt/ckpt' is a plain string, but a remediation command must say "
         'what running it does to the host: write {cmd: "umount /mnt/ckpt", effect: …} with effect one of '
-        "read, live, persistent, disruptive, reboot (a note is required for disruptive and reboot: what "
-        "to do first)"
+        "read, live, persistent, disruptive, reboot, destroys-data (a note is required for disruptive, "
+        "reboot and destroys-data: what to do first)"
     ]
 
 

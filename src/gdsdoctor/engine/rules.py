@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerError
 
 from gdsdoctor.config_files import YamlAliasError, parse_yaml, read_config_text
-from gdsdoctor.engine.command_shape import Step, command_issues
+from gdsdoctor.engine.command_shape import NEEDS_NOTE, Step, command_issues
 from gdsdoctor.engine.functions import compile_expression, expression_problems
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
@@ -359,7 +359,7 @@ def _step_written_as_text(command: str) -> str:
     return (
         f"{command!r} is a plain string, but a remediation command must say what running it does "
         f'to the host: write {{cmd: "{quoted}", effect: …}} with effect one of {", ".join(effects)} '
-        "(a note is required for disruptive and reboot: what to do first)"
+        f"(a note is required for {', '.join(NEEDS_NOTE[:-1])} and {NEEDS_NOTE[-1]}: what to do first)"
     )
 
 
