@@ -291,6 +291,7 @@ def test_readers_on_this_machine() -> None:
     assert {i["name"]: i["mtu"] for i in net["interfaces"]}["lo"] == int(
         Path("/sys/class/net/lo/mtu").read_text()
     )
+    assert {i["name"]: i["link_type"] for i in net["interfaces"]}["lo"] == "loopback"  # sysfs type 772
 
 
 # --- mlnx_qos ----------------------------------------------------------------------------------
@@ -471,6 +472,9 @@ def test_ip_link_gives_each_interfaces_mtu_and_state() -> None:
         (f"ib{n}", 1500, "down") for n in range(2, 6)
     ]
     assert section["interfaces"][0]["src"]["line"] == 3 and section["interfaces"][0]["bdf"] is None
+    # link/infiniband: IPoIB, whose port carries no RoCE GID (the GID rules leave it out)
+    # (ib5's link line was cut from the paste: its type stays unknown)
+    assert [i["link_type"] for i in section["interfaces"]] == ["infiniband"] * 3 + [None]
 
 
 def test_ip_link_of_this_machine_and_a_vlan() -> None:

@@ -2,7 +2,8 @@
 controller is read from them (its ``host_traddr``/``src_addr`` is one of them, or the target's
 ``traddr`` lies in one of their subnets).
 
-Section ``ip_addr``: ``{"format": "text"|"json", "interfaces": [{name, mtu, operstate, addresses:
+Section ``ip_addr``: ``{"format": "text"|"json", "interfaces": [{name, mtu, operstate, link_type
+("ether", "infiniband", … or None), addresses:
 [{address, prefixlen, family ("inet"|"inet6"), scope, src}], src}]}``. Read from the text of
 ``ip address show`` (live; the ``ip -o address`` one-line form too, parsed by ``ip_link_text``) or
 a pasted ``ip -j address`` (JSON: ``ifname``, ``addr_info[].local``/``prefixlen``). A pasted
@@ -58,6 +59,7 @@ def _json_interfaces(text: str, artifact: str) -> list[dict[str, Any]]:
                 "name": raw["ifname"],
                 "mtu": to_int(raw.get("mtu")),
                 "operstate": operstate.lower() if isinstance(operstate, str) else None,
+                "link_type": raw.get("link_type") if isinstance(raw.get("link_type"), str) else None,
                 "addresses": addresses,
                 "src": source,
             }

@@ -6,6 +6,8 @@
 One interface a header line: its name (``name@parent`` for a VLAN keeps the name), MTU, and
 ``state UP`` as sysfs writes an operstate (``up``). The index before the name may be missing (a
 paste cut with ``...``). Not printed, so None: speed, PCI function, driver, whether it is virtual.
+The ``link/TYPE`` line under the header gives ``link_type`` (``ether``, ``infiniband``, ``loopback``):
+an IPoIB interface is InfiniBand, whose ports carry no RoCE GIDs.
 
 ``ip addr`` adds ``inet 192.0.2.2/24 brd … scope global eth0`` / ``inet6 …`` lines under the header:
 each becomes ``addresses[]`` of that interface, ``{address, prefixlen, family ("inet"|"inet6"),
@@ -30,6 +32,7 @@ _INET = lazy_compile(
     r"(?:/(?P<prefixlen>\d{1,3}))?\b(?P<rest>.*)$"
 )
 _SCOPE = lazy_compile(r"\bscope\s+(?P<scope>\w+)")
+_LINK_TYPE = lazy_compile(r"^link/(?P<type>[a-z0-9_]+)\b")
 
 
 def looks_like_ip_link(text: str) -> bool:
@@ -52,6 +55,8 @@ def interfaces(text: str, artifact: str) -> list[dict[str, Any]]:
             found.append(_interface(link["name"], int(link["mtu"]), state["state"].lower() if state else None,
                                     src(artifact, number, line)))  # fmt: skip
             by_name[link["name"]] = found[-1]
+        elif (kind := _LINK_TYPE.match(stripped)) and found:
+            found[-1]["link_type"] = kind["type"]
         elif (inet := _INET.match(stripped)) and (inet["name"] or found):
             owner = by_name.get(inet["name"]) if inet["name"] else found[-1]
             if owner is None:  # `ip -o addr`: the interface first seen on its address line
@@ -64,7 +69,7 @@ def interfaces(text: str, artifact: str) -> list[dict[str, Any]]:
 
 def _interface(name: str, mtu: int | None, operstate: str | None, source: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "mtu": mtu, "operstate": operstate, "speed_mbps": None, "bdf": None,
-            "driver": None, "virtual": None, "addresses": [], "src": source}  # fmt: skip
+            "driver": None, "virtual": None, "link_type": None, "addresses": [], "src": source}  # fmt: skip
 
 
 def _address(inet: Any, source: dict[str, Any]) -> dict[str, Any]:

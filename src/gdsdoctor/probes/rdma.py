@@ -34,7 +34,8 @@ None.
 
 Section ``netdev`` (reader over ``/sys/class/net/*``, or a pasted ``ip link``, read by
 ``ip_link_text``): ``{"interfaces": [{name, mtu,
-operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual, src}]}``.
+operstate, speed_mbps (None when unknown/-1), bdf (PCI function, None for virtual), driver, virtual,
+link_type ("ether", "infiniband", "loopback" or None: sysfs ``type``, ``ip link``'s ``link/…``), src}]}``.
 
 Section ``mlnx_qos`` (pasted ``mlnx_qos -i <netdev>``, also the spiderpool ``rdma-qos.sh q`` wrapper)::
 
@@ -151,7 +152,7 @@ def read_netdev(host_root: Path) -> bytes:
         interfaces.append(
             {
                 "name": name,
-                "attrs": attrs_of_real(root, path, ("mtu", "operstate", "speed")),
+                "attrs": attrs_of_real(root, path, ("mtu", "operstate", "speed", "type")),
                 "bdf": (bdfs_in(device) or [None])[-1] if device else None,
                 "driver": link_name(Path(device, "driver")) if device else None,
                 "has_device": device is not None,
@@ -562,6 +563,10 @@ def recognise_infiniband(text: str) -> bool:
 # --- netdev -------------------------------------------------------------------------------------
 
 
+# /sys/class/net/<if>/type: the ARPHRD_* of include/uapi/linux/if_arp.h, named as `ip link` prints them.
+_ARPHRD = {1: "ether", 32: "infiniband", 772: "loopback"}
+
+
 def parse_netdev(text: str, artifact: str) -> Section:
     if not text.lstrip().startswith("{") and looks_like_ip_link(text):
         return {"format": "ip-link", "interfaces": ip_link_interfaces(text, artifact)}
@@ -582,6 +587,7 @@ def parse_netdev(text: str, artifact: str) -> Section:
                 "bdf": text_or_none(raw.get("bdf")),
                 "driver": text_or_none(raw.get("driver")),
                 "virtual": not raw.get("has_device"),
+                "link_type": _ARPHRD.get(to_int(attrs.get("type")) or -1),
                 "src": find(raw["name"]),
             }
         )

@@ -3,7 +3,11 @@ whether that one is a routable RoCE v2 GID (issue 23 item 3).
 
 ``derive(facts, derived)`` returns ``derived.roce_gids`` (after ``derived.fabrics_locality``):
 
-- ``gids``: the GID table entries read (``roce_gids``), Ethernet (RoCE) ports only.
+- ``gids``: the GID table entries read (``roce_gids``), Ethernet (RoCE) ports only: an entry
+  without a link layer (``show_gids`` prints none) is left out when its port or netdev is known
+  to be InfiniBand (``infiniband`` ports' ``link_layer``, an IPoIB netdev's ``link/infiniband``).
+- ``infiniband_netdevs``: the netdevs known to be InfiniBand (IPoIB): the RoCE GID rules do not
+  apply to a connection from them.
 - ``v2_ipv4``: per RoCE device and port, the RoCE v2 GIDs of an IPv4 address ``{device, port,
   index, ipv4, netdev}`` — the entries a RoCE v2 fabric routes.
 - ``configured``: the GID indexes a pasted log says were set (``app_log.gid_settings``:
@@ -16,7 +20,8 @@ whether that one is a routable RoCE v2 GID (issue 23 item 3).
   host_traddr, or its interface's IPv4) with the GID versions the table has for it ``{controller,
   state, address, netdev, versions, src}``; ``fabrics_without_v2``: those whose address has GIDs
   but no RoCE v2 one, or no GID at all on a table that was read (rdma_cm resolves the source GID
-  from that address and prefers RoCE v2).
+  from that address and prefers RoCE v2). A controller whose source is an InfiniBand netdev, or
+  whose RDMA port is InfiniBand, is no RoCE connection and is left out.
 """
 
 from __future__ import annotations
@@ -28,19 +33,50 @@ from gdsdoctor.facts.derived.fabrics_locality import interface_addresses
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    ib_netdevs, ib_ports = infiniband_netdevs(facts), _infiniband_ports(facts)
     gids = [
-        g for g in items(ok_section(facts, "roce_gids"), "gids") if g.get("link_layer") in ("Ethernet", None)
+        g
+        for g in items(ok_section(facts, "roce_gids"), "gids")
+        if g.get("link_layer") == "Ethernet"
+        or (
+            g.get("link_layer") is None
+            and g.get("netdev") not in ib_netdevs
+            and (g.get("device"), g.get("port")) not in ib_ports
+        )
     ]
     configured = items(ok_section(facts, "app_log"), "gid_settings")
-    sources = _fabrics_sources(facts, derived, gids)
+    sources = _fabrics_sources(facts, derived, gids, ib_netdevs)
     return {
         "gids": gids,
+        "infiniband_netdevs": sorted(ib_netdevs),
         "v2_ipv4": [_short(g) for g in gids if _routable_v2(g)],
         "configured": configured,
         "configured_wrong": _configured_wrong(configured, gids),
         "fabrics_sources": sources,
         "fabrics_without_v2": [s for s in sources if "v2" not in s["versions"]],
     }
+
+
+def infiniband_netdevs(facts: dict[str, Any]) -> set[str]:
+    """Netdevs known to be InfiniBand: IPoIB by its link type (sysfs ``type`` 32, ``ip``'s
+    ``link/infiniband``), or a netdev of an RDMA device whose ports are all InfiniBand."""
+    found = {
+        str(i["name"])
+        for section in ("netdev", "ip_addr")
+        for i in items(ok_section(facts, section), "interfaces")
+        if txt(i.get("name")) and i.get("link_type") == "infiniband"
+    }
+    ports = items(ok_section(facts, "infiniband"), "ports")
+    for device in items(ok_section(facts, "infiniband"), "devices"):
+        layers = {p.get("link_layer") for p in ports if p.get("device") == device.get("name")}
+        if layers == {"InfiniBand"}:
+            found |= {str(n) for n in device.get("netdevs") or [] if isinstance(n, str)}
+    return found
+
+
+def _infiniband_ports(facts: dict[str, Any]) -> set[tuple[Any, Any]]:
+    ports = items(ok_section(facts, "infiniband"), "ports")
+    return {(p.get("device"), p.get("port")) for p in ports if p.get("link_layer") == "InfiniBand"}
 
 
 def _routable_v2(gid: dict[str, Any]) -> bool:
@@ -90,18 +126,18 @@ def _reason(gid: dict[str, Any]) -> str:
 
 
 def _fabrics_sources(
-    facts: dict[str, Any], derived: dict[str, Any], gids: list[dict[str, Any]]
+    facts: dict[str, Any], derived: dict[str, Any], gids: list[dict[str, Any]], ib_netdevs: set[str]
 ) -> list[dict[str, Any]]:
     if not gids:
-        return []  # no table read: nothing to compare with
+        return []  # no RoCE table read: nothing to compare with (an IB table is no RoCE one)
     addresses = interface_addresses(facts)
     found = []
     for controller in dicts(obj(derived.get("fabrics_locality")).get("controllers")):
-        if controller.get("transport") != "rdma":
-            continue
+        if controller.get("transport") != "rdma" or controller.get("netdev") in ib_netdevs:
+            continue  # over InfiniBand rdma_cm resolves an IB path, no RoCE GID
         netdev_addresses = addresses.get(str(controller.get("netdev")), [])
         address = txt(controller.get("source_address")) or _ipv4_of(netdev_addresses)
-        if not address:
+        if not address or _holder(addresses, address) in ib_netdevs:
             continue
         versions = sorted(
             {str(g.get("version")) for g in gids if g.get("ipv4") == address and g.get("version")}
@@ -117,6 +153,14 @@ def _fabrics_sources(
             }
         )
     return found
+
+
+def _holder(addresses: dict[str, list[dict[str, Any]]], address: str) -> str | None:
+    """The interface that holds ``address``."""
+    return next(
+        (name for name, entries in addresses.items() if any(a.get("address") == address for a in entries)),
+        None,
+    )
 
 
 def _ipv4_of(entries: list[dict[str, Any]]) -> str | None:
