@@ -5,9 +5,14 @@ rule: each assertion fails on the text the review found."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from gdsdoctor.engine.evaluate import Outcome, evaluate_cause
 from gdsdoctor.engine.rules import Cause
-from gdsdoctor.pipeline import rules
+from gdsdoctor.facts.derived import derive
+from gdsdoctor.pipeline import analyze_paths, rules
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _cause(cause_id: str) -> Cause:
@@ -80,3 +85,35 @@ def test_lustre_full_ost_fact_is_reserved_mb_low_not_95_percent() -> None:
     assert "'warning'" in str(cause.severity_at_most)  # 95 % alone is a warning
     inodes = _cause("capacity-inodes-exhausted")
     assert "too_few" in str(inodes.severity_at_most)
+
+
+def _host_identity_facts(hostid_status: str) -> dict:
+    """The facts of a node whose /etc/nvme/hostnqn is of the uuid: form and the live controllers
+    were connected with it (fixture nvmeof-hostnqn-file-matches-connected), hostid file as given."""
+    files = sorted((FIXTURES / "nvmeof-hostnqn-file-matches-connected" / "files").iterdir())
+    facts = analyze_paths(files).facts
+    facts["nvme_hostid"] = {"status": hostid_status}
+    facts["derived"] = derive(facts, None)
+    return facts
+
+
+def test_a_missing_hostid_beside_a_uuid_hostnqn_is_derived_not_unset() -> None:
+    facts = _host_identity_facts("missing")
+    identity = facts["derived"]["fabrics"]["host_identity"]
+    assert identity["hostnqn_uuid"] == "0c3e1d4a-5b6f-4e8d-9a7b-1c2d3e4f5a6b"  # what nvme-cli ≥ 2.7 uses
+    result = evaluate_cause(_cause("nvmeof-host-identity-unset"), facts, {})
+    assert result.outcome == Outcome.CLEAR
+    # the same file with a host NQN of another form: nothing to derive the host ID from
+    facts["nvme_hostnqn"]["hostnqn"] = "nqn.2014-08.com.example:node-07"
+    facts["derived"] = derive(facts, None)
+    result = evaluate_cause(_cause("nvmeof-host-identity-unset"), facts, {})
+    assert result.outcome == Outcome.FIRED
+    assert "hostid-missing" in [r.signal.id for r in result.signals if r.held]
+
+
+def test_the_hostid_written_is_the_uuid_of_the_hostnqn_never_a_random_one_beside_it() -> None:
+    for cause_id in ("nvmeof-host-identity-conflict", "nvmeof-host-identity-unset"):
+        writes = [s.cmd for s in _cause(cause_id).remediation if s.cmd.endswith("> /etc/nvme/hostid")]
+        assert writes == [
+            "test -s /etc/nvme/hostid || { sed -n 's/.*uuid://p' /etc/nvme/hostnqn | grep . || uuidgen; } > /etc/nvme/hostid"
+        ]

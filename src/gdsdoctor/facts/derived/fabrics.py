@@ -24,6 +24,8 @@ subsystem (issue 23).
 - ``single_portal``: subsystems whose live controllers all reach one portal (no failover when
   that port, its switch or the target controller behind it goes away).
 - ``host_identity``: ``{hostnqn, hostid}`` of /etc/nvme (null when not read or absent),
+  ``hostnqn_uuid`` (the UUID of a ``…:uuid:<uuid>`` host NQN, from which nvme-cli ≥ 2.7 derives a
+  missing hostid; null for another form),
   ``files`` (each file's section status: ``ok``, ``missing``, …), ``connected_hostnqns`` and
   ``connected_hostids`` (what the live controllers were connected with: sysfs, list-subsys),
   ``mismatched`` (fabrics controllers connected with another host NQN than the file's).
@@ -202,11 +204,23 @@ def _host_identity(facts: dict[str, Any], controllers: list[dict[str, Any]]) -> 
     return {
         "hostnqn": hostnqn,
         "hostid": hostid,
+        # nvme-cli 2.7 (libnvme 1.7, nvme_host_get_ids) takes a missing hostid from the host NQN's
+        # uuid: form, so such a node connects with one stable identity without a hostid file
+        "hostnqn_uuid": _uuid_of(hostnqn),
         "files": {name: _status(facts, f"nvme_{name}") for name in ("hostnqn", "hostid")},
         "connected_hostnqns": nqns,
         "connected_hostids": ids,
         "mismatched": [c for c in fabrics if hostnqn and c.get("hostnqn") and c.get("hostnqn") != hostnqn],
     }
+
+
+def _uuid_of(hostnqn: Any) -> str | None:
+    """The UUID of a ``nqn.2014-08.org.nvmexpress:uuid:<uuid>`` host NQN (libnvme's
+    nvme_hostid_from_hostnqn: what follows ``uuid:``), else None."""
+    if not isinstance(hostnqn, str) or "uuid:" not in hostnqn:
+        return None
+    value = hostnqn.split("uuid:", 1)[1].strip().lower()
+    return value or None
 
 
 _BOOT_FILES = (("nvme_discovery_conf", "discovery.conf"), ("nvme_config_json", "config.json"))
