@@ -106,6 +106,7 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "path_src": path_src,
         "compat_in_use": True if compat else None,
         "compat_evidence": compat,
+        "compat_cannot_save": compat_cannot_save(facts, effective["values"]),
         "gpus": gpus,
         "unsupported_gpus": [g for g in gpus if g["consumer"] or _old_arch(g)],
         "nvidia_fs_kernel_gap": nvidia_fs_kernel_gap(facts),
@@ -113,6 +114,21 @@ def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
         "rdma_fs_mounts": [m for m in mounts if _rdma_mount(m)],
         "userspace_rdma_fs_mounts": [m for m in mounts if m.get("fstype") in USERSPACE_RDMA_FSTYPES],
     }
+
+
+def compat_cannot_save(facts: dict[str, Any], values: dict[str, Any]) -> bool:
+    """Where the compat path cannot carry the I/O, so that a direct-path defect fails it: compat
+    mode off (``allow_compat_mode`` false in effect), or a file's registration failed all the same
+    (5030 in the application's output, cuFile's internal error or file object allocation failure
+    in cufile.log). Elsewhere such a defect costs speed (CPU bounce buffers), not the save."""
+    if values.get("properties.allow_compat_mode") is False:
+        return True
+    errors = ok_section(facts, "app_log").get("errors") or []
+    if any(isinstance(e, dict) and e.get("code") == 5030 for e in errors):
+        return True
+    entries = ok_section(facts, "cufile_log").get("entries") or []
+    failed = ("internal_error", "file_object_alloc_failed")
+    return any(isinstance(e, dict) and e.get("kind") in failed for e in entries)
 
 
 # --- nvidia-fs -----------------------------------------------------------------------------
