@@ -117,3 +117,18 @@ def test_the_hostid_written_is_the_uuid_of_the_hostnqn_never_a_random_one_beside
         assert writes == [
             "test -s /etc/nvme/hostid || { sed -n 's/.*uuid://p' /etc/nvme/hostnqn | grep . || uuidgen; } > /etc/nvme/hostid"
         ]
+
+
+def test_connect_all_names_the_portal_it_asks() -> None:
+    # without -t/-a/-s connect-all reads only discovery.conf/config.json ("No params given")
+    bare = [(c.id, s.cmd) for c in rules() for s in c.remediation if s.cmd.strip() == "nvme connect-all"]
+    assert bare == []
+    files = sorted((FIXTURES / "nvmeof-list-subsys-all-non-optimized" / "files").iterdir())
+    [finding] = [
+        f for f in analyze_paths(files).report["findings"] if f["id"] == "nvmeof-ana-all-non-optimized"
+    ]
+    commands = [s["command"] for s in finding["remediation"]]
+    assert "nvme connect-all -t tcp -a 10.162.198.42 -s 4420" in commands
+    assert commands.index("nvme discover -t tcp -a 10.162.198.42 -s 4420") < commands.index(
+        "nvme connect-all -t tcp -a 10.162.198.42 -s 4420"
+    )

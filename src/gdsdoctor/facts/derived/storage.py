@@ -62,7 +62,8 @@
 - ``mount_table_shows_atime``: some mount in the table carries relatime/noatime (a
   kernel-written table), so a mount without either really is strictatime.
 - ``ana``: per multipath namespace ``{head, paths, states, optimized, usable,
-  inaccessible (path names), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
+  inaccessible (path names), portal (a live path's ``{transport, traddr, trsvcid}``, None on
+  PCIe), src}`` (sysfs ``ana_state``, else nvme-cli list-subsys).
 - ``multipath_subsystems``: subsystems reached through two or more NVMe-oF
   controllers: ``{name, nqn, iopolicy, controllers, src}``.
 """
@@ -360,14 +361,15 @@ class _Context:
         sys_paths = dicts(ok_section(self.facts, "nvme_sysfs").get("paths"))
         for path in sys_paths:
             if path.get("ana_state") and path.get("head"):
+                controller = self.sys_controllers.get(path.get("controller")) or {}
                 groups.setdefault(path["head"], []).append(
-                    {**path, "state": states_of.get(path.get("controller"))}
+                    {**path, "state": states_of.get(path.get("controller")), "portal": _portal(controller)}
                 )
         if not groups:
             for path in self.cli_paths:
                 if path.get("ana_state") and path.get("subsystem"):
                     key = f"{path['subsystem']}" + (f" ns {path['nsid']}" if path.get("nsid") else "")
-                    groups.setdefault(key, []).append(path)
+                    groups.setdefault(key, []).append({**path, "portal": _portal(path)})
         return [_ana_group(head, paths) for head, paths in sorted(groups.items())]
 
     def multipath_subsystems(self) -> list[dict[str, Any]]:
@@ -409,11 +411,20 @@ class _Context:
         return any(said) if said else None
 
 
+def _portal(controller: dict[str, Any]) -> dict[str, Any] | None:
+    """The target port a fabrics controller reached ``{transport, traddr, trsvcid}`` (None for PCIe)."""
+    if controller.get("transport") not in FABRICS or not controller.get("traddr"):
+        return None
+    return {k: controller.get(k) for k in ("transport", "traddr", "trsvcid")}
+
+
 def _ana_group(head: str, paths: list[dict[str, Any]]) -> dict[str, Any]:
     live = [p for p in paths if p.get("state") in ("live", None)]
     states = [str(p.get("ana_state")) for p in paths]
     return {
         "head": head,
+        # a live path's target port: its discovery log lists the target's other ports
+        "portal": next((p["portal"] for p in live if p.get("portal")), None),
         "paths": [p.get("name") for p in paths],
         "states": states,
         "optimized": any(p.get("ana_state") == "optimized" for p in live),
