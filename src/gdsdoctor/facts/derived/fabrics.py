@@ -10,14 +10,15 @@ subsystem (issue 23).
   ``resolved_device``/``resolved_by`` ("blkid"): the device such a spec names.
 - ``fstab_unmounted``: those entries whose mount point the mount table does not show (the
   mount failed or never ran: the mount point is then a bare directory of the filesystem
-  below, usually ``/``); [] unless both were read.
+  below, usually ``/``), each with ``holds_path`` (--path lies under it; null without --path);
+  [] unless both were read.
 - ``fstab_fabrics_unordered``: entries on an NVMe-oF namespace without ``_netdev`` (systemd
   mounts them with the local filesystems, before the network and the connect);
   ``fstab_fabrics_fatal``: those without ``nofail`` (a target that is down stops the boot).
 - ``mount_failures``: mount(8)'s failures of a pasted session (``cli_errors``), each with the
-  options and type its command line or fstab entry gave: ``{mountpoint, device, options,
-  fstype, barrier_option, src}``; ``barrier_option``: the options hold ``barrier``/``nobarrier``
-  (XFS refuses them since 4.19).
+  options and type its command line or fstab entry gave: ``{mountpoint, holds_path, nofail,
+  device, options, fstype, barrier_option, src}``; ``barrier_option``: the options hold
+  ``barrier``/``nobarrier`` (XFS refuses them since 4.19).
 - ``subsystems``: per NVMe-oF subsystem, from ``derived.storage.fabrics_controllers``:
   ``{name, transports, controllers, live, portals, live_portals, host_ifaces, src}``
   (``portals``: distinct ``traddr:trsvcid``; two controllers to one portal are no second path).
@@ -46,7 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.facts.derived import storage
-from gdsdoctor.facts.derived.access import dicts, ok_section
+from gdsdoctor.facts.derived.access import dicts, obj, ok_section
 
 _BARRIER = ("barrier", "nobarrier")
 
@@ -129,7 +130,21 @@ def _unmounted(facts: dict[str, Any], entries: list[dict[str, Any]]) -> list[dic
     if not mounts or not entries:
         return []
     mounted = {str(m.get("mountpoint") or "").rstrip("/") or "/" for m in mounts}
-    return [e for e in entries if (str(e.get("mountpoint") or "").rstrip("/") or "/") not in mounted]
+    return [
+        {**e, "holds_path": holds_path(facts, e.get("mountpoint"))}
+        for e in entries
+        if (str(e.get("mountpoint") or "").rstrip("/") or "/") not in mounted
+    ]
+
+
+def holds_path(facts: dict[str, Any], mountpoint: Any) -> bool | None:
+    """Whether the checkpoint path (--path) lies under ``mountpoint``: what the job writes would
+    land there once it is mounted; None without --path (every data mount may hold checkpoints)."""
+    path = obj(facts.get("target")).get("path")
+    if not path or not isinstance(mountpoint, str) or not mountpoint:
+        return None
+    point = mountpoint.rstrip("/") or "/"
+    return str(path) == point or str(path).startswith(point if point == "/" else point + "/")
 
 
 def _mount_failures(facts: dict[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,6 +165,8 @@ def _mount_failures(facts: dict[str, Any], entries: list[dict[str, Any]]) -> lis
         failures.append(
             {
                 "mountpoint": point,
+                "holds_path": holds_path(facts, point),
+                "nofail": bool(entry and entry.get("nofail")),
                 "device": device,
                 "options": options,
                 "fstype": (command or {}).get("fstype") or (entry or {}).get("fstype"),
