@@ -137,3 +137,12 @@ def test_connect_all_names_the_portal_it_asks() -> None:
     assert commands.index("nvme discover -t tcp -a 10.162.198.42 -s 4420") < commands.index(
         "nvme connect-all -t tcp -a 10.162.198.42 -s 4420"
     )
+
+
+def test_the_estimate_it_suggests_computes_something_and_the_move_takes_dotfiles() -> None:
+    # `estimate … --async --help` printed the help only (review 2 §2 nit)
+    [estimate] = [s.cmd for s in _cause("async-save-host-memory-short").remediation if "estimate" in s.cmd]
+    assert "--help" not in estimate and "--gpus {gpus}" in estimate and "--throughput <" in estimate
+    # `mv dir/*` leaves the dotfiles behind (review 2 §1 nit)
+    [move] = [s.cmd for s in _cause("xfs-nobarrier-rejected").remediation if " mv " in f" {s.cmd}"]
+    assert "shopt -s dotglob" in move
