@@ -74,6 +74,7 @@ import re
 from typing import Any
 
 from gdsdoctor.facts.derived.access import as_list, dicts, items, obj, ok_section
+from gdsdoctor.facts.derived.ana import ana_group, portal_of
 from gdsdoctor.facts.derived.storage_events import (
     NVME_PARTITION,
     checkpoint_devices,
@@ -363,14 +364,14 @@ class _Context:
             if path.get("ana_state") and path.get("head"):
                 controller = self.sys_controllers.get(path.get("controller")) or {}
                 groups.setdefault(path["head"], []).append(
-                    {**path, "state": states_of.get(path.get("controller")), "portal": _portal(controller)}
+                    {**path, "state": states_of.get(path.get("controller")), "portal": portal_of(controller)}
                 )
         if not groups:
             for path in self.cli_paths:
                 if path.get("ana_state") and path.get("subsystem"):
                     key = f"{path['subsystem']}" + (f" ns {path['nsid']}" if path.get("nsid") else "")
-                    groups.setdefault(key, []).append({**path, "portal": _portal(path)})
-        return [_ana_group(head, paths) for head, paths in sorted(groups.items())]
+                    groups.setdefault(key, []).append({**path, "portal": portal_of(path)})
+        return [ana_group(head, paths) for head, paths in sorted(groups.items())]
 
     def multipath_subsystems(self) -> list[dict[str, Any]]:
         """Subsystems reached through two or more NVMe-oF controllers, with their I/O policy."""
@@ -409,31 +410,6 @@ class _Context:
         ]
         said = [v for v in vwc if isinstance(v, bool)]
         return any(said) if said else None
-
-
-def _portal(controller: dict[str, Any]) -> dict[str, Any] | None:
-    """The target port a fabrics controller reached ``{transport, traddr, trsvcid}`` (None for PCIe)."""
-    if controller.get("transport") not in FABRICS or not controller.get("traddr"):
-        return None
-    return {k: controller.get(k) for k in ("transport", "traddr", "trsvcid")}
-
-
-def _ana_group(head: str, paths: list[dict[str, Any]]) -> dict[str, Any]:
-    live = [p for p in paths if p.get("state") in ("live", None)]
-    states = [str(p.get("ana_state")) for p in paths]
-    return {
-        "head": head,
-        # a live path's target port: its discovery log lists the target's other ports
-        "portal": next((p["portal"] for p in live if p.get("portal")), None),
-        "paths": [p.get("name") for p in paths],
-        "states": states,
-        "optimized": any(p.get("ana_state") == "optimized" for p in live),
-        "usable": any(p.get("ana_state") in ("optimized", "non-optimized") for p in live),
-        "inaccessible": [
-            p.get("name") for p in paths if p.get("ana_state") in ("inaccessible", "persistent-loss")
-        ],
-        "src": paths[0].get("src"),
-    }
 
 
 def _multipath_entry(subsystem: dict[str, Any], controllers: list[str]) -> dict[str, Any]:
