@@ -27,8 +27,6 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import re._constants as sre
-import re._parser as sre_parse
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +35,13 @@ from typing import Any
 
 import gdsdoctor
 from gdsdoctor.patterns import _LazyPattern
+
+try:  # re's own parser: re._parser from 3.11, sre_parse (deprecated since) on 3.10
+    import re._constants as sre
+    import re._parser as sre_parse
+except ImportError:  # pragma: no cover - 3.10
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
 
 SRC = Path(gdsdoctor.__file__).parent
 RE_FUNCTIONS = {"compile", "match", "search", "fullmatch", "finditer", "findall", "sub", "subn", "split"}
@@ -212,6 +217,46 @@ def rule_patterns() -> dict[tuple[str, int], Found]:
     return out
 
 
+# --- what the engine choice forbids (docs/security-patterns.md) -------------------------------
+
+_COUNTED = re.compile(r"\{\d*(?:,\d*)?\}")  # {m}, {m,}, {,n}, {m,n}: a quantifier; any other { is a literal
+
+
+def forbidden_constructs(pattern: str) -> list[str]:
+    """The possessive quantifiers (``*+ ++ ?+ {m,n}+``) and atomic groups (``(?>``) of a pattern,
+    as written. Python 3.10 refuses them and 3.11.0-3.11.4 (Debian 12's 3.11.2) match them wrongly
+    without an error, so gdsdoctor's patterns use neither; read from the text, not from re's
+    parser, so that the answer is the same on every version."""
+    found = []
+    index = 0
+    in_class = False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+            index += 1
+            continue
+        if char == "[":
+            in_class = True
+            index += 1
+            index += pattern.startswith("^", index)
+            index += pattern.startswith("]", index)  # []...] and [^]...]: ] first is a member
+            continue
+        if pattern.startswith("(?>", index):
+            found.append(f"atomic group at {index}")
+        quantifier = _COUNTED.match(pattern, index)
+        end = quantifier.end() if quantifier else index + 1
+        is_quantifier = quantifier or char in "*+" or (char == "?" and pattern[index - 1 : index] != "(")
+        if is_quantifier and pattern.startswith("+", end):
+            found.append(f"possessive {pattern[index:end]}+ at {index}")
+            end += 1
+        index = end
+    return found
+
+
 # --- building attacks from a pattern's structure -----------------------------------------------
 
 _CATEGORY = {
@@ -284,14 +329,12 @@ def _atoms(items: Any, out: list[tuple[Any, Any]]) -> None:
 def _children(op: Any, av: Any) -> list[Any]:
     if op is sre.SUBPATTERN:
         return [av[3]]
-    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
         return [av[2]]
     if op is sre.BRANCH:
         return list(av[1])
     if op in (sre.ASSERT, sre.ASSERT_NOT):
         return [av[1]]
-    if op is sre.ATOMIC_GROUP:
-        return [av]
     if op is sre.GROUPREF_EXISTS:
         return [branch for branch in av[1:] if branch is not None]
     return []
@@ -305,7 +348,7 @@ def first_chars(items: Any, chars: list[str], flags: int) -> tuple[set[str], boo
             return found | {c for c in chars if accepts(op, av, c, flags)}, False
         if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT, sre.GROUPREF):
             continue
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             inner, empty = first_chars(av[2], chars, flags)
             found |= inner
             if av[0] > 0 and not empty:
@@ -329,13 +372,13 @@ def example(items: Any, chars: list[str], flags: int) -> str:
             out.append(chr(av))
         elif op in (sre.NOT_LITERAL, sre.ANY, sre.IN):
             out.append(next((c for c in chars if accepts(op, av, c, flags)), None) or _member(op, av))
-        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             out.append(example(av[2], chars, flags) * av[0])
         elif op is sre.BRANCH:
             out.append(min((example(b, chars, flags) for b in av[1]), key=len))
         elif op is sre.GROUPREF_EXISTS:
             out.append(example(av[1], chars, flags))
-        elif op in (sre.SUBPATTERN, sre.ATOMIC_GROUP):
+        elif op is sre.SUBPATTERN:
             out.append(example(_children(op, av)[0], chars, flags))
     return "".join(out)
 
@@ -357,14 +400,14 @@ def _repeats(items: Any, prefix: str, chars: list[str], flags: int) -> Iterator[
     items = list(items)
     for index, (op, av) in enumerate(items):
         here = prefix + done
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             if av[1] >= 2:
                 yield here, av[2], _until_repeat(items[index + 1 :], chars, flags)
             yield from _repeats(av[2], here, chars, flags)
         elif op is sre.BRANCH:
             for branch in av[1]:
                 yield from _repeats(branch, here, chars, flags)
-        elif op in (sre.SUBPATTERN, sre.ATOMIC_GROUP, sre.GROUPREF_EXISTS):
+        elif op in (sre.SUBPATTERN, sre.GROUPREF_EXISTS):
             for child in _children(op, av):
                 yield from _repeats(child, here, chars, flags)
         done += example([(op, av)], chars, flags)
@@ -375,7 +418,7 @@ def _until_repeat(items: Any, chars: list[str], flags: int) -> str:
     with it, the two repetitions overlap."""
     out = []
     for op, av in items:
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] != av[1]:
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and av[0] != av[1]:
             break
         out.append(example([(op, av)], chars, flags))
     return "".join(out)

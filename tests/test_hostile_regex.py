@@ -66,6 +66,44 @@ def test_the_learned_names_pattern_is_linear() -> None:
     redactor.learn('sn : S4EWNX0R1234\nSERIAL="X1-2-3-4-5-6-7-8"\n')
     found = audit.Found(redactor.pattern().pattern, 0, "redact.Redactor.pattern()")
     assert audit.slowest(found, 4096) is None
+    assert not audit.forbidden_constructs(found.pattern)
+
+
+def test_no_pattern_is_possessive_or_atomic() -> None:
+    """Python 3.10 refuses possessive quantifiers and atomic groups, and 3.11.0-3.11.4 (Debian 12's
+    own 3.11.2) match them wrongly without a word (a /proc/version paste was "not recognised"):
+    gdsdoctor's patterns are linear without them (docs/security-patterns.md)."""
+    found = audit.every_pattern()
+    assert len(found) > 700
+    bad = [
+        f"{f.where}: {f.pattern!r}: {', '.join(wrong)}"
+        for f in found
+        if (wrong := audit.forbidden_constructs(f.pattern))
+    ]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "wrong"),
+    [
+        (r"^\s*+x", ["possessive *+ at 3"]),
+        (r"\d++\.", ["possessive ++ at 2"]),
+        (r"a?+b", ["possessive ?+ at 1"]),
+        (r"[^:\s]{1,300}+:", ["possessive {1,300}+ at 6"]),
+        (r"(?>[^\]\n]*truncated)", ["atomic group at 0"]),
+        (r"[+*]++", ["possessive ++ at 4"]),
+        # not possessive: an escaped or class member +, a literal }, a lazy run, {+ as literals
+        (r"\++", []),
+        (r"[*+]+[?+]", []),
+        (r"a}+", []),
+        (r"a+?b*?", []),
+        (r"x{+", []),
+        (r"[]+]+", []),
+        (r"(?:a)+(?=b)", []),
+    ],
+)
+def test_the_audit_reads_possessive_and_atomic_constructs(pattern: str, wrong: list[str]) -> None:
+    assert audit.forbidden_constructs(pattern) == wrong
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.compat import iso_date
 from gdsdoctor.errors import UserError
 
 DEFAULT_PATH = Path("/etc/gdsdoctor/config.yaml")
@@ -141,6 +142,6 @@ def _date(path: Path, where: str, value: Any) -> dt.date | None:
     if isinstance(value, dt.datetime):
         return value.date()
     try:
-        return dt.date.fromisoformat(str(value))
+        return iso_date(str(value))
     except ValueError:
         raise UserError(f"{path}: {where}.until {value!r}: expected a date, YYYY-MM-DD") from None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from enum import StrEnum
+
+from gdsdoctor.compat import StrEnum
 
 
 class ArtifactStatus(StrEnum):

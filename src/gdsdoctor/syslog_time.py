@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
+
+from gdsdoctor.compat import UTC, iso_datetime
 
 # glibc's %b, January to December, of the C locale and of widely used others.
 ABBREVIATIONS = {
@@ -108,6 +110,6 @@ def _full_epoch(match: re.Match[str]) -> float | None:
     numeric = zone[0] in "+-" and zone[1:].isdigit() and len(zone) in (3, 5)
     offset = f"{zone[:3]}:{zone[3:] or '00'}" if numeric else "+00:00"
     try:
-        return datetime.fromisoformat(f"{day}T{clock}{offset}").timestamp()
+        return iso_datetime(f"{day}T{clock}{offset}").timestamp()
     except ValueError:
         return None

@@ -129,7 +129,7 @@ _HOST_CONTEXTS = tuple(
         r"^[^\n]{0,64}?[$#] (?:hostname(?: -[fsA])?|uname -n|cat /etc/hostname|hostnamectl hostname)"
         r"[ \t]*\n(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252})[ \t]*$",
         # journalctl -o short-monotonic / short-delta: `[ 7244.46] HOST kernel: …`
-        r"^\[ *+\d{1,10}\.\d{1,9}(?: *+< *+\d{1,10}\.\d{1,9} *+>)? *+\] "
+        r"^\[ *\d{1,10}\.\d{1,9}(?: *< *\d{1,10}\.\d{1,9} *>)? *\] "
         r"(?P<value>[A-Za-z][A-Za-z0-9.\-]{0,252}) kernel(?:\[\d{1,10}\])?: ",
     )
 )
@@ -183,7 +183,7 @@ _SHAPES = [
     # file names, module names, sysctl keys); public vendors' domains are kept (_PUBLIC_DOMAINS).
     (
         "fqdn",
-        r"(?<![\w.@/-])(?:[A-Za-z0-9][A-Za-z0-9-]{0,62}+\.){1,8}(?i:" + "|".join(_TLDS) + r")(?![\w.-])",
+        r"(?<![\w.@/-])(?:[A-Za-z0-9][A-Za-z0-9-]{0,62}\.){1,8}(?i:" + "|".join(_TLDS) + r")(?![\w.-])",
     ),
     ("guid0x", r"(?<![\w])0x[0-9A-Fa-f]{16}(?![\w])"),
     ("hex32", r"(?<![\w])[0-9a-fA-F]{32}(?![\w])"),

@@ -21,18 +21,18 @@ from gdsdoctor.patterns import lazy_compile
 
 # `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
 _USER_PROMPT = lazy_compile(
-    r"^\s*(?:\$\s+)?(?:\(\S+\)\s+)?(?:\[(?P<user1>[\w.-]+)@(?P<host1>[\w.-]++)[^\]]*+\]|(?P<user2>[\w.-]+)@(?P<host2>[\w.-]+)"
-    r"(?::[^\s$#%]*+)?)\s?[$#%]\s*(?P<cmd>.*)$"
+    r"^\s*(?:\$\s+)?(?:\(\S+\)\s+)?(?:\[(?P<user1>[\w.-]+)@(?P<host1>[\w.-]+)(?![\w.-])[^\]]*\]|(?P<user2>[\w.-]+)@(?P<host2>[\w.-]+)"
+    r"(?::[^\s$#%]*)?)\s?[$#%]\s*(?P<cmd>.*)$"
 )
 _DOLLAR_PROMPT = lazy_compile(r"^\s*(?:[\w.-]*-\d[\d.]*)?\$\s+(?P<cmd>\S.*)$")
 # `# cmd` is also a comment (grub, modprobe.d): a prompt only before a command we know.
-_HASH_PROMPT = lazy_compile(r"^\s*#\s+(?:sudo\s+)?(?P<word>[\w./-]++)(?P<rest>.*)$")
+_HASH_PROMPT = lazy_compile(r"^\s*#\s+(?:sudo\s+)?(?P<word>[\w./-]+)(?![\w./-])(?P<rest>.*)$")
 KNOWN_COMMANDS = frozenset(
     "nvidia-smi lspci lsblk mount findmnt cat dmesg journalctl nvme ibstat ibstatus ibv_devinfo df uname "
     "gdscheck gdscheck.py lsmod modinfo numactl grep ls ofed_info dkms ulimit systemd-detect-virt udevadm "
     "mlnx_qos env fio gdsio gds_stats tail head zcat less more hostnamectl lscpu".split()
 )
-_FENCE = lazy_compile(r"^\s*+(?:```+|~~~+)\s*+[\w+.-]*+\s*+$")
+_FENCE = lazy_compile(r"^\s*(?:```+|~~~+)\s*(?:[\w+.-]+\s*)?$")
 _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
 _INLINE_SPAN = lazy_compile(r"`([^`\n]{3,400})`")
 _HEADING = lazy_compile(r"^\s{0,3}#{1,6}\s")  # a markdown heading (prose: never an output)
@@ -62,7 +62,7 @@ _EXPORT_FIELD = lazy_compile(r"^(?P<key>_{0,2}[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
 # `journalctl -o verbose`: the same fields, indented, under a header per record whose cursor
 # holds the monotonic clock in hex microseconds (`m=1afcdb929`)
 _VERBOSE_HEADER = lazy_compile(
-    rf"^{syslog_time.FULL_STAMP} \[s=[0-9a-f]++;i=[0-9a-f]++;b=[0-9a-f]++;m=(?P<m>[0-9a-f]++);[^\]]*+\]$"
+    rf"^{syslog_time.FULL_STAMP} \[s=[0-9a-f]+;i=[0-9a-f]+;b=[0-9a-f]+;m=(?P<m>[0-9a-f]+);[^\]]*\]$"
 )
 # What names the host a text came from (journal fields, hostnamectl, a prompt's host).
 _IDENTITY_FIELDS = {"_HOSTNAME": "hostname", "_BOOT_ID": "boot_id", "_MACHINE_ID": "machine_id"}

@@ -156,13 +156,13 @@ _DURATION_UNIT = {
     "day": 86400.0,
     "days": 86400.0,
 }
-_DURATION_PART = lazy_compile(r"(?<!\s)\s*+(\d++(?:\.\d*+)?|\.\d++)\s*+([a-zA-Z]*+)")
+_DURATION_PART = lazy_compile(r"(?<!\s)\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)")
 
 
 def parse_duration(text: str, *, allow_zero: bool = False, what: str = "duration") -> float:
     """Seconds from ``30s``, ``500ms``, ``15min``/``15m``, ``1h``, ``1h30m``, ``2d`` (``0`` if allowed)."""
     stripped = text.strip()
-    if allow_zero and re.fullmatch(r"0*+\.?0*+", stripped) and stripped:
+    if allow_zero and re.fullmatch(r"0*(?!0)\.?0*", stripped) and stripped:
         return 0.0
     if stripped.startswith("-"):
         raise EstimateError(f"{what} must not be negative: {stripped!r}")

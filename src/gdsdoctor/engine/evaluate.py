@@ -25,11 +25,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from gdsdoctor.compat import StrEnum
 from gdsdoctor.engine.functions import truthy
 from gdsdoctor.engine.query import FactQuery
 from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal, Step, fill

@@ -10,11 +10,12 @@ the capture (``10m``) or an ISO 8601 time. Used by gdsdoctor.facts.lifecycle.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from gdsdoctor import syslog_time
 from gdsdoctor.checkpoint.units import parse_duration
+from gdsdoctor.compat import UTC, iso_datetime
 from gdsdoctor.errors import EstimateError, UserError
 
 # ---------------------------------------------------------------------------------------------
@@ -32,7 +33,7 @@ def parse_since(value: str) -> dict[str, Any]:
     except EstimateError:
         pass
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        when = iso_datetime(text)
     except ValueError:
         raise UserError(
             f"--since {value!r}: not a duration (10m, 2s, 1h, 2d) nor an ISO 8601 time (2026-01-31T08:00:00Z)"
@@ -92,7 +93,7 @@ def epoch_of(stamp: str) -> float | None:
     zone it is read as UTC (the log does not say its zone: only differences are sure)."""
     text = stamp.strip().replace(",", ".")
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = iso_datetime(text)
     except ValueError:  # dmesg -T's or syslog's, in any locale's names (gdsdoctor.syslog_time)
         return plausible(syslog_time.epoch(text))
     try:

@@ -36,7 +36,7 @@ from gdsdoctor.probes.text import size_bytes
 
 _START = lazy_compile(r"^\s*Stripe pattern details:\s*$")
 _ENTRY_TYPE = lazy_compile(r"^\s*Entry type:\s*(?P<type>\w{1,20})\s*$")
-_TYPE = lazy_compile(r"^\s*+\+\s*+Type:\s*+(?P<type>\w{1,20}(?: \w{1,20}){0,3})\s*$")  # RAID0, Buddy Mirror
+_TYPE = lazy_compile(r"^\s*\+\s*Type:\s*(?P<type>\w{1,20}(?: \w{1,20}){0,3})\s*$")  # RAID0, Buddy Mirror
 _CHUNK = lazy_compile(r"^\s*\+\s*Chunksize:\s*(?P<size>\d{1,12}[KMG]?)\s*$")
 _COUNT = lazy_compile(
     r"^\s*\+\s*Number of storage targets:\s*desired:\s*(?P<desired>\d{1,6})"

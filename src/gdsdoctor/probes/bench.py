@@ -55,7 +55,7 @@ KIB = 1024
 
 _FIO_VERSION = lazy_compile(r"fio-(\d+)\.(\d+)")
 _JOBNAME_LINE = lazy_compile(r'"jobname"\s*:')
-_FIO_SIZE = lazy_compile(r"^\s*+(\d+(?:\.\d+)?)\s*+([kmgtp]?)(i?)(b?)\s*+", re.IGNORECASE)
+_FIO_SIZE = lazy_compile(r"^\s*(\d+(?:\.\d+)?)\s*(?!\s)([kmgtp]?)(i?)(b?)\s*", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
 

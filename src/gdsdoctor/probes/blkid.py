@@ -24,7 +24,7 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _LINE = lazy_compile(r'^(?P<device>/dev/[^\s:]+):(?P<pairs>(?:\s+[A-Z_]+="[^"]*")+)\s*$')
-_PAIR = lazy_compile(r'(?<![A-Z_])([A-Z_]++)="([^"]*+)"')  # a run of capitals tried once
+_PAIR = lazy_compile(r'(?<![A-Z_])([A-Z_]+)="([^"]*)"')  # a run of capitals tried once
 _KEYS = {"UUID": "uuid", "LABEL": "label", "TYPE": "type", "PARTUUID": "partuuid", "PARTLABEL": "partlabel"}
 
 

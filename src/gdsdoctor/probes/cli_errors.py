@@ -95,7 +95,7 @@ _ERRORS: tuple[tuple[str, str, Any], ...] = (
         r"^modprobe: (?:ERROR|FATAL): could not insert '(?P<module>[\w-]{1,64})': (?P<reason>.{1,200})$"
     )),
     ("insmod", "module_insert_failed", lazy_compile(
-        r"^insmod: ERROR: could not insert module (?P<path>[^:\s]{1,300}+): (?P<reason>.{1,200})$"
+        r"^insmod: ERROR: could not insert module (?P<path>[^:\s]{1,300}): (?P<reason>.{1,200})$"
     )),
     ("mount", "mount_failed", lazy_compile(
         r"^mount(?:\(8\))?: (?:(?P<mountpoint>/[^:]{0,200}): )?wrong fs type, bad option, bad superblock on "
@@ -108,7 +108,7 @@ _ERRORS: tuple[tuple[str, str, Any], ...] = (
 )  # fmt: skip
 # a shell prompt: `$ `, `# `, `user@host:dir$ `, `[root@host ~]# `, `(venv) user@host$ `
 _PROMPT = lazy_compile(
-    r"^\s*+(?:\(\S{1,60}+\) )?(?:\[[^\]\n]{1,100}+\]|[^\s$#\[(]{0,100}+)[$#] ++(?P<command>\S.{0,2000})$"
+    r"^\s*(?:\(\S{1,60}\) )?(?:\[[^\]\n]{1,100}\]|[^\s$#\[(]{0,100})[$#] +(?P<command>\S.{0,2000})$"
 )
 _NUMA_PATH = lazy_compile(r"(?:^|\s)cat\s+(?P<path>/sys/\S{1,300}/numa_node)\s*$")
 _NUMA_VALUE = lazy_compile(r"^\s*(?P<value>-?\d{1,4})\s*$")

@@ -232,7 +232,7 @@ def _load_config(body: str) -> tuple[dict[str, Any], bool]:
 
 
 _OBJECT_OPEN = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*\{\s*$')
-_SCALAR = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*+:\s*+(?P<value>[^{\s].*)')  # trimmed in Python: linear
+_SCALAR = lazy_compile(r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>[^{\s].*)')  # trimmed in Python: linear
 
 
 def _lenient_keys(stripped: str) -> dict[str, Any]:
@@ -569,8 +569,8 @@ def read_cufile_log(host_root: Path) -> bytes:
 
 _STATS_VERSION = lazy_compile(r"^cuFile STATS VERSION\s*:\s*(\d+)")
 _GLOBAL = lazy_compile(
-    r"^(?P<key>(?:Total|Read|Write|Avg)(?:[\w ]*\w)?)\s*+(?:\((?P<unit>[^)]*+)\))?\s*+:"
-    r"\s*+(?P<value>-?\d++(?:\.\d++)?)\s*+$"
+    r"^(?P<key>(?:Total|Read|Write|Avg)(?:[\w ]*\w)?)\s*(?!\s)(?:\((?P<unit>[^)]*)\))?\s*:"
+    r"\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
 )
 _HISTOGRAM = lazy_compile(r"^(?P<low>\d+)-(?P<high>\d+|\.\.\.)\(KiB\)\s*:\s*(?P<reads>\d+)\s+(?P<writes>\d+)")
 _PER_GPU = lazy_compile(r"^GPU (?P<index>\d+) (?=Read:)(?P<rest>.*)$")

@@ -62,10 +62,11 @@ import re
 from collections import deque
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from gdsdoctor import syslog_time
+from gdsdoctor.compat import UTC
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_status
@@ -540,11 +541,11 @@ def _journal_json_line(number: int, raw: str, record: dict[str, Any]) -> LogLine
     return LogLine(number, raw, record["MESSAGE"], "journal", timestamp, monotonic, level)
 
 
-_PRETTY_OPENING = lazy_compile(r'^\s*+\{[ \t]*+\r?\n\s*+"_{0,2}[A-Z][A-Z0-9_]*+"\s*+:')
+_PRETTY_OPENING = lazy_compile(r'^\s*\{[ \t]*\r?\n\s*"_{0,2}[A-Z][A-Z0-9_]*"\s*:')
 
 
 def _is_json(text: str) -> bool:
-    return bool(re.match(r'^\s*+\{\s*+"dmesg"\s*+:', text[:200]))
+    return bool(re.match(r'^\s*\{\s*"dmesg"\s*:', text[:200]))
 
 
 # One frame of a call trace, any code's ("func+0x1/0x2 [module]", after "RIP: 0010:" or an old

@@ -91,7 +91,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("nvme_timeout", ("timeout",), (
         r"\bI/O (?:tag )?(?P<tag>\d+) (?:\([0-9a-fx]+\) )?(?:type \d+ )?(?:opcode (?P<opcode>0x[0-9a-f]+) "
         r"(?:\([^)]*\) )?)?QID (?P<qid>\d+) timeout(?:, " + _TIMEOUT_ACTION + ")?",
-        r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]++)(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",
+        r"queue (?P<qid>\d+): timeout (?:cid|request) (?P<cid>0x[0-9a-f]+(?![0-9a-f]))(?:.*?opcode (?P<opcode>0x[0-9a-f]+))?",
         r"\btimeout, " + _TIMEOUT_ACTION,
     )),
     ("nvme_abort", ("abort status",), (

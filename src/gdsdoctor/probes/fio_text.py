@@ -31,7 +31,7 @@ _HEADER = lazy_compile(
     r"^\s*(?P<name>\S[^:]*?): \(g=(?P<group>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
     r"ioengine=(?P<engine>[\w.-]+), iodepth=(?P<depth>\d+)"
 )
-_VERSION = lazy_compile(r"^fio-\d+\.\d++\S*$")
+_VERSION = lazy_compile(r"^fio-\d+\.\d\S*$")
 _RESULT = lazy_compile(
     r"^\s*(?P<name>\S[^:]*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)"
 )

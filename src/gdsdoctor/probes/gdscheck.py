@@ -61,21 +61,21 @@ _HEADER_FIELDS = {
     "nvidia_fs_min_version": lazy_compile(r"nvidia_fs minimum version\s*:\s*(\d[\w.:]*)"),
     "libcufile_version": lazy_compile(r"libcufile version\s*:\s*(\d[\w.:]*)"),
 }
-_ROW = lazy_compile(r"^(?P<name>-{0,2}[A-Za-z](?:[\w .\-/]*[\w.\-/])?)\s*+:\s*+(?P<value>(?:.*\S)?)\s*$")
+_ROW = lazy_compile(r"^(?P<name>-{0,2}[A-Za-z](?:[\w .\-/]*[\w.\-/])?)\s*:\s*(?P<value>(?:.*\S)?)\s*$")
 _CONFIG_KEY = lazy_compile(r"^(?:properties|fs|profile|miscellaneous|execution|logging|cufile)\.[\w.]+$")
 _GPU = lazy_compile(
-    r"^GPU (?:index )?(?P<index>\d+) (?P<name>.+?) bar:\s*(?P<bar>\d++) bar size \(MiB\)\s*:\s*(?P<mib>\d++)"
-    r"(?P<rest>.*)"
+    r"^GPU (?:index )?(?P<index>\d+) (?P<name>.+?) bar:\s*(?P<bar>\d+) bar size \(MiB\)\s*:\s*"
+    r"(?P<mib>\d+)(?!\d)(?P<rest>.*)"
 )
 _GPU_BAD_ARCH = lazy_compile(
     r"^GPU (?:index )?(?P<index>\d+) (?P<name>.+?) does not have supported architecture"
     r"(?:, has (?P<cc>\d+) requires >= (?P<need>\d+))?"
 )
 _PLATFORM_LINE = lazy_compile(
-    r"^Platform\s*+:\s*+(?P<name>.*?),\s*Arch\s*:\s*(?P<arch>[\w]+)(?:\((?P<kernel>[^)]*)\))?"
+    r"^Platform\s*:\s*(?!\s)(?P<name>.*?),\s*Arch\s*:\s*(?P<arch>[\w]+)(?:\((?P<kernel>[^)]*)\))?"
 )
 _RDMA_STATUS = lazy_compile(r"Up:\s*(\d+)\s+Down:\s*(\d+)")
-TRUNCATION_MARKER = lazy_compile(r"^\s*+\[\.\.\. (?>[^\]\n]*truncated)[^\n]*\]\s*$")
+TRUNCATION_MARKER = lazy_compile(r"^\s*\[\.\.\. [^\]\n]*truncated[^\n]*\]\s*$")
 _PROMPT = lazy_compile(r"(^\$|[#$>]\s|^\S*gdscheck(\.py)?\s+-[pv]\b|\bgdscheck(\.py)?\s+-[pv]\b)")
 _MODES = {"nvfs", "p2pdma", "compat"}
 
@@ -129,7 +129,7 @@ def typed_value(raw: str) -> Any:
         return int(value)
     if re.fullmatch(r"^-?\d+\.\d+", value):
         return float(value)
-    if re.fullmatch(r"^-?\d++(?:[ ,]++-?\d++)+", value):
+    if re.fullmatch(r"^-?\d+(?:[ ,]+-?\d+)+", value):
         return [int(v) for v in re.split(r"[ ,]+", value)]
     return value
 

@@ -38,7 +38,7 @@ from gdsdoctor.probes.gpu_records import Q_FIELDS, new_gpu, normalise_bus_id
 
 # --- nvidia-smi -q ------------------------------------------------------------------------------
 
-_Q_KEY = lazy_compile(r"^( *+)(\S(?:[^:]*[^:\s])?)\s*+(?::\s?(.*))?$")
+_Q_KEY = lazy_compile(r"^( *)(\S(?:[^:]*[^:\s])?)\s*(?::\s?(.*))?$")
 _GPU_HEADER = lazy_compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _NUMBER = lazy_compile(r"^(\d+)")
 _Q_TEXT = {"product_name", "uuid", "mig_mode", "bus_id"}

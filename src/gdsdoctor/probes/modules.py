@@ -35,7 +35,7 @@ from gdsdoctor.probes.host_io import list_inside, read_regular_file, resolve_in_
 from gdsdoctor.probes.text import json_bytes, load_reader_json
 
 _LSMOD_HEADER = lazy_compile(r"^Module\s+Size\s+Used by")
-_LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d++)(?P<rest>.*)$")
+_LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+(?!\d))(?P<rest>.*)$")
 
 
 SYS_MODULE = "sys/module"

@@ -118,7 +118,9 @@ _STATS_HEADERS: dict[str, re.Pattern[str]] = {
     "active_processes": lazy_compile(r"^Active Process\s*:\s*(\d+)"),
 }
 _IO_STATS = lazy_compile(r"^IO stats\s*:\s*(\w+)(?:,\s*peer IO stats\s*:\s*(\w+))?")
-_COUNTER = lazy_compile(r"^(?P<name>[A-Z](?:[\w -]*[\w-])?)\s*+:\s*+(?P<pairs>(?:[\w()%/-]++=\S*+\s*+)+)$")
+_COUNTER = lazy_compile(
+    r"^(?P<name>[A-Z](?:[\w -]*[\w-])?)\s*:\s*(?P<pairs>[\w()%/-]+=\S*(?:\s+[\w()%/-]+=\S*)*\s*)$"
+)
 _PAIR = lazy_compile(r"(?<![\w()%/-])([\w()%/-]+)=(\S*)")
 _GPU = lazy_compile(
     r"^GPU\s+(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+uuid:(?P<uuid>\S+)\s*:\s*(?P<pairs>.*)$"
@@ -274,7 +276,7 @@ def recognise_devices(text: str) -> bool:
 # --- NVIDIA driver flavour -----------------------------------------------------------------------
 
 _NVRM = lazy_compile(
-    r"NVRM version:\s*+NVIDIA UNIX (?P<open>Open Kernel Module for )?(?P<arch>\w+)?(?:\s++Kernel Module)?\s++"
+    r"NVRM version:\s*NVIDIA UNIX (?P<open>Open Kernel Module for )?(?P<arch>\w+)?(?:\s+Kernel Module)?\s+"
     r"(?P<version>\d+\.\d+(?:\.\d+)?)"
 )
 
@@ -359,11 +361,11 @@ def modinfo_recogniser(module: str) -> Callable[[str], bool]:
 
 _DKMS_NEW = lazy_compile(
     r"^(?P<module>[\w.+-]+)/(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
-    r":\s*(?P<state>[\w-]++)(?P<rest>.*)"  # one line: no $ to retry the state against
+    r":\s*(?P<state>[\w-]+)(?![\w-])(?P<rest>.*)"  # one line: no $ to retry the state against
 )
 _DKMS_OLD = lazy_compile(
     r"^(?P<module>[\w.+-]+),\s*(?P<version>[^,\s]+)(?:,\s*(?P<kernel>[^,\s]+))?(?:,\s*(?P<arch>[^:\s]+))?"
-    r":\s*(?P<state>[\w-]++)(?P<rest>.*)"  # one line: no $ to retry the state against
+    r":\s*(?P<state>[\w-]+)(?![\w-])(?P<rest>.*)"  # one line: no $ to retry the state against
 )
 
 

@@ -31,7 +31,7 @@ _TABLE_HEAD = lazy_compile(
     r"(?:\s+CUDA (?:UMD )?Version: (?P<cuda>[\d.]+|N/A))?"
 )
 _TABLE_GPU = lazy_compile(
-    r"^\|\s+(?P<index>\d+)\s++(?P<name>\S(?:.*?\S)?)\s++(?P<persist>On|Off)\s*\|\s+"
+    r"^\|\s+(?P<index>\d+)\s+(?P<name>\S(?:.*?\S)?)\s+(?P<persist>On|Off)\s*\|\s+"
     r"(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s"
 )
 _TABLE_MEMORY = lazy_compile(r"\|\s+\d+MiB\s*/\s*(?P<total>\d+)MiB\s+\|")

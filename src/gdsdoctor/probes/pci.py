@@ -241,7 +241,7 @@ def parse_iommu_groups(text: str, artifact: str) -> Section:
 _HEADER = lazy_compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (.+)$")
 _KEYED = lazy_compile(r"^\s+([A-Za-z][A-Za-z0-9 ]*?):\s*(.*)$")
 _LNK = lazy_compile(
-    r"Speed (?P<speed>[\d.]++|unknown)(?:GT/s)?(?P<sd> \(downgraded\))?.{0,80}?Width x(?P<width>\d+)"
+    r"Speed (?P<speed>[\d.]+(?![\d.])|unknown)(?:GT/s)?(?P<sd> \(downgraded\))?.{0,80}?Width x(?P<width>\d+)"
     r"(?P<wd> \(downgraded\))?"
 )
 _FLAG = lazy_compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)([+-])")

@@ -298,7 +298,7 @@ def parse_ib_reader(data: dict[str, Any], text: str, artifact: str) -> Section:
     return {"format": "sysfs", "devices": devices, "ports": ports}
 
 
-_GREP_LINE = lazy_compile(r"^(?>\S*?/sys/class/infiniband/([^/\s]+)/([^\s:]+):)(.*)")
+_GREP_LINE = lazy_compile(r"^(?:\S*?/sys/class/infiniband/([^/\s]+)/([^\s:]+):)(.*)")
 
 
 def parse_ib_grep(text: str, artifact: str) -> Section:
@@ -375,7 +375,7 @@ _IBSTAT_PORT_LINE = lazy_compile(
 )
 # The command that printed it, when the paste kept it: `$ ibstat mlx5_0 1`, `#ibstat mlx4_0 2`.
 _IBSTAT_COMMAND = lazy_compile(
-    r"^\s*+(?:[^\s$#]*+[$#]++\s*+)?(?:sudo\s+)?(?:\S*/)?ibstat(?:\s+-\S+)*\s+([A-Za-z][\w.-]*)(?:\s+(\d+))?\s*$"
+    r"^\s*(?:[^\s$#]*[$#]+(?![$#])\s*)?(?:sudo\s+)?(?:\S*/)?ibstat(?:\s+-\S+)*\s+([A-Za-z][\w.-]*)(?:\s+(\d+))?\s*$"
 )
 
 
@@ -481,7 +481,7 @@ def parse_ibv_devinfo(text: str, artifact: str) -> Section:
 # CX456A - ConnectX-4 QSFP fw 12.23.1020 port 1 (ACTIVE) ==> enp2s0f0 (Up)".
 _IBDEV2NETDEV = lazy_compile(
     r"^(?:(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+)?(?P<device>[\w.-]+)"
-    r"(?:\s+\((?P<ids>[^)]*)\)(?P<card>(?:\s++(?!fw\s|port\s+\d)\S++)*+)(?:\s+fw\s+(?P<fw>\S+))?)?"
+    r"(?:\s+\((?P<ids>[^)]*)\)(?P<card>(?:\s+(?!fw\s|port\s+\d)\S+)*)(?:\s+fw\s+(?P<fw>\S+))?)?"
     r"\s+port\s+(?P<port>\d+)(?:\s+\((?P<state>[A-Za-z_]+)\s*\))?"
     r"\s+==>\s+(?P<netdev>\S+)\s+\((?P<link>Up|Down)\)"
 )
@@ -597,10 +597,10 @@ def parse_netdev(text: str, artifact: str) -> Section:
 # --- mlnx_qos -----------------------------------------------------------------------------------
 
 _QOS_INTERFACE = lazy_compile(
-    r"mlnx_qos\s++(?:.*\s)?-i\s*(\S+)|show configuration for device (\S+) / (\S*[^\s=])=*$"
+    r"mlnx_qos\s+(?!\s)(?:.*\s)?-i\s*(\S+)|show configuration for device (\S+) / (\S*[^\s=])=*$"
 )
-_DSCP2PRIO = lazy_compile(r"prio:\s*(\d+)\s+dscp:\s*+([\d,\s]*+)")
-_TC = lazy_compile(r"^tc:\s*(\d+)\s+ratelimit:\s*+([^,]+),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?")
+_DSCP2PRIO = lazy_compile(r"prio:\s*(\d+)\s+dscp:\s*(?!\s)([\d,\s]*)")
+_TC = lazy_compile(r"^tc:\s*(\d+)\s+ratelimit:\s*([^\s,][^,]*),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?")
 _ECN = lazy_compile(r"/ecn/roce_(np|rp)/enable/(\d+)\s*=\s*(\d+)")
 
 

@@ -97,9 +97,9 @@ def _strip_command_prefix(line: str) -> str:
 # kernel
 # ---------------------------------------------------------------------------------------------
 
-_PROC_VERSION = lazy_compile(r"^Linux version (?P<release>\S+)(?: (?:[^#\n]|#(?!\S))*+(?P<build>#\S++.*))?$")
-_UNAME_A = lazy_compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d++\S*+) (?P<build>#.*)$")
-_UNAME_R = lazy_compile(r"^\d+\.\d++[\w.+~^-]*+$")
+_PROC_VERSION = lazy_compile(r"^Linux version (?P<release>\S+)(?: (?:[^#\n]|#(?!\S))*(?P<build>#\S.*))?$")
+_UNAME_A = lazy_compile(r"^Linux (?P<host>\S+) (?P<release>\d+\.\d\S*) (?P<build>#.*)$")
+_UNAME_R = lazy_compile(r"^\d+\.\d[\w.+~^-]*$")
 _MACHINES = ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64", "armv7l", "i686")
 
 
@@ -530,7 +530,7 @@ def recognise_kallsyms(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _OFED = lazy_compile(
-    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]{0,40}?|OFED)-(?P<version>\d+\.\d++[\w.-]*+):?$"
+    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|DOCA[\w-]{0,40}?|OFED)-(?P<version>\d+\.\d[\w.-]*):?$"
 )
 
 

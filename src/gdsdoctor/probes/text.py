@@ -31,9 +31,9 @@ from gdsdoctor.probes.base import numbered_lines, src
 # -------------------------------------------------------------------------------------------------
 # parsers: JSON, provenance and values (pure)
 
-_HUMAN_SIZE = lazy_compile(r"^\s*+(\d++(?:[.,]\d++)?)\s*+([BKMGTPE]?)(?:i?B)?\s*+$", re.IGNORECASE)
+_HUMAN_SIZE = lazy_compile(r"^\s*(\d+(?:[.,]\d+)?)\s*(?!\s)([BKMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
 # What a truncated JSON may end in that cannot be closed: a comma (and a key), a key, a colon.
-_DANGLING_END = lazy_compile(r'(,\s*+("(?:[^"\\]|\\.)*+"\s*+:?)?|"(?:[^"\\]|\\.)*+"\s*+:|:)\s*$')
+_DANGLING_END = lazy_compile(r'(,\s*(?!\s)("(?:[^"\\]|\\.)*"\s*(?!\s):?)?|"(?:[^"\\]|\\.)*"\s*:|:)\s*$')
 _POWERS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 

@@ -213,7 +213,7 @@ def min_nvidia_fs_for_kernel(release: str) -> str | None:
 
 
 def _version(text: str) -> tuple[int, ...]:
-    match = re.match(r"^\D*+(\d+(?:\.\d+)*+)", str(text))
+    match = re.match(r"^\D*(\d+(?:\.\d+)*)", str(text))
     return tuple(int(n) for n in match[1].split(".")) if match else ()
 
 
