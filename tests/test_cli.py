@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +17,16 @@ from tests.conftest import validate_report, write_tree
 PROC_MOUNTS = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=journal 0 0\n"
 
 
-def gdsdoctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def gdsdoctor(
+    *args: str, env: dict[str, str] | None = None, umask: int = -1
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gdsdoctor", *args],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, **(env or {})},
+        umask=umask,
     )
 
 
@@ -85,8 +89,9 @@ def test_check_on_this_machine_completes(tmp_path: Path) -> None:
 
 def test_collect_then_analyze_cli(tmp_path: Path) -> None:
     bundle = tmp_path / "node.tar.gz"
-    result = gdsdoctor("collect", "-o", str(bundle), "--deadline", "30")
+    result = gdsdoctor("collect", "-o", str(bundle), "--deadline", "30", umask=0)
     assert result.returncode == 0 and bundle.is_file(), result.stderr
+    assert stat.S_IMODE(bundle.stat().st_mode) == 0o600  # the kernel log inside: root-only on the host
     again = gdsdoctor("collect", "-o", str(bundle))
     assert again.returncode == 3 and "already exists" in again.stderr
     analysis = gdsdoctor("analyze", str(bundle), "--format", "json")

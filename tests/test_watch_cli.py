@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -96,23 +97,28 @@ def test_record_then_analyze_gives_the_same_findings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bundle = tmp_path / "rec.tar.gz"
-    code = run_cli(
-        [
-            "watch",
-            "--path",
-            str(tmp_path),
-            "--every",
-            "0.2s",
-            "--duration",
-            "0.4s",
-            "--format",
-            "json",
-            "--record",
-            str(bundle),
-            "--params",
-            "1B",
-        ]
-    )
+    umask = os.umask(0)  # the recording is its owner's alone whatever the umask
+    try:
+        code = run_cli(
+            [
+                "watch",
+                "--path",
+                str(tmp_path),
+                "--every",
+                "0.2s",
+                "--duration",
+                "0.4s",
+                "--format",
+                "json",
+                "--record",
+                str(bundle),
+                "--params",
+                "1B",
+            ]
+        )
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
     watched = lines_of(capsys.readouterr().out)[-1]
     again = run_cli(["analyze", str(bundle), "--format", "json"])
     replayed = json.loads(capsys.readouterr().out)

@@ -12,6 +12,11 @@ flushed to disk, and only then given its name, atomically:
   and maps, which must not overwrite an earlier one; of two runs writing one name, one wins and
   the other fails with ``FileExistsError``.
 
+Modes are set on the open file (``fchmod``), so the umask changes nothing: what holds the host's
+data (bundles, redacted copies, maps: ``PRIVATE``, as sos report writes its archive) is its
+owner's alone, a report that a collector running as another user reads (node_exporter's textfile,
+a CI job's JUnit) is ``REPORT``.
+
 On any failure or interrupt (a full disk, SIGTERM raised as ``KeyboardInterrupt``) the
 temporary file is removed, and the error names the output, not the temporary file.
 """
@@ -28,16 +33,19 @@ from pathlib import Path
 from typing import BinaryIO
 
 Writer = Callable[[BinaryIO], None]
+PRIVATE = 0o600  # the kernel log, dmesg, lspci -vvv, config files: root-only on the host
+PRIVATE_DIR = 0o700
+REPORT = 0o644
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+def write_atomic(path: Path, text: str, mode: int = REPORT) -> None:
     """Write ``text`` (UTF-8) to ``path``, replacing what is there. The temporary name starts
     with a dot and ends in ``.tmp``, so collectors that read ``*.prom`` or ``*.xml`` never pick
     it up. A path the rename must not replace (``special_target``) is an OSError (EINVAL)."""
     write_atomic_bytes(path, text.encode("utf-8"), mode)
 
 
-def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+def write_atomic_bytes(path: Path, data: bytes, mode: int = REPORT) -> None:
     """``write_atomic`` of bytes (a benchmark's raw output)."""
     if why := special_target(str(path)):
         raise OSError(errno.EINVAL, why, str(path))
@@ -79,13 +87,13 @@ def _same_filesystem_as_a_system_tree(directory: str) -> bool:
     return False
 
 
-def write_new(path: Path, write: Writer, mode: int = 0o644) -> None:
+def write_new(path: Path, write: Writer, mode: int = PRIVATE) -> None:
     """Create ``path`` with what ``write`` writes to the binary file it is given; raises
     ``FileExistsError`` if anything (a file, a link, even a dangling one) is at that name."""
     _write(path, write, mode, _link_new)
 
 
-def write_new_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+def write_new_bytes(path: Path, data: bytes, mode: int = PRIVATE) -> None:
     write_new(path, lambda out: out.write(data), mode)
 
 
@@ -100,7 +108,7 @@ def _write(path: Path, write: Writer, mode: int, publish: Callable[[str, Path], 
             write(out)
             out.flush()
             os.fsync(out.fileno())
-            os.fchmod(out.fileno(), mode)  # mkstemp makes 0600; a collector may run as another user
+            os.fchmod(out.fileno(), mode)  # mkstemp makes 0600; a report's collector may run as another user
         publish(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):

@@ -47,7 +47,7 @@ from gdsdoctor.capture.capture import HOST_TREES, Capture
 from gdsdoctor.config import JOB_KEYS
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.outputs import write_new
+from gdsdoctor.outputs import PRIVATE, PRIVATE_DIR, write_new
 
 MANIFEST = "manifest.json"
 # Names read as an archive bundle (the compression is told by the content, not the name: gzip,
@@ -121,7 +121,7 @@ def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path
     manifest = json.dumps(manifest_for(capture, redacted), indent=2, sort_keys=True).encode()
     files = {MANIFEST: manifest} | {a.name: a.data for a in capture.artifacts.values() if a.data}
     if output.name.endswith((".tar.gz", ".tgz")):
-        write_new(output, lambda raw: _write_tar(files, output.name, raw))
+        write_new(output, lambda raw: _write_tar(files, output.name, raw), PRIVATE)
     else:
         _DirectoryWriter(output).write(files)
     return output
@@ -129,7 +129,7 @@ def write_bundle(capture: Capture, output: Path, redacted: bool = False) -> Path
 
 def write_tar(files: dict[str, bytes], output: Path) -> None:
     """``files`` (name -> bytes) as a ``.tar.gz`` at ``output``, created whole or not at all."""
-    write_new(output, lambda raw: _write_tar(files, output.name, raw))
+    write_new(output, lambda raw: _write_tar(files, output.name, raw), PRIVATE)
 
 
 def _write_tar(files: dict[str, bytes], name: str, raw: IO[bytes]) -> None:
@@ -175,6 +175,7 @@ class _DirectoryWriter:
         building = _new_hidden_directory(parent, self.output.name)
         try:
             self.dirs[""] = self._open_own(building, None)
+            os.fchmod(self.dirs[""], PRIVATE_DIR)  # the bundle's own directory, whatever the umask
             for name, data in files.items():
                 parent_name, _, base = name.rpartition("/")
                 try:
@@ -193,8 +194,9 @@ class _DirectoryWriter:
                 os.close(descriptor)
 
     def _create(self, parent: str, base: str, data: bytes) -> None:
-        descriptor = os.open(base, _NEW_FILE, 0o644, dir_fd=self._directory(parent))
+        descriptor = os.open(base, _NEW_FILE, PRIVATE, dir_fd=self._directory(parent))
         self.created.append((parent, base, False))
+        os.fchmod(descriptor, PRIVATE)  # whatever the umask (os.open's mode is masked by it)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
 
@@ -204,11 +206,12 @@ class _DirectoryWriter:
         above, _, name = relative.rpartition("/")
         parent = self._directory(above)
         try:
-            os.mkdir(name, 0o755, dir_fd=parent)
+            os.mkdir(name, PRIVATE_DIR, dir_fd=parent)
             self.created.append((above, name, True))
         except FileExistsError:
             pass  # made by us for an earlier file, or already there: checked on opening
         self.dirs[relative] = self._open_own(name, parent)
+        os.fchmod(self.dirs[relative], PRIVATE_DIR)  # whatever the umask
         return self.dirs[relative]
 
     def _open_own(self, name: str, parent: int | None) -> int:
@@ -229,11 +232,11 @@ class _DirectoryWriter:
 
 def _new_hidden_directory(parent: Path, name: str) -> str:
     """A new directory ``.NAME.XXXXXXXX.tmp`` in ``parent`` (created exclusively, as mkdtemp
-    does, but with mkdir's mode: the bundle's own once renamed)."""
+    does, with the bundle's own mode once renamed: its owner's alone)."""
     for _ in range(100):
         candidate = str(parent / f".{name}.{secrets.token_hex(4)}.tmp")
         try:
-            os.mkdir(candidate, 0o755)
+            os.mkdir(candidate, PRIVATE_DIR)
         except FileExistsError:
             continue
         return candidate

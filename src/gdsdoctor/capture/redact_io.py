@@ -27,7 +27,7 @@ from gdsdoctor.capture.detect import read_pasted
 from gdsdoctor.capture.redact import Redactor, private_map, redact_capture, redactor_from_map
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
-from gdsdoctor.outputs import write_atomic, write_new_bytes
+from gdsdoctor.outputs import PRIVATE, write_atomic, write_new_bytes
 
 MAX_MAP_BYTES = 64 * 1024 * 1024
 _ARCHIVE_SUFFIX = re.compile(r"\.(?:tar(?:\.(?:gz|bz2|xz|zst))?|tgz|tbz2|txz|tzst)$")
@@ -114,14 +114,14 @@ def save_map(redactor: Redactor, path: Path, replace: bool) -> None:
         write_private_map(private_map(redactor), path)
         return
     write_atomic(
-        path, json.dumps(private_map(redactor), indent=2, sort_keys=True, ensure_ascii=True) + "\n", 0o600
+        path, json.dumps(private_map(redactor), indent=2, sort_keys=True, ensure_ascii=True) + "\n", PRIVATE
     )
 
 
 def write_private_map(mapping: dict[str, Any], path: Path) -> None:
     """Create ``path`` (never over anything, not even a link) readable by its owner only."""
     text = json.dumps(mapping, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
-    write_new_bytes(path, text.encode("ascii"), mode=0o600)
+    write_new_bytes(path, text.encode("ascii"), mode=PRIVATE)
 
 
 def map_path_for(output: Path) -> Path:
