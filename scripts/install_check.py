@@ -15,12 +15,18 @@ and needs a package index; scripts/benchmark.py runs it as its `install` section
 4. The node-problem-detector plugin's two rules (integrations/node-problem-detector), their
    program under the prefix and ``--host-root /host`` given this host's ``/``: exit 0, 1 or 2 and
    one line of at most 80 characters.
+5. The offline install (docs/install.md, "Offline install"): the wheelhouse built as written
+   for Python 3.10 (the floor; this interpreter when the machine has none) and this machine's
+   architecture, then the node's lines, under a prefix, with the network cut (``unshare --net``,
+   as root): the installed ``gdsdoctor --version`` must run.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -34,6 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "integrations/prometheus/gdsdoctor-textfile.service"
 PLUGIN = REPO / "integrations/node-problem-detector/gdsdoctor-plugin.json"
 HEADING = "## System-wide install"
+OFFLINE = "## Offline install"
 INSTALL_DOC = REPO / "docs" / "install.md"  # the README links to it
 
 
@@ -45,6 +52,18 @@ def readme_block(heading: str = HEADING) -> list[str]:
     if block is None:
         raise SystemExit(f"docs/install.md: no sh block under {heading!r}")
     return [line for line in block[1].splitlines() if line.strip() and not line.startswith("#")]
+
+
+def sh_blocks(heading: str) -> list[list[str]]:
+    """The command lines of each ``sh`` block of the docs/install.md section under ``heading``."""
+    text = INSTALL_DOC.read_text()
+    section = text[text.index(heading) :]
+    following = section.find("\n## ", len(heading))
+    section = section if following < 0 else section[:following]
+    return [
+        [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+    ]
 
 
 def venv_step() -> str:
@@ -172,6 +191,69 @@ def check_npd(prefix: Path) -> bool:
     return ok
 
 
+def python_version(python: str) -> str | None:
+    """``3.10`` for an interpreter that runs (a pyenv shim of a version not selected does not)."""
+    try:
+        done = subprocess.run([python, "-c", _VERSION], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
+
+
+def node_python() -> str:
+    """The interpreter the offline install is made for: Python 3.10 (the floor; on PATH or
+    pyenv's), else this one."""
+    pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10.*/bin/python3")), reverse=True)
+    found = [p for p in [shutil.which("python3.10"), *pyenv] if p and python_version(p) == "3.10"]
+    return found[0] if found else sys.executable
+
+
+def for_the_node(line: str, version: str) -> str:
+    """The build block's first line with the node's Python version and this machine's platform."""
+    line = re.sub(r"\bNODE_PYTHON=\S+", f"NODE_PYTHON={version}", line)
+    return re.sub(r"\bNODE_PLATFORM=\S+", f"NODE_PLATFORM=manylinux2014_{platform.machine()}", line)
+
+
+def offline_lines(prefix: Path, python: str) -> list[str]:
+    """The node's block moved under ``prefix``, its ``python3`` the node's interpreter."""
+    _, install = sh_blocks(OFFLINE)[:2]
+    return [re.sub(r"^python3 ", f"{python} ", under(prefix, line)) for line in install]
+
+
+def check_offline(work: Path) -> bool:
+    python = node_python()
+    version = python_version(python) or ""
+    build, _ = sh_blocks(OFFLINE)[:2]
+    builder = work / "builder"  # its home: ~/wheelhouse lands there
+    builder.mkdir()
+    cache = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
+    env = {**os.environ, "HOME": str(builder), "PIP_CACHE_DIR": cache}
+    script = "\n".join([for_the_node(build[0], version), *build[1:]])
+    done = subprocess.run(["bash", "-ec", script], cwd=REPO, env=env, capture_output=True, text=True)
+    wheels = sorted(p.name for p in (builder / "wheelhouse").glob("*.whl"))
+    if not step(f"offline: wheelhouse for Python {version}", done.returncode == 0, f"{len(wheels)} wheels"):
+        print(done.stderr.strip()[-500:])
+        return False
+    node = work / "node"
+    prefix = node / "prefix"
+    (prefix / "usr/local/bin").mkdir(parents=True)
+    shutil.copy(builder / "gdsdoctor-wheelhouse.tar.gz", node)
+    cut = ["unshare", "--net", "--"] if os.geteuid() == 0 and shutil.which("unshare") else []
+    script = "\n".join(offline_lines(prefix, python))
+    done = subprocess.run([*cut, "bash", "-ec", script], cwd=node, capture_output=True, text=True)
+    if not step(f"offline: install {'without network' if cut else 'with --no-index'}", done.returncode == 0):
+        print(done.stderr.strip()[-500:])
+        return False
+    program = prefix / "usr/local/bin/gdsdoctor"
+    shown = subprocess.run([str(program), "--version"], capture_output=True, text=True)
+    return step(
+        f"offline: {program} --version", shown.returncode == 0, shown.stdout.strip() or shown.stderr[-300:]
+    )
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gdsdoctor-install-") as tmp:
         work = Path(tmp)
@@ -179,6 +261,7 @@ def main() -> int:
         results = [check_venv_as_user(work), check_system_install(prefix)]
         if results[-1]:
             results += [check_unit(prefix), check_npd(prefix)]
+        results.append(check_offline(work))
     return 0 if all(results) else 1
 
 

@@ -129,3 +129,25 @@ def test_every_metavar_of_every_command_is_in_one_style() -> None:
         with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
             run([*name.split()[1:], "--help"])
         assert not re.search(r"<[a-z]+>|\{[A-Za-z_]+\}", shown.getvalue()), name
+
+
+def test_the_offline_install_builds_a_wheelhouse_and_installs_from_it_alone(tmp_path: Path) -> None:
+    """docs/install.md's offline install (issue 33, item 2): the wheelhouse holds gdsdoctor's wheel
+    and binary wheels of its dependencies for the nodes' Python; the node installs from it with no
+    index, then links as the system-wide install does (scripts/install_check.py runs both)."""
+    build, install = install_check.sh_blocks(install_check.OFFLINE)[:2]
+    assert build[0].startswith("NODE_PYTHON=3.10 ")
+    assert any("pip wheel --no-deps --wheel-dir ~/wheelhouse ." in line for line in build)
+    download = next(line for line in build if "pip download" in line)
+    assert all(word in download for word in ("--only-binary=:all:", '"$NODE_PYTHON"', '"$NODE_PLATFORM"'))
+    pip = next(line for line in install if " install " in line and "pip" in line)
+    assert "--no-index --find-links wheelhouse gdsdoctor" in pip
+    assert [line for line in install if line != pip and not line.startswith("tar ")] == [
+        line for line in install_check.readme_block() if "pip install" not in line
+    ]
+    assert install_check.for_the_node(build[0], "3.12").startswith(
+        "NODE_PYTHON=3.12 NODE_PLATFORM=manylinux2014_"
+    )
+    moved = install_check.offline_lines(tmp_path, "/usr/bin/python3.10")
+    assert moved[1] == f"/usr/bin/python3.10 -m venv {tmp_path}/opt/gdsdoctor"
+    assert all("sudo" not in line and " /opt/" not in line and " /usr/local/" not in line for line in moved)
