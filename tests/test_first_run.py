@@ -76,12 +76,14 @@ def test_pasted_files_still_check_gpu_causes_without_pci_data() -> None:
 
 @pytest.mark.parametrize("files", [{}, {"hosts": "127.0.0.1 localhost\n", "motd": "welcome\n"}])
 def test_report_that_read_nothing_says_so_at_the_top(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
 ) -> None:
-    """`analyze` of an empty directory or of /etc: nothing recognised is the first thing said."""
+    """`analyze` of an empty directory or of /etc: nothing recognised is the first thing said. The
+    folder is named relative to the working directory: a long temporary path wrapped the line."""
 
-    folder = write_tree(tmp_path / "etc", files)
-    folder.mkdir(exist_ok=True)
+    write_tree(tmp_path / "etc", files).mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    folder = Path("etc")
     code = cli.run(["analyze", str(folder)])
     lines = capsys.readouterr().out.splitlines()
     assert code == 3
