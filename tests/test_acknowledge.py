@@ -57,8 +57,9 @@ def test_an_acknowledgement_in_the_default_config_sets_the_finding_apart_until_i
     assert "1 acknowledged finding(s) not counted" in report["summary"]["reason"]
     cause = next(c for c in report["causes"] if c["id"] == JOURNAL)
     assert cause["outcome"] == "fired" and cause["acknowledged"] is True
-    assert f'gdsdoctor_cause_state{{id="{JOURNAL}",category="mount-options",severity="warning"}} 4' in (
-        render_prometheus(report)
+    assert (
+        f'gdsdoctor_cause_state{{id="{JOURNAL}",category="mount-options",severity="warning",scope="node"}} 4'
+        in (render_prometheus(report))
     )
     cli.run(["analyze", MOUNTS, "--path", "/mnt/ckpt"])
     text = capsys.readouterr().out

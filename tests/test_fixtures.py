@@ -5,7 +5,8 @@ directory) and ``expect.yaml``: ``fires`` (ids that must be found), ``top`` (ids
 among the first three root causes), ``not_fires`` (ids that must not be found), optional
 ``status``, ``severities`` (``{id: severity}``: a fired cause's severity after its
 ``severity_at_most``), ``history`` (ids that must be in the report's History: fired by the whole log,
-not by the node as it is now), ``path`` (the --path to analyse with), ``job`` (the --params/--budget/... options,
+not by the node as it is now), ``path`` (the --path to analyse with), ``site`` (the site config's ``node:`` and
+``status:``, as ``{node: {gds: required}}``), ``job`` (the --params/--budget/... options,
 e.g. ``{params: 70B, budget: 2%}``) and ``unrecognised`` (file names that gdsdoctor is expected not
 to recognise, such as free prose copied from a ticket: notes about them are tolerated, notes about
 any other file fail the test).
@@ -37,7 +38,9 @@ def _expect(case: Path) -> dict:
 @pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(FIXTURES)) for c in CASES])
 def test_fixture(case: Path) -> None:
     expect = _expect(case)
-    analysis = analyze_paths(_inputs(case), expect.get("path"), job=expect.get("job"))
+    analysis = analyze_paths(
+        _inputs(case), expect.get("path"), job=expect.get("job"), site=expect.get("site")
+    )
     found = [f["id"] for f in analysis.report["findings"]]
     roots = [f["id"] for f in analysis.report["findings"] if not f["explained_by"]]
     for cause in expect.get("fires", []):

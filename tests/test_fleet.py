@@ -26,6 +26,8 @@ def validate_fleet(summary: dict) -> dict:
 
 LSMOD_GDS = "nvidia_fs 245760 0 - Live 0x0\nnvidia 56000000 1 nvidia_fs, Live 0x0\n"
 LSMOD_NO_GDS = "nvidia 56000000 0 - Live 0x0\n"
+# nvidia-fs installed through DKMS, beside an lsmod without it: GDS set up, the module not loaded
+DKMS_NVIDIA_FS = "nvidia-fs/2.18.3, 6.5.0-17-generic, x86_64: installed\n"
 ORDERED = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=ordered 0 0\n"
 JOURNAL = "/dev/nvme1n1 /mnt/ckpt ext4 rw,noatime,data=journal 0 0\n"
 RELATIME = "/dev/nvme1n1 /mnt/ckpt ext4 rw,relatime,data=ordered 0 0\n"
@@ -38,6 +40,11 @@ def node_capture(name: str, mounts: str, modules: str | None = LSMOD_GDS) -> Cap
         capture.add(
             "modules", Artifact("proc/modules", ArtifactStatus.OK, modules.encode(), source="/proc/modules")
         )
+    if modules == LSMOD_NO_GDS:  # a node meant to use GDS (docs/rules.md, Status: intent)
+        dkms = Artifact(
+            "cmd/dkms-status.txt", ArtifactStatus.OK, DKMS_NVIDIA_FS.encode(), source="dkms status"
+        )
+        capture.add("dkms_status", dkms)
     return capture
 
 
@@ -247,3 +254,31 @@ def test_benchmark_script_smoke_run(section: str) -> None:
     assert len(rows) >= 2, result.stdout  # the header and at least one measure
     if section == "analyze":
         assert any("fleet of 8 bundles" in row for row in rows)
+
+
+def test_a_shared_condition_is_reported_once_with_the_nodes_that_see_it(tmp_path: Path) -> None:
+    """Two clients of one Lustre whose OST6 is full (the real lfs df of
+    fixtures/capacity-one-ost-full-shared) and one that does not mount it: the full OST is one
+    row of ``shared`` with both nodes, in no node's own causes, and drains no node; it is the
+    fleet's problem, so the fleet status says it once."""
+    from tests.conftest import REPO
+
+    lfs_df = (REPO / "fixtures" / "capacity-one-ost-full-shared" / "files").glob("*.txt")
+    raw = next(lfs_df).read_bytes()
+    paths = []
+    for name in ("gpu001", "gpu002", "gpu003"):
+        capture = node_capture(name, ORDERED)
+        if name != "gpu003":
+            capture.add("lfs_df", Artifact("cmd/lfs-df.txt", ArtifactStatus.OK, raw, source="lfs df"))
+        paths.append(write_bundle(capture, tmp_path / f"{name}.tar.gz"))
+    summary = validate_fleet(fleet.analyse_fleet(paths, jobs=1))
+    (row,) = summary["shared"]
+    assert (row["id"], row["count"], row["nodes"]) == ("capacity-target-full", 2, ["gpu001", "gpu002"])
+    assert any("OST0006" in line for line in row["seen"])
+    assert "capacity-target-full" not in {c["id"] for c in summary["causes"]}
+    assert summary["summary"]["by_status"]["OK"] == 3 and summary["summary"]["status"] == "CRITICAL"
+    text = fleet.render(summary, "text")
+    assert text.count("capacity-target-full") == 1  # once, not once per node nor per group
+    assert "Shared conditions (1, each reported once)" in text and "seen by 2/3 nodes" in text
+    merged = fleet.merge([fleet.analyse_fleet(paths[:1], jobs=1), fleet.analyse_fleet(paths[1:], jobs=1)])
+    assert json.loads(json.dumps(merged))["shared"] == summary["shared"]  # mergeable

@@ -194,16 +194,19 @@ def test_prometheus_values(report: gd.Report) -> None:
     lines = text.splitlines()
     assert "gdsdoctor_status 2" in lines
     assert (
-        'gdsdoctor_cause_state{id="site-critical-ext4",category="filesystem",severity="critical"} 1' in lines
+        'gdsdoctor_cause_state{id="site-critical-ext4",category="filesystem",severity="critical",scope="node"} 1'
+        in lines
     )
     assert (
-        'gdsdoctor_cause_state{id="site-needs-modules",category="gds-driver",severity="warning"} 2' in lines
+        'gdsdoctor_cause_state{id="site-needs-modules",category="gds-driver",severity="warning",scope="node"} 2'
+        in lines
     )
     assert (
-        'gdsdoctor_cause_state{id="site-never-applies",category="environment",severity="warning"} 3' in lines
+        'gdsdoctor_cause_state{id="site-never-applies",category="environment",severity="warning",scope="node"} 3'
+        in lines
     )
     assert (
-        'gdsdoctor_cause_certainty{id="site-critical-ext4",category="filesystem",severity="critical"} 0.95'
+        'gdsdoctor_cause_certainty{id="site-critical-ext4",category="filesystem",severity="critical",scope="node"} 0.95'
         in lines
     )
     assert not any(line.startswith('gdsdoctor_cause_certainty{id="site-needs-modules"') for line in lines)

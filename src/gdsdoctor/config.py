@@ -14,6 +14,10 @@ none of the default ones. Keys::
         host: gpu0[0-4]*               # optional: only on these hosts (glob of the host name)
         reason: RMA open, ticket 4711  # required: shown beside the finding
         until: 2026-03-31              # optional: it expires after that day (a warning then)
+    node:                  # what this node is meant to use; wins over what the evidence shows
+      gds: required        # required | optional | unused (also nvmeof, storage_rdma)
+    status:
+      count_scopes: [node, shared]   # the finding scopes that set the status (default [node])
 
 A key gdsdoctor does not know is an error naming the closest known key (``parms: 70B`` would
 otherwise leave the job unjudged), and a YAML error gives its line and column. Acknowledging is
@@ -33,7 +37,12 @@ from gdsdoctor.errors import UserError
 
 DEFAULT_PATH = Path("/etc/gdsdoctor/config.yaml")
 ENV_VAR = "GDSDOCTOR_CONFIG"
-TOP_KEYS = ("checkpoint", "acknowledge")
+TOP_KEYS = ("checkpoint", "acknowledge", "node", "status")
+# The capabilities a node may state (facts/derived/intent.py) and what it may say of each.
+NODE_KEYS = ("gds", "nvmeof", "storage_rdma")
+NODE_VALUES = ("required", "optional", "unused")
+STATUS_KEYS = ("count_scopes",)
+SCOPES = ("node", "shared", "job")
 JOB_KEYS = (
     "params",
     "preset",
@@ -69,14 +78,42 @@ def read_config(path: Path | None) -> dict[str, Any]:
     if document is None:
         return {}
     if not isinstance(document, dict):
-        raise UserError(f"{path}: expected a mapping with the keys `checkpoint:` and `acknowledge:`")
+        raise UserError(f"{path}: expected a mapping with the keys {', '.join(f'`{k}:`' for k in TOP_KEYS)}")
     _known_keys(path, "", document, TOP_KEYS)
     config: dict[str, Any] = {}
     if "checkpoint" in document:
         config["checkpoint"] = _job(path, document["checkpoint"])
     if "acknowledge" in document:
         config["acknowledge"] = _acknowledgements(path, document["acknowledge"])
+    if "node" in document:
+        config["node"] = _node(path, document["node"])
+    if "status" in document:
+        config["status"] = _status(path, document["status"])
     return config
+
+
+def _node(path: Path, node: Any) -> dict[str, str]:
+    """``node:``: each capability stated as required, optional or unused."""
+    if not isinstance(node, dict):
+        raise UserError(f"{path}: expected a mapping `node:` with {', '.join(NODE_KEYS)}")
+    _known_keys(path, "node.", node, NODE_KEYS)
+    for key, value in node.items():
+        if value not in NODE_VALUES:
+            raise UserError(f"{path}: node.{key} {value!r}: expected one of {', '.join(NODE_VALUES)}")
+    return {str(k): str(v) for k, v in node.items()}
+
+
+def _status(path: Path, status: Any) -> dict[str, Any]:
+    """``status:``: ``count_scopes``, the finding scopes that set the status (node always does)."""
+    if not isinstance(status, dict):
+        raise UserError(f"{path}: expected a mapping `status:` with {', '.join(STATUS_KEYS)}")
+    _known_keys(path, "status.", status, STATUS_KEYS)
+    scopes = status.get("count_scopes", ["node"])
+    if not isinstance(scopes, list) or any(s not in SCOPES for s in scopes) or "node" not in scopes:
+        raise UserError(
+            f"{path}: status.count_scopes {scopes!r}: a list of {', '.join(SCOPES)} that holds node"
+        )
+    return {"count_scopes": list(dict.fromkeys(scopes))}
 
 
 def _load_yaml(path: Path) -> Any:

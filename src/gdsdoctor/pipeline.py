@@ -140,6 +140,7 @@ def history_results(
     lines = {(e["src"].get("artifact"), e["src"].get("line")) for e in past if isinstance(e.get("src"), dict)}
     whole = lifecycle.with_history(facts)
     whole["derived"] = derive(whole, (facts.get("target") or {}).get("path"))
+    whole["derived"]["intent"] = facts["derived"]["intent"]  # what the node uses is not history
     return [
         r
         for r in evaluate(causes, whole, HOW_TO_COLLECT)
@@ -156,8 +157,10 @@ def check(
     bench: tuple[BenchProgress, int | None] | None = None,
     acknowledgements: Sequence[dict[str, Any]] = (),
     since: str | None = None,
+    site: dict[str, Any] | None = None,
 ) -> Analysis:
-    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``).
+    """Capture this host and analyse it; ``job`` describes the checkpoint (``{"params": "70B"}``),
+    ``site`` is the site config (its ``node:`` and ``status:``, see ``apply_site``).
 
     With ``bench`` (a progress callback and a size in bytes or None for the default) and a
     ``target_path``, the checkpoint path is also measured (see :func:`add_bench`)."""
@@ -170,11 +173,25 @@ def check(
         capture.options["job"] = job
     if since:
         capture.options["since"] = since
+    apply_site(capture, site)
     if target_path:
         require_target(capture, target_path)
         if bench is not None:
             add_bench(capture, target_path, *bench)
     return analyze_capture(capture, rules_dirs, live.parsed, acknowledgements)
+
+
+def apply_site(capture: Capture, site: dict[str, Any] | None) -> None:
+    """The site config's statements that the status contract reads, put on the capture: ``node:``
+    (what the node is meant to use; facts/derived/intent.py) and ``status.count_scopes`` (the
+    finding scopes that set the status; report/build.py)."""
+    if not site:
+        return
+    if site.get("node"):
+        capture.options["node"] = dict(site["node"])
+    scopes = (site.get("status") or {}).get("count_scopes")
+    if scopes:
+        capture.options["count_scopes"] = list(scopes)
 
 
 def _prepare_analysis(rules_dirs: Sequence[Path]) -> None:
@@ -267,6 +284,7 @@ def analyze_paths(
     deadline_s: float = DEFAULT_DEADLINE_S,
     acknowledgements: Sequence[dict[str, Any]] = (),
     since: str | None = None,
+    site: dict[str, Any] | None = None,
 ) -> Analysis:
     """``analyze``: read the inputs, then analyse them, all within ``deadline_s`` seconds (pasted
     files are read for at most READING_SHARE of it, so what was read is still analysed); past
@@ -275,6 +293,7 @@ def analyze_paths(
     try:
         with analysis_deadline(deadline_s):
             capture = load_inputs(paths, target_path, job, deadline_s * READING_SHARE, since)
+            apply_site(capture, site)
             return analyze_capture(capture, rules_dirs, acknowledgements=acknowledgements)
     except DeadlinePassed as passed:
         raise DeadlineError(

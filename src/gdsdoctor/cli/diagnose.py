@@ -202,7 +202,7 @@ def check(
         measure = None if progress is None else (progress, bench_bytes)
         acknowledgements = config.get("acknowledge") or ()
         report = run_check(
-            host_root, path, rules_dir or [], deadline, job, measure, acknowledgements, since
+            host_root, path, rules_dir or [], deadline, job, measure, acknowledgements, since, site=config
         ).report
     return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
 
@@ -255,9 +255,13 @@ def analyze(
     if fleet or is_fleet(paths):
         if npd:
             raise UserError("--npd reports on one node; a fleet summary has no NPD form")
-        return _fleet(paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose, deadline)
+        return _fleet(
+            paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose, deadline, config
+        )
     acknowledgements = config.get("acknowledge") or ()
-    report = analyze_paths(paths, path, rules_dir or [], job, deadline, acknowledgements, since).report
+    report = analyze_paths(
+        paths, path, rules_dir or [], job, deadline, acknowledgements, since, site=config
+    ).report
     return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
 
 
@@ -272,12 +276,13 @@ def _fleet(
     job: dict[str, Any] | None = None,
     verbose: bool = False,
     deadline: float = DEFAULT_DEADLINE_S,
+    site: dict[str, Any] | None = None,
 ) -> int:
     from gdsdoctor.commands import fleet
 
     _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
-        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job, deadline)
+        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job, deadline, site)
     return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets, verbose)
 
 

@@ -4,6 +4,8 @@
 every bundle in its own process (bundles are independent) and summarises the fleet:
 
 - each cause with the number and names of the nodes where it fired;
+- each shared condition (a full OST: a finding of ``shared`` scope) once, with the nodes that
+  see it (fleet_shared.py), apart from the per-cause list;
 - nodes grouped by identical diagnosis (the same set of fired causes);
 - outliers: nodes whose configuration differs from the majority's, for the keys in
   :data:`CONFIG_KEYS` (JMESPath over the facts; a node without the section has no value and
@@ -15,7 +17,8 @@ a Slurm array job gives the same summary as one run over all bundles.
 
 The fleet status is the worst node status, in the order CRITICAL > UNKNOWN > WARNING > OK
 (Icinga's "worst state"): one unreadable bundle must not hide a critical node, and must not
-look healthy either.
+look healthy either. A shared condition and a shared identity count once, at their severity:
+they do not set any node's status, but they are the fleet's problem.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor import DEFAULT_DEADLINE_S, FLEET_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundles import is_bundle
-from gdsdoctor.commands import fleet_conflicts
+from gdsdoctor.commands import fleet_conflicts, fleet_names, fleet_shared
 from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError, DeadlineError
 from gdsdoctor.pipeline import analyze_paths, rules
@@ -120,12 +123,14 @@ def node_record(
     rules_dirs: Sequence[Path] = (),
     job: dict[str, Any] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    site: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse one bundle, within ``deadline_s`` (``--deadline``: each bundle's, so one slow to
-    parse cannot stall the run), into the small record the fleet summary is computed from.
-    Never raises for a bad bundle: it becomes an UNKNOWN node with the error."""
+    parse cannot stall the run), into the small record the fleet summary is computed from
+    (``site``: the site config's ``node:`` and ``status:``, for every node). Never raises for a
+    bad bundle: it becomes an UNKNOWN node with the error."""
     try:
-        analysis = analyze_paths([path], target_path, rules_dirs, job, deadline_s)
+        analysis = analyze_paths([path], target_path, rules_dirs, job, deadline_s, site=site)
     except (BundleError, DeadlineError) as error:
         return _failed_record(path, str(error))
     except Exception as error:  # a bug on one node must not sink the fleet run
@@ -148,6 +153,8 @@ def node_record(
             f["id"]: {"title": f["title"], "severity": f["severity"], "category": f["category"]}
             for f in report["findings"]
         },
+        "scopes": fleet_shared.scopes_of(report["findings"]),
+        "subjects": fleet_shared.subjects_of(report["findings"]),
     }
 
 
@@ -174,7 +181,7 @@ def _warm(rules_dirs: Sequence[Path]) -> None:
     rules(rules_dirs)
 
 
-Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None, float]
+Task = tuple[Path, str | None, tuple[Path, ...], dict[str, Any] | None, float, dict[str, Any] | None]
 
 
 def _analyse_one(args: Task) -> dict[str, Any]:
@@ -189,11 +196,12 @@ def analyse_fleet(
     progress: Callable[[int], None] | None = None,
     job: dict[str, Any] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    site: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse every bundle (in ``jobs`` processes; default: every core) into a fleet summary;
-    ``job`` (the checkpoint job, as for ``check``) applies to every node, ``deadline_s`` bounds
-    each node's analysis."""
-    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job, deadline_s) for p in paths]
+    ``job`` (the checkpoint job, as for ``check``) and ``site`` (the site config) apply to every
+    node, ``deadline_s`` bounds each node's analysis."""
+    tasks: list[Task] = [(Path(p), target_path, tuple(rules_dirs), job, deadline_s, site) for p in paths]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     _warm(rules_dirs)  # a rule error stops here, once, instead of in every worker
     records: list[dict[str, Any]] = []
@@ -219,13 +227,15 @@ def _failed_task(task: Task, why: str) -> dict[str, Any]:  # a worker killed on 
 
 def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The fleet summary: node records (the mergeable part) and what is computed from them."""
-    nodes = _unique_names(list(records))
+    nodes = fleet_names.unique_names(list(records))
     catalogue: dict[str, dict[str, str]] = {}
     for node in nodes:
         catalogue.update(node.get("causes", {}))
     statuses = Counter(node["status"] for node in nodes)
     shared = fleet_conflicts.conflicts(nodes)
+    conditions = fleet_shared.shared_conditions(nodes, catalogue)
     conflict_statuses = [fleet_conflicts.STATUS_OF[row["severity"]] for row in shared]
+    conflict_statuses += [fleet_shared.STATUS_OF[row["severity"]] for row in conditions]
     worst = max(
         [node["status"] for node in nodes] + conflict_statuses, key=WORST_ORDER.index, default="UNKNOWN"
     )
@@ -240,6 +250,7 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "by_status": {status: statuses.get(status, 0) for status in EXIT_CODES},
         },
         "causes": _causes(nodes, catalogue),
+        "shared": conditions,
         "groups": _groups(nodes),
         "outliers": _outliers(nodes),
         "conflicts": shared,
@@ -247,62 +258,10 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _unique_names(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Node names are keys, made from the host and the bundle file, afresh on every summary
-    (so a merge of merges names nodes as one run would): the host alone when it is unique,
-    else ``host (bundle file)`` with as much of the bundle's path as tells them apart. The very
-    same record twice (a shard merged twice) counts once."""
-    distinct: dict[str, dict[str, Any]] = {}
-    for node in nodes:
-        node = {**node, "host": _host_of(node)}
-        distinct.setdefault(_record_key(node), node)
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for node in distinct.values():
-        by_host[node["host"]].append(node)
-    named = []
-    for host, members in by_host.items():
-        labels = _shortest_distinct_suffixes([str(n["bundle"]) for n in members])
-        for node, label in zip(members, labels, strict=True):
-            name = host if host and len(members) == 1 else f"{host} ({label})" if host else label
-            named.append({**node, "name": name})
-    return sorted(named, key=lambda n: (n["name"], n["bundle"]))
-
-
-def _host_of(node: dict[str, Any]) -> str:
-    """The host of a record; a summary from before records kept it had only the name, with
-    ``#N`` counters appended to repeated hosts."""
-    if "host" in node:
-        return str(node["host"] or "")
-    return "" if node.get("error") else _without_counters(str(node["name"]))
-
-
-def _without_counters(name: str) -> str:
-    """``gpu001#2#3`` -> ``gpu001`` (a loop, not ``(#\\d+)+$``: that is retried from every ``#``)."""
-    head, mark, counter = name.rpartition("#")
-    while mark and counter.isdecimal():
-        name = head
-        head, mark, counter = name.rpartition("#")
-    return name
-
-
-def _record_key(node: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in node.items() if k != "name"}, sort_keys=True, default=str)
-
-
-def _shortest_distinct_suffixes(paths: list[str]) -> list[str]:
-    """For each path, its last components, as few as tell it apart from the others."""
-    parts = [Path(p).parts or (p,) for p in paths]
-    for depth in range(1, max(len(p) for p in parts) + 1):
-        labels = ["/".join(p[-depth:]) for p in parts]
-        if len(set(labels)) == len(labels):
-            return labels
-    return [f"{label} #{i}" for i, label in enumerate(paths, start=1)]
-
-
 def _causes(nodes: list[dict[str, Any]], catalogue: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
     where: dict[str, list[str]] = defaultdict(list)
     for node in nodes:
-        for cause in node["findings"]:
+        for cause in fleet_shared.own_findings(node):
             where[cause].append(node["name"])
     rows = [
         {
@@ -319,7 +278,7 @@ def _causes(nodes: list[dict[str, Any]], catalogue: dict[str, dict[str, str]]) -
 def _groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for node in nodes:
-        key = ("error",) if node.get("error") else tuple(sorted(node["findings"]))
+        key = ("error",) if node.get("error") else tuple(sorted(fleet_shared.own_findings(node)))
         groups[key].append(node)
     rows = [
         {
@@ -429,6 +388,7 @@ def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
                 (_names(cause["nodes"]), "dim"),
             )
         )
+    yield from fleet_shared.blocks(summary, _names)
     yield Heading(f"Nodes grouped by diagnosis ({plural(len(summary['groups']), 'group')}, worst first)")
     for group in summary["groups"]:
         what = "unreadable bundle" if group["unreadable"] else (", ".join(group["diagnosis"]) or "no finding")
@@ -481,6 +441,7 @@ def outline(summary: dict[str, Any], verbose: bool = False) -> Iterator[Any]:
             (head["status"], STATUS_STYLE[head["status"]]),
             (f" (exit {head['exit_code']}) — worst of {plural(head['nodes'], 'node')}", ""),
             (" and their shared identities" if summary.get("conflicts") else "", ""),
+            (" and shared conditions" if summary.get("shared") else "", ""),
         ),
         whole=True,  # the last line, whole: `| tail -1` gives the fleet status
     )

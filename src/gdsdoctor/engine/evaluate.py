@@ -5,6 +5,9 @@ Per cause, in order:
 1. ``applies_when`` false → *not applicable* (e.g. GDS causes on a host with no NVIDIA stack);
    null (the facts cannot tell) does not skip the cause, unless the derived fact it reads is
    ``derived.undecided`` (its sources were looked for and not read): then *inconclusive*;
+   then a cause about a capability (``uses: [gds]``) that the node does not use
+   (``derived.intent``: inferred from the evidence or stated by the site config) → *not
+   applicable*; a signal with ``uses`` is left out where the node does not use its capability;
 2. a required section not ``ok`` → *inconclusive*, with what is missing and how to collect it,
    unless signals marked ``stands_alone`` (a symptom read from a pasted log, which needs no
    other source to be seen) hold with enough certainty: only they are evaluated then, and the
@@ -32,10 +35,14 @@ from jmespath.exceptions import JMESPathError
 from gdsdoctor.compat import StrEnum
 from gdsdoctor.engine.functions import truthy
 from gdsdoctor.engine.query import FactQuery
-from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal, Step, fill
+from gdsdoctor.engine.rules import PLACEHOLDER, SCOPES, Cause, Signal, Step, fill
+from gdsdoctor.facts.derived.intent import not_used
 from gdsdoctor.patterns import lazy_compile
 
 MAX_EVIDENCE_PER_SIGNAL = 12
+# Below this combined certainty a critical finding is a candidate (WARNING at most): even odds.
+# Calibrated on the project's real cases and fixtures, never on one sample (docs/rules.md).
+CERTAINTY_FLOOR = 0.5
 # Characters that must never reach a terminal or a pasted command as they are: C0/C1 controls
 # (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
 # characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that
@@ -87,6 +94,10 @@ class CauseResult:
     verify: list[str] = field(default_factory=list)
     # {"from": severity, "reason": why} when --path capped it (engine/rank.narrow)
     narrowed: dict[str, str] | None = None
+    scope: str = "node"  # what the finding is about (the cause's scope, or its scope_from)
+    candidate: bool = False  # critical below CERTAINTY_FLOOR: caps the status at WARNING
+    confirm: list[str] = field(default_factory=list)  # what would confirm a candidate
+    not_used: tuple[str, ...] = ()  # not applicable: the capabilities the node does not use
 
     def __repr__(self) -> str:
         return f"CauseResult({self.cause.id!r}, {self.outcome!r}, certainty={self.certainty})"
@@ -130,8 +141,14 @@ def evaluate_cause(
         if applies is False:
             return CauseResult(cause, Outcome.NOT_APPLICABLE)
         undecided = _undecided(cause, facts, how_to_collect) if applies is None else []
-        if undecided:
+        if undecided:  # blind to whether it applies: never set aside as not used either
             return CauseResult(cause, Outcome.INCONCLUSIVE, missing=undecided)
+    intent = (facts.get("derived") or {}).get("intent") or {}
+    unused = not_used(intent, cause.uses)
+    if unused:
+        return CauseResult(cause, Outcome.NOT_APPLICABLE, not_used=tuple(unused))
+    if any(not_used(intent, s.uses) for s in cause.signals):
+        cause = replace(cause, signals=tuple(s for s in cause.signals if not not_used(intent, s.uses)))
     missing = _missing(cause, facts, how_to_collect)
     signals = [s for s in cause.signals if s.stands_alone] if missing else cause.signals
     results = [_signal(signal, query) for signal in signals]
@@ -157,7 +174,49 @@ def evaluate_cause(
             for line in render_command(step.cmd, values)
         ]
         outcome.verify = [line for template in cause.verify for line in render_command(template, values)]
+        outcome.scope = _scope(cause, query)
+        if cause.severity == "critical" and certainty < CERTAINTY_FLOOR:
+            outcome.candidate = True
+            outcome.confirm = _confirm(cause, results, _unread(cause, facts, how_to_collect), values)
     return outcome
+
+
+def _scope(cause: Cause, query: FactQuery) -> str:
+    """The cause's scope, or the one its ``scope_from`` gives (null or anything else keeps it)."""
+    if not cause.scope_from:
+        return cause.scope
+    try:
+        scope = query.search(cause.scope_from)
+    except JMESPathError:
+        return cause.scope
+    return scope if scope in SCOPES else cause.scope
+
+
+def _unread(cause: Cause, facts: dict[str, Any], how_to_collect: dict[str, str]) -> list[str]:
+    """How to collect the sources of the cause's ``requires`` that were not read (an alternative
+    left out counts too: another source may show what the one read could not)."""
+    sections = [s for r in cause.requires for s in ((r,) if isinstance(r, str) else r)]
+    return [
+        how_to_collect[s]
+        for s in dict.fromkeys(sections)
+        if _section_status(facts, s) != "ok" and how_to_collect.get(s)
+    ]
+
+
+def _confirm(
+    cause: Cause, results: Sequence[SignalResult], unread: Sequence[str], values: dict[str, Any]
+) -> list[str]:
+    """What would confirm a candidate: the sources its ``requires`` name that were not read
+    (how to collect them), then what the signals that did not hold look for."""
+    wanted = list(unread[:2])
+    wanted += [
+        "not seen: " + fill_text(r.signal.says, values)
+        for r in results
+        if not r.held and r.signal.certainty > 0 and not r.signal.boost
+    ]
+    if not wanted and cause.collect:
+        wanted.append(cause.collect)
+    return list(dict.fromkeys(wanted))[:4]
 
 
 SEVERITY_ORDER = ("info", "warning", "critical")

@@ -62,6 +62,15 @@ class Signal:
     # holds on its own data: may fire the cause while a required section is missing (a symptom
     # seen in a pasted log), where the other signals would leave it inconclusive
     stands_alone: bool = False
+    # the capabilities (CAPABILITIES) the signal is about: it is not evaluated where the node does
+    # not use one of them (an inbox nvme_rdma beside MLNX_OFED matters only where NVMe-oF is used)
+    uses: tuple[str, ...] = ()
+
+
+# What a cause or a signal may be about (``uses``), decided per node by facts/derived/intent.py
+# or stated in the site config's ``node:``; and the scopes a finding can have (``scope``).
+CAPABILITIES = ("gds", "nvmeof", "storage_rdma")
+SCOPES = ("node", "shared", "job")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,13 @@ class Cause:
     references: tuple[str, ...] = ()
     explains: tuple[str, ...] = ()
     collect: str = ""
+    # Status contract (docs/rules.md "Status"): the capabilities the cause is about (not applicable
+    # where the node does not use one), what the finding is about (node: this host; shared: a
+    # filesystem, target or fabric many nodes see; job: one job or user), and an expression whose
+    # "node"/"shared"/"job" result replaces that scope when the cause fires (null keeps it).
+    uses: tuple[str, ...] = ()
+    scope: str = "node"
+    scope_from: str | None = None
     file: str = ""
     line: int = 0
 
@@ -185,10 +201,12 @@ def rules_document(rules_dir: Path, causes: Sequence[Cause]) -> dict[str, Any]:
 def _cause_from_record(record: dict[str, Any], rules_dir: str) -> Cause:
     fields = dict(record)
     fields["file"] = os.path.join(rules_dir, record["file"])  # a str join: Path costs 10 us a cause
-    fields["signals"] = tuple(Signal(**signal) for signal in record["signals"])
+    fields["signals"] = tuple(
+        Signal(**{**signal, "uses": tuple(signal.get("uses", ()))}) for signal in record["signals"]
+    )
     fields["requires"] = tuple(r if isinstance(r, str) else tuple(r) for r in record["requires"])
     fields["remediation"] = tuple(Step(**step) for step in record["remediation"])
-    for name in ("verify", "references", "explains"):
+    for name in ("verify", "references", "explains", "uses"):
         fields[name] = tuple(record[name])
     return Cause(**fields)
 
@@ -271,7 +289,7 @@ def _map_expressions(raw: dict[str, Any], change: Callable[[str], str]) -> dict[
         return change(value) if isinstance(value, str) else value
 
     cause = dict(raw)
-    for key in ("applies_when", "severity_at_most"):
+    for key in ("applies_when", "severity_at_most", "scope_from"):
         if key in cause:
             cause[key] = apply(cause[key])
     cause["signals"] = [
@@ -288,7 +306,7 @@ def _old_names(document: dict[str, Any], name: str, lines: dict[Location, int]) 
     expressions = [(("checks", check), f"check {check}", body) for check, body in _checks(document).items()]
     for i, raw in enumerate(document["causes"]):
         at: Location = ("causes", i)
-        where = [((key,), raw.get(key)) for key in ("applies_when", "severity_at_most")]
+        where = [((key,), raw.get(key)) for key in ("applies_when", "severity_at_most", "scope_from")]
         where += [
             (("signals", j, key), signal.get(key))
             for j, signal in enumerate(raw["signals"])
@@ -407,6 +425,7 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
             s.get("evidence", s["when"]) or None,  # the lines the condition finds; false: none
             bool(s.get("boost")),
             bool(s.get("stands_alone")),
+            tuple(s.get("uses", ())),
         )
         for s in raw["signals"]
     )
@@ -428,6 +447,9 @@ def _cause(raw: dict[str, Any], file: str, line: int) -> Cause:
         references=tuple(raw.get("references", ())),
         explains=tuple(raw.get("explains", ())),
         collect=raw.get("collect", ""),
+        uses=tuple(raw.get("uses", ())),
+        scope=raw.get("scope", "node"),
+        scope_from=raw.get("scope_from"),
         file=file,
         line=line,
     )
@@ -448,6 +470,8 @@ def cause_expressions(cause: Cause) -> list[tuple[Location, str]]:
         expressions.append((("applies_when",), cause.applies_when))
     if cause.severity_at_most:
         expressions.append((("severity_at_most",), cause.severity_at_most))
+    if cause.scope_from:
+        expressions.append((("scope_from",), cause.scope_from))
     for i, signal in enumerate(cause.signals):
         expressions.append((("signals", i, "when"), signal.when))
         if signal.evidence and signal.evidence != signal.when:  # by default it is the when

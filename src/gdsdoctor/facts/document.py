@@ -50,7 +50,7 @@ def build_facts(
         capture.notes.append(clock["note"])
     lifecycle.judge(facts, clock, _since(capture))
     doing("deriving facts")
-    facts["derived"] = derive(facts, target_path)
+    facts["derived"] = derive(facts, target_path, capture.options.get("node"))
     return facts
 
 

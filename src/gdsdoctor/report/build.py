@@ -1,11 +1,16 @@
 """Assemble the report document (the JSON contract, see schemas/report.schema.json).
 
-Status: the worst severity among findings (critical → CRITICAL, warning → WARNING, info
-only → OK). With no finding: OK if at least one cause could be evaluated, UNKNOWN if none
-could (missing data is inconclusive, never healthy), and UNKNOWN too when the run was
-*partial* (report/partial.py: blind to what its critical causes need, such as the kernel log
-denied to a non-root user): ``summary.partial`` names what was not read and how to read it,
-whatever the status. Exit codes follow the monitoring-plugin
+Status (the contract of docs/rules.md "Status"): the worst severity among the findings that
+count — those of ``node`` scope, and of the scopes the site config raises
+(``status: {count_scopes: [node, shared]}``); a critical finding below the certainty floor
+(a *candidate*) counts as a warning. Shared and job findings are listed with their scope and
+``counted: false``; the causes not applicable because the node does not use their capability
+(GDS, NVMe-oF, RDMA for storage) are said in one line each (``summary.not_used``). Otherwise:
+critical → CRITICAL, warning → WARNING, info only → OK. With no finding: OK if at least one
+cause could be evaluated, UNKNOWN if none could (missing data is inconclusive, never healthy),
+and UNKNOWN too when the run was *partial* (report/partial.py: blind to what its critical
+causes need, such as the kernel log denied to a non-root user): ``summary.partial`` names what
+was not read and how to read it, whatever the status. Exit codes follow the monitoring-plugin
 convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 """
 
@@ -18,13 +23,16 @@ from gdsdoctor import REPORT_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.engine.acknowledge import Acknowledged
 from gdsdoctor.engine.acknowledge import describe as describe_ack
-from gdsdoctor.engine.evaluate import CauseResult, Outcome
+from gdsdoctor.engine.evaluate import CERTAINTY_FLOOR, CauseResult, Outcome
 from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.facts.event_clock import ago
 from gdsdoctor.report.node import node_summary
 from gdsdoctor.report.partial import describe, partial
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+DEFAULT_COUNTED_SCOPES = ("node",)
+# How each capability of ``uses:`` is named in the one line that says its causes do not apply.
+CAPABILITY_NAMES = {"gds": "GDS", "nvmeof": "NVMe-oF", "storage_rdma": "RDMA for storage"}
 _STATUS_OF_SEVERITY = {"critical": "CRITICAL", "warning": "WARNING", "info": "OK"}
 
 
@@ -42,7 +50,8 @@ def build_report(
     ``history``: the findings of kernel events since recovered (facts/lifecycle.py), apart too."""
     kept = acknowledged.kept if acknowledged is not None else ranked
     timeline = _Timeline(facts)
-    findings = [timeline.dated(_finding(f)) for f in kept]
+    counted = tuple(capture.options.get("count_scopes") or DEFAULT_COUNTED_SCOPES)
+    findings = _symptoms_in_scope([timeline.dated(_finding(f, counted)) for f in kept], counted)
     firing_now = {f.result.cause.id for f in ranked}
     inconclusive = _by_relevance(
         [_inconclusive(r, facts) for r in results if r.outcome is Outcome.INCONCLUSIVE], results
@@ -81,7 +90,9 @@ def build_report(
             _gpu_causes_not_applicable(facts, results),
             partial(capture, facts, results),
             len(history),
+            not_used_lines(facts, results),
         ),
+        "intent": _intent(facts),
     }
     if set_apart or expired:
         report["acknowledged"] = set_apart
@@ -177,6 +188,58 @@ def _gpu_causes_not_applicable(facts: dict[str, Any], results: Sequence[CauseRes
     )
 
 
+def _symptoms_in_scope(findings: list[dict[str, Any]], counted: Sequence[str]) -> list[dict[str, Any]]:
+    """A symptom folded under a shared or job cause takes its cause's scope: the job's ENOSPC
+    that a full OST explains is the OST's condition, not this node's."""
+    roots = {f["id"]: f["scope"] for f in findings if not f["explained_by"]}
+    for finding in findings:
+        root_scope = roots.get(finding["explained_by"] or "", "node")
+        if finding["explained_by"] and root_scope != "node":
+            finding["scope"], finding["counted"] = root_scope, root_scope in counted
+    return findings
+
+
+def not_used_lines(facts: dict[str, Any], results: Sequence[CauseResult]) -> list[dict[str, Any]]:
+    """Per capability the node does not use, how many causes that leaves not applicable and the
+    one line that says it ("GDS is not set up on this node: 14 causes not applicable; …")."""
+    intent = (facts.get("derived") or {}).get("intent") or {}
+    lines = []
+    for capability, name in CAPABILITY_NAMES.items():
+        count = sum(1 for r in results if r.outcome is Outcome.NOT_APPLICABLE and capability in r.not_used)
+        if not count:
+            continue
+        stated = (intent.get(capability) or {}).get("by") == "site"
+        why = "the site config says it is unused" if stated else "nothing shows it is used"
+        line = (
+            f"{name} is not set up on this node ({why}): {count} cause(s) not applicable; "
+            f"set `node.{capability}: required` in the site config to check them"
+        )
+        lines.append({"capability": capability, "causes": count, "line": line})
+    return lines
+
+
+def _intent(facts: dict[str, Any]) -> dict[str, Any]:
+    """What the node is meant to use (derived.intent), as the report states it."""
+    intent = (facts.get("derived") or {}).get("intent") or {}
+    decided = {
+        name: {
+            "state": value.get("state", "unknown"),
+            "by": value.get("by", "evidence"),
+            "evidence": [
+                {
+                    "text": item.get("says", ""),
+                    "artifact": (item.get("src") or {}).get("artifact"),
+                    "line": (item.get("src") or {}).get("line"),
+                }
+                for item in value.get("evidence") or []
+            ],
+        }
+        for name, value in intent.items()
+        if isinstance(value, dict) and "state" in value
+    }
+    return {**decided, "rdma_role": intent.get("rdma_role", "unknown")}
+
+
 def _cut_notes(facts: dict[str, Any]) -> list[str]:
     """A note for each section whose parser kept only part of its input (``input_cut``: a huge
     input; ``skipped_lines``: lines in no known form; ``conflicts``: outputs read as one that
@@ -203,13 +266,14 @@ def _verdict(result: CauseResult, acknowledged: set[str] = frozenset()) -> dict[
         "severity": cause.severity,
         "outcome": result.outcome.value,
         "certainty": result.certainty if evaluated else None,  # < 0: evidence against
+        "scope": result.scope,
     }
     if cause.id in acknowledged:
         verdict["acknowledged"] = True
     return verdict
 
 
-def _finding(ranked: RankedFinding) -> dict[str, Any]:
+def _finding(ranked: RankedFinding, counted: Sequence[str] = DEFAULT_COUNTED_SCOPES) -> dict[str, Any]:
     result, cause = ranked.result, ranked.result.cause
     return {
         "id": cause.id,
@@ -229,6 +293,10 @@ def _finding(ranked: RankedFinding) -> dict[str, Any]:
         "references": list(cause.references),
         **({"narrowed": dict(result.narrowed)} if result.narrowed else {}),
         **({"answers": list(ranked.answers)} if ranked.answers else {}),
+        "scope": result.scope,
+        "counted": result.scope in counted,
+        "candidate": result.candidate,
+        **({"confirm": list(result.confirm)} if result.candidate else {}),
     }
 
 
@@ -275,14 +343,22 @@ def summarise(
     gpu_not_applicable: int | None = None,
     blind: dict[str, Any] | None = None,
     history: int = 0,
+    not_used: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Status, exit code, the reason, the counts, ``partial`` when the run could not see what
     its critical causes need (``blind``), and a ``notice`` when the reader must know something
-    before anything else: nothing was read, or no NVIDIA GPU was found."""
+    before anything else: nothing was read, or no NVIDIA GPU was found. Only the findings that
+    count (``counted``: their scope counts) set the status; a critical candidate (below the
+    certainty floor) sets it to WARNING at most. ``not_used``: ``not_used_lines``."""
     counts = {outcome.value: 0 for outcome in Outcome}
     for result in results:
         counts[result.outcome.value] += 1
-    severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("critical", "warning", "info")}
+    counting = [f for f in findings if f.get("counted", True)]
+    candidates = [f for f in counting if f["severity"] == "critical" and f.get("candidate")]
+    severities = {
+        s: sum(1 for f in counting if f["severity"] == s and not (s == "critical" and f.get("candidate")))
+        for s in ("critical", "warning", "info")
+    }
     evaluated = counts["fired"] + counts["clear"]
     readable = any(p["status"] == "ok" for p in probes)
     notice = None
@@ -295,13 +371,10 @@ def summarise(
     elif severities["critical"]:
         status, reason = (
             "CRITICAL",
-            f"{severities['critical']} critical finding(s), first: {_first(findings, 'critical')}",
+            f"{severities['critical']} critical finding(s), first: {_first(counting, 'critical')}",
         )
-    elif severities["warning"]:
-        status, reason = (
-            "WARNING",
-            f"{severities['warning']} warning(s), first: {_first(findings, 'warning')}",
-        )
+    elif severities["warning"] or candidates:
+        status, reason = "WARNING", _warning_reason(counting, severities["warning"], candidates)
     elif blind:  # nothing found in what could be read: that is not health
         status = "UNKNOWN"
         reason = f"{describe(blind)}; nothing critical or warning in the {evaluated} cause(s) evaluated"
@@ -312,20 +385,32 @@ def summarise(
             reason += f"; {counts['inconclusive']} inconclusive for lack of data"
     if blind and status in ("CRITICAL", "WARNING"):
         reason += f"; {describe(blind)}"
+    if severities["critical"] and candidates:
+        reason += f"; {len(candidates)} critical candidate(s) below certainty {CERTAINTY_FLOOR:g}"
+    apart = [f for f in findings if not f.get("counted", True) and f["severity"] != "info"]
+    for scope in ("shared", "job"):
+        of_scope = [f for f in apart if f.get("scope") == scope]
+        if of_scope and readable:
+            reason += f"; {len(of_scope)} {scope} finding(s) not counted ({of_scope[0]['id']})"
     if history and readable:
         reason += f"; {history} finding(s) in history (recovered since)"
+    if readable and not_used and status == "OK":
+        reason += "; " + "; ".join(item["line"].split(":")[0] for item in not_used)
     if readable and gpu_not_applicable:
         notice = f"no NVIDIA GPU found: {gpu_not_applicable} GPU causes not applicable"
         if status == "OK":
             reason += f"; {notice}"
+    by_scope = {s: sum(1 for f in apart if f.get("scope") == s) for s in ("shared", "job")}
     summary = {
         "status": status,
         "exit_code": EXIT_CODES[status],
         "reason": reason,
-        "counts": {**severities, **counts, "history": history},
+        "counts": {**severities, **counts, "history": history, "candidates": len(candidates), **by_scope},
     }
     if notice:
         summary["notice"] = notice
+    if readable and not_used:
+        summary["not_used"] = list(not_used)
     if blind and readable:
         summary["partial"] = blind
     return summary
@@ -382,5 +467,26 @@ def exit_line(report: dict[str, Any]) -> str:
     return f"gdsdoctor: exit {summary['exit_code']} ({summary['status']}): {summary['reason']}"
 
 
+def _warning_reason(
+    counting: Sequence[dict[str, Any]], warnings: int, candidates: Sequence[dict[str, Any]]
+) -> str:
+    """Why the status is WARNING: the warnings, then the critical candidates, each with what
+    would confirm it (a candidate is never a drain)."""
+    parts = [f"{warnings} warning(s), first: {_first(counting, 'warning')}"] if warnings else []
+    if candidates:
+        first = candidates[0]
+        confirm = f" (to confirm: {first['confirm'][0]})" if first.get("confirm") else ""
+        parts.append(
+            f"{len(candidates)} critical candidate(s) below certainty {CERTAINTY_FLOOR:g}, "
+            f"first: {first['id']} {first['certainty']:.2f}{confirm}"
+        )
+    return "; ".join(parts)
+
+
 def _first(findings: Sequence[dict[str, Any]], severity: str) -> str:
-    return next(f["id"] for f in findings if f["severity"] == severity)
+    """The first finding of ``severity`` (a critical candidate is not among the critical ones)."""
+    return next(
+        f["id"]
+        for f in findings
+        if f["severity"] == severity and not (severity == "critical" and f.get("candidate"))
+    )

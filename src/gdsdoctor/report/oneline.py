@@ -47,20 +47,30 @@ def render_oneline(report: dict[str, Any], limit: int = SLURM_REASON_MAX) -> str
 def oneline(report: dict[str, Any]) -> str:
     summary = report["summary"]
     roots = [f for f in report["findings"] if not f["explained_by"] and f["severity"] != "info"]
+    roots = [f for f in roots if f.get("counted", True)]  # shared and job findings never drain
     if not roots:
         return ascii_line(f"{summary['status']}: {summary['reason']}")
     # The line names what sets the status: the worst severity first, in rank order within it (a
     # warning that answers a pasted error ranks above a critical elsewhere in the report, but a
-    # drain reason or a node condition names the critical one).
-    roots.sort(key=lambda f: _SEVERITY_FIRST.index(f["severity"]))
+    # drain reason or a node condition names the critical one); a critical candidate counts as
+    # a warning, and says it is one.
+    roots.sort(key=lambda f: _SEVERITY_FIRST.index(_counts_as(f)))
     top, others = roots[0], roots[1:]
-    line = f"{top['id']} {top['severity'].upper()} {top['certainty']:.2f}"
+    label = "CANDIDATE" if top.get("candidate") else top["severity"].upper()
+    line = f"{top['id']} {label} {top['certainty']:.2f}"
     if summary.get("partial"):  # before the title: a cut line must still say the run was blind somewhere
         line += " (partial: " + ",".join(i["source"] for i in summary["partial"]["not_read"]) + " not read)"
     line += f": {top['title']}"
     if others:
         line += f" (+{len(others)}: {','.join(f['id'] for f in others)})"
     return ascii_line(line)
+
+
+def _counts_as(finding: dict[str, Any]) -> str:
+    """The severity a finding counts as in the status: a critical candidate as a warning."""
+    return (
+        "warning" if finding.get("candidate") and finding["severity"] == "critical" else finding["severity"]
+    )
 
 
 def fit(line: str, limit: int) -> str:

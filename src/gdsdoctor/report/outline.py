@@ -76,6 +76,7 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
         return
     yield from _header(report)
     yield from _notice(report)
+    yield from _not_used(report)
     yield from _partial(report)
     yield from _node(report)
     yield from _probes(report, verbose)
@@ -131,6 +132,12 @@ def _notice(report: dict[str, Any]) -> Iterator[Block]:
         yield Line(((notice[0].upper() + notice[1:], STATUS_STYLE[report["summary"]["status"]]),))
 
 
+def _not_used(report: dict[str, Any]) -> Iterator[Block]:
+    """One line per capability the node does not use (intent): its causes are not applicable."""
+    for item in report["summary"].get("not_used") or []:
+        yield Line(prose_spans(item["line"]))
+
+
 def _partial(report: dict[str, Any]) -> Iterator[Block]:
     """A run blind to what its critical causes need says so before anything else (report/partial.py)."""
     blind = report["summary"].get("partial")
@@ -164,22 +171,34 @@ def _probes(report: dict[str, Any], verbose: bool) -> Iterator[Block]:
             yield Bullet(((probe["name"], "bold"), (f" {probe['status']}", "warning"), *detail))
 
 
+# The sections of the findings by scope (docs/rules.md, Status): this node's first.
+SCOPE_HEADINGS = {
+    "shared": "Shared: {n} finding(s) of a filesystem, target or fabric that many nodes see",
+    "job": "Job: {n} finding(s) of one job or user",
+}
+
+
 def _findings(report: dict[str, Any]) -> Iterator[Block]:
     findings = report["findings"]
-    if not findings:
+    node = [f for f in findings if f.get("scope", "node") == "node" or f["explained_by"]]
+    roots_node = [f for f in node if not f["explained_by"]]
+    if not roots_node:
         yield Heading(_no_finding_heading(report["summary"]))
-        return
-    yield Heading("Findings (root causes first)")
+    else:
+        yield Heading("Findings (root causes first)")
     number = 0
-    for finding in findings:
-        if finding["explained_by"]:
-            continue
-        number += 1
-        yield from _finding(finding, f"{number}.")
-        verified = list(finding.get("verify", []))  # each verify command once under its root
-        for symptom in findings:
-            if symptom["explained_by"] == finding["id"]:
-                yield from _symptom(symptom, verified)
+    for scope in ("node", "shared", "job"):
+        roots = [f for f in findings if not f["explained_by"] and f.get("scope", "node") == scope]
+        if roots and scope != "node":
+            counted = "counted in the status" if roots[0].get("counted") else "not counted in the status"
+            yield Heading(SCOPE_HEADINGS[scope].format(n=len(roots)) + f" ({counted})")
+        for finding in roots:
+            number += 1
+            yield from _finding(finding, f"{number}.")
+            verified = list(finding.get("verify", []))  # each verify command once under its root
+            for symptom in findings:
+                if symptom["explained_by"] == finding["id"]:
+                    yield from _symptom(symptom, verified)
 
 
 def _no_finding_heading(summary: dict[str, Any]) -> str:
@@ -188,6 +207,8 @@ def _no_finding_heading(summary: dict[str, Any]) -> str:
         return "No problem found in what could be read (a partial run: see above)"
     if summary["status"] == "UNKNOWN":
         return "No cause could be checked"
+    if summary["counts"].get("shared") or summary["counts"].get("job"):
+        return "No problem of this node found (see the shared and job findings below)"
     if summary.get("notice"):  # said at the top: no GPU, so only some causes apply
         checked = summary["counts"]["fired"] + summary["counts"]["clear"]
         return f"No problem found in the {checked} cause(s) that apply"
@@ -195,11 +216,15 @@ def _no_finding_heading(summary: dict[str, Any]) -> str:
 
 
 def _severity_spans(finding: dict[str, Any]) -> tuple[Span, ...]:
+    """Severity, id, certainty and category; a candidate and a finding of another scope than
+    the node's say so after the category (the status line counts them apart)."""
+    tags = " candidate" if finding.get("candidate") else ""
+    tags += f" {finding['scope']}" if finding.get("scope", "node") != "node" else ""
     return (
         (finding["severity"].upper(), finding["severity"]),
         ("  ", ""),
         (finding["id"], "bold"),
-        (f"  certainty {finding['certainty']:.2f}  [{finding['category']}]", "dim"),
+        (f"  certainty {finding['certainty']:.2f}  [{finding['category']}]{tags}", "dim"),
     )
 
 
@@ -210,6 +235,12 @@ def _finding(finding: dict[str, Any], number: str) -> Iterator[Block]:
         narrowed = finding["narrowed"]
         capped = f"{narrowed['from']} → {finding['severity']}, {narrowed['reason']}"
         yield Bullet((("Capped: ", "bold"), (capped, "")))
+    if finding.get("candidate"):
+        confirm = "; ".join(finding.get("confirm") or []) or "more evidence of the same"
+        yield Bullet(
+            (("Candidate: ", "bold"), ("below the certainty floor, WARNING at most; to confirm: ", ""))
+        )
+        yield Bullet(prose_spans(confirm), indent=2)
     if finding.get("answers"):
         yield Bullet((("Answers the error in ", "bold"), (", ".join(finding["answers"]), "")))
     yield Bullet(prose_spans(finding["explanation"]))

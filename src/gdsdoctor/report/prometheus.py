@@ -8,11 +8,17 @@ same directory, then a rename), so a scrape never reads half a file.
 Metrics (all gauges; see integrations/prometheus/gdsdoctor-alerts.yaml for alerts on them):
 
 - ``gdsdoctor_status`` 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the exit code before --fail-on);
-- ``gdsdoctor_cause_state{id,category,severity}`` 0 clear, 1 fired, 2 inconclusive, 3 not applicable,
-  4 fired but acknowledged in the site config (alerts on ``== 1`` leave it alone);
+- ``gdsdoctor_cause_state{id,category,severity,scope}`` 0 clear, 1 fired, 2 inconclusive, 3 not
+  applicable, 4 fired but acknowledged in the site config, 5 fired as a candidate (critical below
+  the certainty floor: WARNING at most), 6 fired in a scope the status does not count (``scope``
+  shared or job); alerts on ``== 1`` see only what sets the node's status (docs/rules.md, Status);
 - ``gdsdoctor_cause_certainty{id,category,severity}`` combined certainty of evaluated causes
   (negative: evidence against), absent for causes that could not be evaluated;
-- ``gdsdoctor_findings{severity}``, ``gdsdoctor_inconclusive_causes``;
+- ``gdsdoctor_findings{severity}`` (the findings that count), ``gdsdoctor_inconclusive_causes``;
+- ``gdsdoctor_findings_not_counted{scope}``: shared and job findings, and critical candidates
+  (``scope="candidates"``), none of which sets the status by default;
+- ``gdsdoctor_intent{capability,state,by}`` 1: whether the node uses GDS, NVMe-oF, RDMA for
+  storage (derived from the evidence, or stated by the site config);
 - ``gdsdoctor_probe_ok{probe,status}`` 1 when the source was read and parsed, else 0;
 - ``gdsdoctor_partial`` 1 when the run could not read what its critical causes need (the kernel
   log denied to a non-root user, PCIe capabilities hidden: report/partial.py), else 0, and
@@ -34,7 +40,7 @@ from gdsdoctor.report.verdicts import Verdict, verdicts
 
 STATUS_VALUE = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 STATE_VALUE = {"clear": 0, "fired": 1, "inconclusive": 2, "not_applicable": 3}
-ACKNOWLEDGED_STATE = 4
+ACKNOWLEDGED_STATE, CANDIDATE_STATE, NOT_COUNTED_STATE = 4, 5, 6
 
 Sample = tuple[dict[str, str], float]
 
@@ -59,12 +65,23 @@ def metric(name: str, help_: str, samples: Iterable[Sample]) -> list[str]:
     return lines
 
 
+def _state(verdict: Verdict) -> int:
+    """A cause's gauge value: what it says of the node's status, as the module's docstring lists."""
+    if verdict.acknowledged:
+        return ACKNOWLEDGED_STATE
+    if verdict.outcome == "fired" and not verdict.counted:
+        return NOT_COUNTED_STATE
+    if verdict.outcome == "fired" and verdict.candidate:
+        return CANDIDATE_STATE
+    return STATE_VALUE[verdict.outcome]
+
+
 def render_prometheus(report: dict[str, Any], now: float | None = None) -> str:
     causes = verdicts(report)
     summary = report["summary"]
 
     def cause_labels(v: Verdict) -> dict[str, str]:
-        return {"id": v.id, "category": v.category, "severity": v.severity}
+        return {"id": v.id, "category": v.category, "severity": v.severity, "scope": v.scope}
 
     lines = [
         *metric(
@@ -74,11 +91,10 @@ def render_prometheus(report: dict[str, Any], now: float | None = None) -> str:
         ),
         *metric(
             "gdsdoctor_cause_state",
-            "Per cause: 0 clear, 1 fired, 2 inconclusive (facts missing), 3 not applicable, 4 acknowledged.",
-            [
-                (cause_labels(v), ACKNOWLEDGED_STATE if v.acknowledged else STATE_VALUE[v.outcome])
-                for v in causes
-            ],
+            "Per cause: 0 clear, 1 fired, 2 inconclusive (facts missing), 3 not applicable, "
+            "4 acknowledged, 5 fired as a candidate (below the certainty floor), "
+            "6 fired in a scope the status does not count.",
+            [(cause_labels(v), _state(v)) for v in causes],
         ),
         *metric(
             "gdsdoctor_cause_certainty",
@@ -89,6 +105,21 @@ def render_prometheus(report: dict[str, Any], now: float | None = None) -> str:
             "gdsdoctor_findings",
             "Fired causes by severity.",
             [({"severity": s}, summary["counts"].get(s, 0)) for s in ("critical", "warning", "info")],
+        ),
+        *metric(
+            "gdsdoctor_findings_not_counted",
+            "Fired causes of a scope the status does not count (shared: a filesystem or target many "
+            "nodes see; job: one job or user), and critical candidates below the certainty floor.",
+            [({"scope": key}, summary["counts"].get(key, 0)) for key in ("shared", "job", "candidates")],
+        ),
+        *metric(
+            "gdsdoctor_intent",
+            "1 for what the node is meant to use, per capability: state used, unused or unknown.",
+            [
+                ({"capability": name, "state": value["state"], "by": value["by"]}, 1)
+                for name, value in (report.get("intent") or {}).items()
+                if isinstance(value, dict)
+            ],
         ),
         *metric(
             "gdsdoctor_inconclusive_causes",

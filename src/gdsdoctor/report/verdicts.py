@@ -28,11 +28,24 @@ class Verdict:
     finding: dict[str, Any] | None = None  # the report's finding, when fired
     missing: tuple[dict[str, str], ...] = ()  # what to collect, when inconclusive
     acknowledged: dict[str, Any] | None = None  # the acknowledgement that set a fired cause apart
+    scope: str = "node"  # the finding's scope when fired, else the cause's (docs/rules.md, Status)
+
+    @property
+    def counted(self) -> bool:
+        """Whether a fired cause's finding sets the status (its scope counts; older reports: yes)."""
+        return self.finding is None or bool(self.finding.get("counted", True))
+
+    @property
+    def candidate(self) -> bool:
+        """A critical finding below the certainty floor (WARNING at most)."""
+        return self.finding is not None and bool(self.finding.get("candidate"))
 
     @property
     def fails(self) -> bool:
-        """Fired at a severity that makes the node unhealthy (info and acknowledged findings do not)."""
-        return self.outcome == FIRED and self.severity in ("critical", "warning") and not self.acknowledged
+        """Fired at a severity that makes the node unhealthy (info and acknowledged findings do
+        not, nor those of a scope the status does not count: a shared target, a job)."""
+        unhealthy = self.severity in ("critical", "warning") and self.counted
+        return self.outcome == FIRED and unhealthy and not self.acknowledged
 
 
 def verdicts(report: dict[str, Any]) -> list[Verdict]:
@@ -56,6 +69,7 @@ def verdicts(report: dict[str, Any]) -> list[Verdict]:
             finding=findings.get(c["id"]),
             missing=missing.get(c["id"], ()),
             acknowledged=acknowledged[c["id"]]["acknowledgement"] if c["id"] in acknowledged else None,
+            scope=str((findings.get(c["id"]) or c).get("scope", "node")),
         )
         for c in causes
     ]

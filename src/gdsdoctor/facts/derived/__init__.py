@@ -25,6 +25,8 @@ and one key per concern, each written by its own module, which documents its key
   WCTEMP/CCTEMP, with its throttling history;
 - ``derived.netfs`` (netfs.py): the network and parallel filesystem servers the kernel log says a
   client lost, with the mounts they serve;
+- ``derived.intent`` (intent.py): what the node is meant to use (GDS, NVMe-oF, RDMA for
+  storage), from the evidence or the site config's ``node:``; the engine reads it for ``uses:``;
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -45,6 +47,7 @@ from gdsdoctor.facts.derived import (
     gds,
     host_memory,
     netfs,
+    intent,
     nvme_thermal,
     roce_gids,
     storage,
@@ -53,7 +56,10 @@ from gdsdoctor.facts.derived import (
 )
 
 
-def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
+def derive(
+    facts: dict[str, Any], target_path: str | None, stated: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The derived facts; ``stated``: the site config's ``node:`` (what the node is meant to use)."""
     derived = core.derive(facts, target_path)
     # In order: each concern sees the facts and the concerns before it (udev reads storage's mounts).
     derived["gds"] = gds.derive(facts, derived)
@@ -69,4 +75,5 @@ def derive(facts: dict[str, Any], target_path: str | None) -> dict[str, Any]:
     derived["checkpoint_host"] = host_memory.derive(facts)
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
     derived["netfs"] = netfs.derive(facts)
+    derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
     return derived
