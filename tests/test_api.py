@@ -34,8 +34,9 @@ def test_public_names_and_signatures_are_stable() -> None:
         for name in ("check", "analyze", "analyze_texts", "analyze_fleet")
     }
     assert signatures == {
-        "check": ["path", "host_root", "rules_dirs", "deadline_s", "job", "since"],
-        "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s", "since"],
+        # site (the site config's node: and status:, issue 31) was added last: positions unchanged
+        "check": ["path", "host_root", "rules_dirs", "deadline_s", "job", "since", "site"],
+        "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s", "since", "site"],
         "analyze_texts": ["texts", "path", "rules_dirs", "job"],
         "analyze_fleet": ["paths", "path", "rules_dirs", "jobs", "job"],
     }

@@ -46,7 +46,7 @@ def _findings(analysis) -> list[tuple]:  # type: ignore[no-untyped-def]
 
 
 def test_check_reads_host_root_and_finds_causes(tmp_path: Path, isolated_path: Path) -> None:
-    analysis = check(_host(tmp_path))
+    analysis = check(_host(tmp_path), site={"node": {"gds": "required"}})  # a node meant for GDS
     ids = [f["id"] for f in analysis.report["findings"]]
     assert "nvidia-fs-not-loaded" in ids and "ext4-data-mode-not-explicit" in ids
     assert analysis.report["summary"]["status"] == "CRITICAL" and analysis.exit_code == 2

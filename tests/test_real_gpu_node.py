@@ -40,7 +40,12 @@ def test_platform_facts(facts: dict) -> None:
 
 def test_live_and_offline_agree_on_that_node() -> None:
     # The device run compared `check` with `analyze` of the bundle on the node itself
-    # (same findings); here the bundle alone must still give the documented diagnosis.
+    # (same findings); here the bundle alone must still give the documented diagnosis: a node
+    # that does not use GDS (the cufile.json CUDA ships, no nvidia-fs anywhere) is OK and says
+    # so; the site saying it does use GDS makes the missing module its first finding.
     report = analyze_paths([BUNDLE]).report
-    assert report["findings"][0]["id"] == "nvidia-fs-not-loaded"
+    assert report["summary"]["status"] == "OK" and report["intent"]["gds"]["state"] == "unused"
+    assert report["summary"]["not_used"][0]["line"].startswith("GDS is not set up on this node")
     assert report["source"]["notes"] == []
+    stated = analyze_paths([BUNDLE], site={"node": {"gds": "required"}}).report
+    assert stated["findings"][0]["id"] == "nvidia-fs-not-loaded" and stated["summary"]["status"] == "CRITICAL"

@@ -298,3 +298,13 @@ def test_report_json_keeps_the_contract_fields() -> None:
     data = json.loads(json.dumps(rep))
     assert {"scope", "counted", "candidate"} <= set(data["findings"][0])
     assert {c["id"]: c.get("scope") for c in data["causes"]}["capacity-target-full"] == "shared"
+
+
+def test_the_python_api_takes_the_site_statements_checked() -> None:
+    from gdsdoctor import api as gd
+
+    paths = files("gds-not-set-up-gpu-node")
+    assert gd.analyze(paths).status == "OK"
+    assert gd.analyze(paths, site={"node": {"gds": "required"}}).status == "CRITICAL"
+    with pytest.raises(UserError, match="node.gds 'yes'"):
+        gd.analyze(paths, site={"node": {"gds": "yes"}})

@@ -94,16 +94,24 @@ def check(
     deadline_s: float = 60.0,
     job: Mapping[str, Any] | None = None,
     since: str | None = None,
+    site: Mapping[str, Any] | None = None,
 ) -> Report:
     """Diagnose this host (read-only), like ``gdsdoctor check [--path PATH] [--since WHEN]``.
 
     ``job`` describes the checkpoint like ``--params/--preset/--interval/--budget/--gpus``:
-    ``{"params": "70B", "interval": "30m"}``.
+    ``{"params": "70B", "interval": "30m"}``; ``site`` holds the site config's ``node:`` and
+    ``status:`` (``{"node": {"gds": "required"}}``, docs/site-config.md).
     """
-    checked = _job(job)
+    checked, stated = _job(job), _site(site)
     return _run(
         lambda: pipeline.check(
-            Path(host_root), _str(path), _paths(rules_dirs), deadline_s, checked, since=_since(since)
+            Path(host_root),
+            _str(path),
+            _paths(rules_dirs),
+            deadline_s,
+            checked,
+            since=_since(since),
+            site=stated,
         )
     )
 
@@ -115,16 +123,17 @@ def analyze(
     job: Mapping[str, Any] | None = None,
     deadline_s: float = 60.0,
     since: str | None = None,
+    site: Mapping[str, Any] | None = None,
 ) -> Report:
     """Analyse one bundle (``.tar.gz`` or directory) or pasted output files, like ``gdsdoctor analyze``,
     within ``deadline_s`` seconds in all (called from the main thread; past it, a DeadlineError
     naming the step not finished); pasted files (a fifo fed by a slow writer among them) are read
-    for at most half of it."""
+    for at most half of it. ``site``: as for :func:`check`."""
     inputs = _paths([paths] if isinstance(paths, str | Path) else paths)
-    checked = _job(job)
+    checked, stated = _job(job), _site(site)
     return _run(
         lambda: pipeline.analyze_paths(
-            inputs, _str(path), _paths(rules_dirs), checked, deadline_s, since=_since(since)
+            inputs, _str(path), _paths(rules_dirs), checked, deadline_s, since=_since(since), site=stated
         )
     )
 
@@ -186,6 +195,13 @@ def _job(job: Mapping[str, Any] | None) -> dict[str, Any] | None:
     checked = {str(k): v for k, v in job.items()}
     validate(checked)  # a bad value raises EstimateError, a GdsdoctorError
     return checked
+
+
+def _site(site: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The site config's ``node:`` and ``status:``, checked as a file's are (a UserError)."""
+    from gdsdoctor.config import statements
+
+    return statements(dict(site), "site") if site else None
 
 
 def _paths(values: Iterable[PathLike]) -> list[Path]:

@@ -92,6 +92,22 @@ def read_config(path: Path | None) -> dict[str, Any]:
     return config
 
 
+def statements(site: Any, where: str = "site") -> dict[str, Any]:
+    """The ``node:`` and ``status:`` of a site config given as a mapping (the Python API's
+    ``site=``), checked as a file's are."""
+    if not site:
+        return {}
+    if not isinstance(site, dict):
+        raise UserError(f"{where}: expected a mapping with `node:` and `status:`")
+    _known_keys(Path(where), "", site, ("node", "status"))
+    checked: dict[str, Any] = {}
+    if "node" in site:
+        checked["node"] = _node(Path(where), site["node"])
+    if "status" in site:
+        checked["status"] = _status(Path(where), site["status"])
+    return checked
+
+
 def _node(path: Path, node: Any) -> dict[str, str]:
     """``node:``: each capability stated as required, optional or unused."""
     if not isinstance(node, dict):

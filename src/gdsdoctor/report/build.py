@@ -394,8 +394,6 @@ def summarise(
             reason += f"; {len(of_scope)} {scope} finding(s) not counted ({of_scope[0]['id']})"
     if history and readable:
         reason += f"; {history} finding(s) in history (recovered since)"
-    if readable and not_used and status == "OK":
-        reason += "; " + "; ".join(item["line"].split(":")[0] for item in not_used)
     if readable and gpu_not_applicable:
         notice = f"no NVIDIA GPU found: {gpu_not_applicable} GPU causes not applicable"
         if status == "OK":

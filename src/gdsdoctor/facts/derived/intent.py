@@ -75,6 +75,13 @@ SOURCES = {
 _CUFILE_KINDS = ("nvfs_setup_error", "io_disabled", "pinning_failed", "cufile_error")
 # Kernel modules that carry storage over RDMA (the inbox build refusing OFED's symbols is a load attempt).
 _STORAGE_RDMA_MODULES = ("nvme_rdma", "nvmet_rdma", "rpcrdma", "xprtrdma", "svcrdma", "ib_iser", "ib_srp")
+# Keys whose value in NVIDIA's shipped cufile.json changed between releases, with every shipped
+# value seen: such a value is the shipped file's, not a site's change (CUDA 13.0's /etc/cufile.json,
+# fixtures/h200-node-without-nvidia-fs, sets posix_pool_slab_count [128, 64, 64]; the documented
+# default, probes/cufile.py DEFAULTS, is [128, 64, 32]).
+SHIPPED_VARIANTS: dict[str, tuple[object, ...]] = {
+    "properties.posix_pool_slab_count": ([128, 64, 32], [128, 64, 64]),
+}
 _NVMEOF_MODULES = ("nvme_fabrics", "nvme_rdma", "nvme_tcp", "nvme_fc", "nvmet", "nvmet_rdma", "nvmet_tcp")
 _NVMEOF_CLI_KINDS = (
     "fabrics_write_failed",
@@ -141,11 +148,16 @@ def _gds(facts: dict[str, Any], derived: dict[str, Any]) -> Iterable[dict[str, A
     if devices.get("count") or devices.get("devcount") or devices.get("proc_present"):
         yield _shows("nvidia-fs devices or /proc/driver/nvidia-fs exist (the host loaded nvidia_fs)")
     for item in dicts(ok_section(facts, "cufile_json").get("items")):
-        if "default" in item and item.get("default") is not None and item.get("value") != item.get("default"):
+        if _changed(item):
             yield _shows(
                 f"cufile.json sets {item.get('key')} (changed from NVIDIA's default)", item.get("src")
             )
             break
+    gds = obj(derived.get("gds"))
+    if gds.get("p2pdma_configured") is True:
+        yield _shows("cuFile is configured for P2PDMA (use_pci_p2pdma)")
+    if strs(gds.get("rdma_dev_addrs")):
+        yield _shows("cufile.json gives cuFile RDMA addresses (rdma_dev_addr_list)")
     env = ok_section(facts, "cufile_env")
     for item in dicts(env.get("items")):
         if str(item.get("name", "")).startswith("CUFILE_"):
@@ -161,6 +173,15 @@ def _gds(facts: dict[str, Any], derived: dict[str, Any]) -> Iterable[dict[str, A
             if job.get("gds"):
                 yield _shows("fio ran with ioengine=libcufile", job.get("src"))
                 break
+
+
+def _changed(item: dict[str, Any]) -> bool:
+    """A cufile.json key set to another value than NVIDIA ships (a key without a documented
+    default, a site's own addition, says nothing either way)."""
+    default = item.get("default")
+    if default is None or item.get("value") == default:
+        return False
+    return item.get("value") not in SHIPPED_VARIANTS.get(str(item.get("key")), ())
 
 
 def _gds_app(facts: dict[str, Any]) -> Iterable[dict[str, Any]]:
