@@ -306,5 +306,5 @@ def test_the_python_api_takes_the_site_statements_checked() -> None:
     paths = files("gds-not-set-up-gpu-node")
     assert gd.analyze(paths).status == "OK"
     assert gd.analyze(paths, site={"node": {"gds": "required"}}).status == "CRITICAL"
-    with pytest.raises(UserError, match="node.gds 'yes'"):
+    with pytest.raises(UserError, match=r"node\.gds 'yes'"):
         gd.analyze(paths, site={"node": {"gds": "yes"}})

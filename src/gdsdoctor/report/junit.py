@@ -3,6 +3,8 @@
 
 - fired critical or warning → ``<failure type="critical|warning">`` with evidence, fix and commands;
 - fired info → passed, with the finding in ``<system-out>``;
+- fired in a scope the status does not count (a shared filesystem's, a job's: docs/rules.md,
+  Status) → passed, with the finding and its scope in ``<system-out>``;
 - clear → passed;
 - inconclusive → ``<skipped>`` naming the missing facts and how to collect them;
 - not applicable → ``<skipped message="not applicable">``;
@@ -104,6 +106,9 @@ def _testcase(verdict: Verdict) -> ET.Element:
             message = f"{verdict.title} (certainty {verdict.certainty or 0:.2f})"
             failure = ET.SubElement(case, "failure", {"type": verdict.severity, "message": xml_text(message)})
             failure.text = body
+        elif not verdict.counted:  # a shared or job finding: listed, never failing this node
+            label = f"{verdict.severity.upper()} ({verdict.scope}, not counted in the status)"
+            ET.SubElement(case, "system-out").text = xml_text(f"{label} {verdict.title}\n{body}")
         else:
             ET.SubElement(case, "system-out").text = xml_text(f"INFO {verdict.title}\n{body}")
     elif verdict.outcome == INCONCLUSIVE:
