@@ -308,3 +308,13 @@ def test_the_python_api_takes_the_site_statements_checked() -> None:
     assert gd.analyze(paths, site={"node": {"gds": "required"}}).status == "CRITICAL"
     with pytest.raises(UserError, match=r"node\.gds 'yes'"):
         gd.analyze(paths, site={"node": {"gds": "yes"}})
+
+
+def test_a_nofail_share_that_is_down_is_a_warning_of_its_server_not_a_drain() -> None:
+    rep = report("fstab-nofail-nfs-datasets-down")
+    (finding,) = rep["findings"]
+    assert (finding["severity"], finding["scope"], rep["summary"]["status"]) == ("warning", "shared", "OK")
+    fstab = REPO / "tests" / "data" / "fstab" / "fstab-nfs-nofail-netdev.domus-docs.txt"
+    with_disk = analyze_paths([fstab, files("fstab-nofail-nfs-datasets-down")[1]]).report
+    assert with_disk["summary"]["status"] == "WARNING"  # the local nofail disk: the node's
+    assert report("fstab-tier-barrier0-not-mounted")["summary"]["status"] == "CRITICAL"
