@@ -35,7 +35,7 @@ from jmespath.exceptions import JMESPathError
 from gdsdoctor.compat import StrEnum
 from gdsdoctor.engine.functions import truthy
 from gdsdoctor.engine.query import FactQuery
-from gdsdoctor.engine.rules import PLACEHOLDER, SCOPES, Cause, Signal, Step, fill
+from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal, Step, fill
 from gdsdoctor.facts.derived.intent import not_used
 from gdsdoctor.patterns import lazy_compile
 
@@ -43,6 +43,7 @@ MAX_EVIDENCE_PER_SIGNAL = 12
 # Below this combined certainty a critical finding is a candidate (WARNING at most): even odds.
 # Calibrated on the project's real cases and fixtures, never on one sample (docs/rules.md).
 CERTAINTY_FLOOR = 0.5
+SCOPES = ("node", "shared", "job")  # what a finding is about (docs/rules.md, Status)
 # Characters that must never reach a terminal or a pasted command as they are: C0/C1 controls
 # (ANSI escapes, CR, NUL; some terminals read \x9b as CSI) and invisible or reordering format
 # characters (bidi overrides and isolates, zero-width, line/paragraph separators, BOM) that

@@ -62,15 +62,7 @@ class Signal:
     # holds on its own data: may fire the cause while a required section is missing (a symptom
     # seen in a pasted log), where the other signals would leave it inconclusive
     stands_alone: bool = False
-    # the capabilities (CAPABILITIES) the signal is about: it is not evaluated where the node does
-    # not use one of them (an inbox nvme_rdma beside MLNX_OFED matters only where NVMe-oF is used)
-    uses: tuple[str, ...] = ()
-
-
-# What a cause or a signal may be about (``uses``), decided per node by facts/derived/intent.py
-# or stated in the site config's ``node:``; and the scopes a finding can have (``scope``).
-CAPABILITIES = ("gds", "nvmeof", "storage_rdma")
-SCOPES = ("node", "shared", "job")
+    uses: tuple[str, ...] = ()  # capabilities it is about: left out where the node uses none of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +86,7 @@ class Cause:
     references: tuple[str, ...] = ()
     explains: tuple[str, ...] = ()
     collect: str = ""
-    # Status contract (docs/rules.md "Status"): the capabilities the cause is about (not applicable
-    # where the node does not use one), what the finding is about (node: this host; shared: a
-    # filesystem, target or fabric many nodes see; job: one job or user), and an expression whose
-    # "node"/"shared"/"job" result replaces that scope when the cause fires (null keeps it).
+    # docs/rules.md "Status": capabilities (not applicable where unused), scope, and its expression
     uses: tuple[str, ...] = ()
     scope: str = "node"
     scope_from: str | None = None
