@@ -126,10 +126,14 @@ def test_probes_lists_sources() -> None:
     assert result.returncode == 0 and "/proc/modules" in result.stdout and "lsmod" in result.stdout
 
 
-def test_check_with_nonexistent_path_is_a_usage_error() -> None:
-    result = gdsdoctor("check", "--path", "/definitely/not/here")
-    assert result.returncode == 3
-    assert result.stderr.strip() == "gdsdoctor: --path /definitely/not/here: no such file or directory"
+def test_check_with_nonexistent_path_diagnoses_its_nearest_parent_and_says_so() -> None:
+    result = gdsdoctor("check", "--path", "/definitely/not/here", "--format", "json")
+    assert result.returncode != 3 and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    said = "does not exist: its nearest existing parent / is diagnosed"
+    assert report["node"]["checkpoint_fs"]["path"] == said  # the header's line, before any finding
+    note = "--path /definitely/not/here: no such file or directory; diagnosed its nearest existing parent /"
+    assert any(n.startswith(note) for n in report["source"]["notes"])
 
 
 def test_check_with_path_names_the_target() -> None:

@@ -19,9 +19,9 @@ from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.detect import capture_files
 from gdsdoctor.capture.live import LiveCapture
 from gdsdoctor.deadline import DeadlinePassed, analysis_deadline, doing
-from gdsdoctor.errors import DeadlineError, UserError
+from gdsdoctor.errors import DeadlineError, ParseError, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.probes import ANALYSED_PROBES, target
+from gdsdoctor.probes import ANALYSED_PROBES, path_stat, target
 
 # The analysis stages (facts, engine, report) are imported where they are used: `check`
 # imports them while its probes run rather than before starting them.
@@ -176,7 +176,11 @@ def check(
     apply_site(capture, site)
     if target_path:
         require_target(capture, target_path)
-        if bench is not None:
+        if bench is not None and (problem := path_problem(capture)) is not None:
+            if problem.endswith("ENOENT"):  # nothing to measure: the directory is not there
+                raise UserError(f"--path {target_path}: no such file or directory (--bench measures it)")
+            capture.notes.append(f"--bench: not run, --path {target_path} {problem}")
+        elif bench is not None:
             add_bench(capture, target_path, *bench)
     return analyze_capture(capture, rules_dirs, live.parsed, acknowledgements)
 
@@ -227,10 +231,38 @@ def add_bench(capture: Capture, target_path: str, on_progress: BenchProgress, si
 
 
 def require_target(capture: Capture, target_path: str) -> None:
-    """A mistyped --path must not silently diagnose some other filesystem."""
+    """A mistyped --path must not silently diagnose some other filesystem. Where ``stat`` on the
+    path was captured (probes/path_stat.py) it decides: a path that fails (EIO, ESTALE, a hang)
+    is evidence the analysis judges, and one that does not exist is diagnosed through its
+    nearest existing parent, which the report names. Without it (no ``stat``), findmnt's
+    failure is all there is, and it says the path was not found."""
+    if capture.artifacts.get(path_stat.ARTIFACT, _NOT_CAPTURED).status is ArtifactStatus.OK:
+        return
     found = capture.artifacts.get(target.ARTIFACT)
     if found is not None and found.status is ArtifactStatus.ERROR and found.exit_code == 1:
         raise UserError(f"--path {target_path}: no such file or directory")
+
+
+_NOT_CAPTURED = Artifact("", ArtifactStatus.MISSING)
+
+
+def path_problem(capture: Capture) -> str | None:
+    """Why the captured ``stat`` of --path says it cannot be used (fails, hangs, does not
+    exist), in words; None when it answered or was not captured."""
+    found = capture.artifacts.get(path_stat.ARTIFACT, _NOT_CAPTURED)
+    if found.status is not ArtifactStatus.OK:
+        return None
+    try:
+        section = path_stat.parse(found.text, found.name)
+    except ParseError:
+        return None
+    if section["exists"]:
+        return None
+    return (
+        "did not answer stat"
+        if section["hung"]
+        else f"fails stat with {section['errno'] or section['error']}"
+    )
 
 
 def load_inputs(

@@ -19,13 +19,13 @@ from gdsdoctor.capture.unwrap import Part, dedented, inline_code, text_blocks, u
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text, is_blank
-from gdsdoctor.probes import PROBES, lustre_path, target
+from gdsdoctor.probes import PROBES, lustre_path, path_stat, target
 from gdsdoctor.probes.base import Probe
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FIFO_WAIT_S = 5.0  # silence after which a fifo (or <(command)) is given up
 FIFO_WRITER_GRACE_S = 0.5  # how long a fifo with no writer yet may wait for one
-RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE, *lustre_path.PROBES)
+RECOGNISABLE: tuple[Probe, ...] = (*PROBES, target.PROBE, path_stat.PROBE, *lustre_path.PROBES)
 
 
 def recognise(text: str, probes: Sequence[Probe] = RECOGNISABLE) -> Probe | None:

@@ -28,7 +28,7 @@ from gdsdoctor.capture.capture import HOST_TREES, PRODUCED_ELSEWHERE, Capture
 from gdsdoctor.capture.runner import MAX_OUTPUT_BYTES, kill_groups, run_command
 from gdsdoctor.errors import SourceFailed, Unavailable, UserError
 from gdsdoctor.model import Artifact, ArtifactStatus
-from gdsdoctor.probes import PROBES, lustre_path, target
+from gdsdoctor.probes import PROBES, lustre_path, path_stat, target
 from gdsdoctor.probes.base import Probe, Source
 from gdsdoctor.probes.host_io import read_in_root, read_regular_file, resolve_in_root, same_kernel
 from gdsdoctor.signals import join_within
@@ -69,6 +69,7 @@ class LiveCapture:
         self.selected = [probe for probe in probes if probe.sources]  # paste-only probes have nothing to run
         if target_path:
             self.selected.append(target.probe_for(target_path))
+            self.selected.append(path_stat.probe_for(target_path))
             self.selected.extend(lustre_path.probes_for(target_path))
         self.capture = Capture(origin="live", host=host_summary(host_root), label=os.uname().nodename)
         self.capture.options = {"host_root": str(host_root), "target_path": target_path}

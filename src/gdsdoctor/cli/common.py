@@ -1,10 +1,12 @@
-"""What several commands share: inputs that must exist, sizes given on the command line, and
-the progress bar of a measurement (``check --bench``, ``bench``)."""
+"""What several commands share: inputs that must exist, sizes given on the command line, the
+progress bar of a measurement (``check --bench``, ``bench``) and a checkpoint path that fails
+(``bench``, ``watch``)."""
 
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gdsdoctor.errors import UserError
 
@@ -41,3 +43,49 @@ def progress_bar():  # type: ignore[no-untyped-def]
             yield update
 
     return bar()
+
+
+def path_failure(path: str) -> str | None:
+    """What ``stat`` on a checkpoint path answers, bounded (probes/path_stat.py): one line
+    naming the error when the path fails with an error about its filesystem (EIO, ESTALE,
+    ENOTCONN, a hang), None when it answers. ``UserError`` when it does not exist: a command
+    that must work in the directory (bench, watch) has nothing to work on."""
+    from gdsdoctor.errors import ParseError, Unavailable
+    from gdsdoctor.probes import path_stat
+
+    try:
+        section = path_stat.parse(path_stat.reader(path)(Path("/")).decode(), path_stat.ARTIFACT)
+    except (Unavailable, ParseError):
+        return None  # no stat to ask: the command meets the path as it is
+    if section["errno"] == "ENOENT":
+        raise UserError(f"{path}: no such file or directory")
+    if not section["failed"]:
+        return None
+    if section["hung"]:
+        return f"{path}: stat did not answer within {path_stat.STAT_TIMEOUT_S:g} s"
+    return f"{path}: {section['error']} ({section['errno']})"
+
+
+def measured(path: str, measure: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``measure()`` of a checkpoint path (bench), or None and why not: the path fails stat
+    (``path_failure``), or failed while measured (an OSError: EIO mid-run, EROFS)."""
+    if (problem := path_failure(path)) is not None:
+        return None, problem
+    try:
+        return measure(), None
+    except OSError as error:
+        return None, path_failure(path) or f"{error.filename or path}: {error.strerror or error}"
+
+
+def say_path_problem(capture: Any, path: str | None) -> None:
+    """A --path that fails (EIO, ESTALE, a hang) or does not exist is said in one line, with the
+    diagnosis of what the bundle recorded: whoever collects learns it before sending it."""
+    from gdsdoctor.pipeline import analyze_capture, path_problem
+    from gdsdoctor.report.build import exit_line
+
+    problem = path_problem(capture) if path else None
+    if problem is None:
+        return
+    report = analyze_capture(capture).report
+    print(f"gdsdoctor collect: --path {path} {problem}; the bundle records it", file=sys.stderr)
+    print(exit_line(report), file=sys.stderr)

@@ -345,3 +345,17 @@ def fleet_merge(
     except (ValueError, KeyError, TypeError) as error:
         raise UserError(f"cannot merge: {error}") from None
     return _finish_fleet(fleet.apply_fail_on(merged, fail_on), fmt, targets)
+
+
+def failing_path_report(command: str, path: str, problem: str, host_root: Path = Path("/")) -> dict:
+    """``bench``, ``watch``: a checkpoint path that fails is one line (stderr) and the
+    diagnosis of it, the report ``check --path`` gives, never a traceback."""
+    from gdsdoctor.pipeline import check
+
+    print(f"gdsdoctor {command}: {problem}; diagnosing the path instead", file=sys.stderr)
+    return check(host_root, target_path=path).report
+
+
+def diagnosed(command: str, path: str, problem: str, fmt: str | None) -> int:
+    """The failing path's line and diagnosis in ``fmt``, with its exit code."""
+    return finish(failing_path_report(command, path, problem), fmt, verbose=False)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from gdsdoctor.checkpoint.presets import DEFAULT_PRESET, PRESET_PARTS, preset_names
-from gdsdoctor.cli.common import existing, progress_bar, size_of
+from gdsdoctor.cli.common import existing, measured, progress_bar, say_path_problem, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     TOPO_FORMATS,
@@ -109,6 +109,7 @@ def collect(
         raise UserError(f"cannot write {error.filename or target}: {error.strerror or error}") from None
     ok = sum(1 for a in capture.artifacts.values() if a.status == "ok")
     print(f"wrote {target}: {len(capture.artifacts)} artifacts, {ok} ok", file=sys.stderr)
+    say_path_problem(capture, path)  # a --path that fails: one line and the diagnosis' status
     if redact:
         print(f"private redaction map (keep it, never attach it): {map_path_for(target)}", file=sys.stderr)
     return 0
@@ -472,14 +473,19 @@ def bench(
     fmt: Format = "text",
 ) -> int:
     """Measure what the checkpoint path delivers (fio/gdsio, direct I/O, in a temporary directory)."""
+    from gdsdoctor.cli.diagnose import diagnosed
     from gdsdoctor.commands import bench_run as runner
     from gdsdoctor.outputs import special_target, write_atomic_bytes
 
     size_bytes = size_of(size) if size else None
     if save_raw and (why := special_target(str(save_raw))):  # before the run, not after minutes of it
         raise UserError(f"--save-raw {save_raw} {why}")
+    # a path that fails (EIO, ESTALE, a hang) is diagnosed, not measured: one line and the diagnosis
     with progress_bar() as progress:
-        result = runner.run(path, size_bytes, time_limit, progress, engine)
+        run = lambda: runner.run(path, size_bytes, time_limit, progress, engine)  # noqa: E731
+        result, problem = measured(str(path), run)
+    if result is None:
+        return diagnosed("bench", str(path), str(problem), fmt)
     if save_raw:  # as every output: a new file renamed into place, never written through a link
         try:
             write_atomic_bytes(save_raw, result.raw)

@@ -83,7 +83,8 @@ def watch(
     """Watch the checkpoint path while a checkpoint is written: write phases, what limited them,
     kernel and udev events, judged by the rules. Ctrl-C ends it with the report so far."""
     from gdsdoctor.checkpoint.stall import parse_duration
-    from gdsdoctor.cli.diagnose import finish, job_of, site_config_of
+    from gdsdoctor.cli.common import path_failure
+    from gdsdoctor.cli.diagnose import failing_path_report, finish, job_of, site_config_of
     from gdsdoctor.cli.tools import bundle_target
     from gdsdoctor.errors import EstimateError
     from gdsdoctor.watch.session import Options, run
@@ -103,6 +104,12 @@ def watch(
     options = Options(
         path, every_s, duration_s, until_idle, target, job or None, host_root, tuple(rules_dir or ())
     )
+    # a path that fails (EIO, ESTALE, a hang) has nothing to watch: one line and the diagnosis
+    if (
+        problem := path_failure(str(host_root / path.lstrip("/")) if path.startswith("/") else path)
+    ) is not None:
+        report = failing_path_report("watch", path, problem, host_root)
+        return _finish_json(report) if fmt == "json" else finish(report, "text", verbose)
     if fmt == "json":
         _state, analysis = run(options, _print_json)
         return _finish_json(analysis.report)

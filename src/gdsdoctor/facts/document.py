@@ -21,6 +21,7 @@ from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts import event_clock, lifecycle
 from gdsdoctor.facts.derived import derive
+from gdsdoctor.facts.derived.checkpoint_path import missing_note
 from gdsdoctor.facts.job import job_section
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import Artifact
@@ -51,6 +52,8 @@ def build_facts(
     lifecycle.judge(facts, clock, _since(capture))
     doing("deriving facts")
     facts["derived"] = derive(facts, target_path, capture.options.get("node"))
+    if (note := missing_note(facts)) and note not in capture.notes:
+        capture.notes.append(note)  # the report says what was diagnosed in the path's place
     return facts
 
 

@@ -30,6 +30,7 @@ from gdsdoctor.probes import (
     nvme_cli,
     nvme_host,
     nvme_sysfs,
+    path_stat,
     pci,
     rdma,
     roce_gids,
@@ -75,7 +76,7 @@ PROBES: tuple[Probe, ...] = (
 )
 
 # What an analysis parses: the probes above, and the checkpoint path's when one is named.
-ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE, *lustre_path.PROBES)
+ANALYSED_PROBES: tuple[Probe, ...] = (*PROBES, target.PROBE, path_stat.PROBE, *lustre_path.PROBES)
 BY_SECTION: dict[str, Probe] = {probe.section: probe for probe in ANALYSED_PROBES}
 
 __all__ = ["ANALYSED_PROBES", "BY_SECTION", "PROBES", "ParseError", "Probe", "Source"]

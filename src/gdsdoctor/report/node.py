@@ -90,7 +90,16 @@ def _checkpoint_fs(derived: dict[str, Any]) -> dict[str, Any] | None:
     mount = derived.get("target_mount")
     if not isinstance(mount, dict) or not mount.get("mountpoint"):
         return None
-    return {key: mount.get(key) for key in ("mountpoint", "fstype", "device")}
+    found = {key: mount.get(key) for key in ("mountpoint", "fstype", "device")}
+    # what the header must say before anything: --path itself fails, or is not there
+    failure, gone = derived.get("path_failure"), derived.get("path_missing")
+    if isinstance(failure, dict):
+        found["path"] = (
+            "does not answer stat" if failure.get("hung") else f"fails stat with {failure.get('errno')}"
+        )
+    elif isinstance(gone, dict):
+        found["path"] = f"does not exist: its nearest existing parent {gone.get('nearest')} is diagnosed"
+    return found
 
 
 def _virt(facts: dict[str, Any]) -> str | None:
@@ -126,7 +135,8 @@ def summary_lines(node: dict[str, Any]) -> list[str]:
         lines.append(f"NVMe: {local} local{models}; NVMe-oF controllers: {fabrics}")
     if fs is not None:
         where = f"{fs.get('fstype') or '?'} on {fs.get('device') or '?'}"
-        lines.append(f"Checkpoint filesystem: {fs['mountpoint']} ({where})")
+        said = f"; --path {fs['path']}" if fs.get("path") else ""
+        lines.append(f"Checkpoint filesystem: {fs['mountpoint']} ({where}){said}")
     kind = {None: "unknown", "none": "none (bare metal)"}.get(virt, virt)
     lines.append(f"Virtualization: {kind}")
     return lines

@@ -4,6 +4,8 @@
 ``nvidia_present``, ``undecided``, ``target_mount``, ``path_focus``, ``checkpoint_stall``)
 and one key per concern, each written by its own module, which documents its keys:
 
+- ``derived.path_failure``, ``derived.path_missing`` (checkpoint_path.py): the ``--path`` that
+  fails (EIO, ESTALE, ENOTCONN, a hang) on its mount and device, or does not exist;
 - ``derived.gds`` (gds.py): the data path GDS can take, the cuFile configuration in effect,
   the GPUs it can use;
 - ``derived.gates`` (gates.py): libcufile and kernel behaviour that changed at a known release,
@@ -39,6 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.facts.derived import (
+    checkpoint_path,
     core,
     devices,
     fabrics,
@@ -61,6 +64,8 @@ def derive(
 ) -> dict[str, Any]:
     """The derived facts; ``stated``: the site config's ``node:`` (what the node is meant to use)."""
     derived = core.derive(facts, target_path)
+    derived["path_failure"] = checkpoint_path.failure(facts, derived["target_mount"])
+    derived["path_missing"] = checkpoint_path.missing(facts, derived["target_mount"])
     # In order: each concern sees the facts and the concerns before it (udev reads storage's mounts).
     derived["gds"] = gds.derive(facts, derived)
     derived["gates"] = gates.derive(facts, derived)

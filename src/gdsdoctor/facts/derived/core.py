@@ -12,7 +12,8 @@
 - ``undecided``: for a derived fact left None although the sources that would tell were
   looked for (a live capture or bundle, not pasted files), those sources: causes gated on it
   are then inconclusive rather than checked (an empty ``--host-root`` must not diagnose GPUs).
-- ``target_mount``: the mount holding ``--path`` (findmnt, else longest prefix over mounts).
+- ``target_mount``: the mount holding ``--path`` (findmnt; for a path not created yet, the
+  mount ``stat`` names for its nearest existing parent; else the longest prefix over mounts).
 - ``path_focus``: with ``--path``, the names of the filesystem holding it (mount point,
   device, devices below it: ``names``), the other data mounts' points (``elsewhere``) and every
   other device the host lists (``elsewhere_names``: the block listing, the mount table, their
@@ -182,8 +183,23 @@ def _target_mount(
                 return mount
         return {k: found.get(k) for k in ("device", "mountpoint", "fstype", "options", "src")}
     if target_path:
+        # a path not created yet: the mount stat found for its nearest existing parent (links
+        # resolved); else the longest mount point above it (a path that does not answer)
+        nearest = _nearest_mountpoint(facts)
+        for mount in reversed(mounts) if nearest else ():
+            if mount.get("mountpoint") == nearest:
+                return mount
         return longest_prefix_mount(mounts, target_path)
     return None
+
+
+def _nearest_mountpoint(facts: dict[str, Any]) -> str | None:
+    """The mount point ``stat`` named for the nearest existing parent of a --path that does not
+    exist (probes/path_stat.py)."""
+    stat = ok_section(facts, "path_stat")
+    nearest = stat.get("nearest") if stat.get("errno") == "ENOENT" else None
+    point = nearest.get("mountpoint") if isinstance(nearest, dict) else None
+    return point if isinstance(point, str) else None
 
 
 def longest_prefix_mount(mounts: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
