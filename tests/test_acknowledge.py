@@ -146,7 +146,7 @@ def test_a_default_config_named_but_absent_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("GDSDOCTOR_CONFIG", str(tmp_path / "nope.yaml"))
-    assert cli.run(["check", "--no-config", "--path", "/nonexistent/x"]) == 3  # --no-config: not read
+    assert cli.run(["check", "--no-config", "--host-root", "/nonexistent/x"]) == 3  # --no-config: not read
     assert "nope.yaml" not in capsys.readouterr().err
     assert cli.run(["analyze", MOUNTS]) == 3
     assert capsys.readouterr().err.strip() == f"gdsdoctor: {tmp_path / 'nope.yaml'}: no such site config file"

@@ -64,7 +64,7 @@ INVOCATIONS: list[tuple[list[str], int | None, str, int | None]] = [
     (["check", "--path", "/tmp", "-v", "--fail-on", "warning"], ANY, "text", 0),
     (["check", "--host-root", BUNDLE, "--npd", "--rules-dir", "{tmp}/rules"], ANY, "text", 0),
     (["check", "-o", "markdown={tmp}/c.md", *JOB, "--site-config", "{tmp}/site.yaml"], ANY, "empty", 1),
-    (["check", "--path", "/definitely/not/here"], 3, "empty", 1),
+    (["check", "--path", "/definitely/not/here"], None, "text", None),  # its nearest parent, said
     (["check", "--bench"], 3, "empty", 1),
     (["check", "--gpus", "x"], 3, "empty", 1),
     (["check", "--deadline", "soon"], 3, "empty", 1),
