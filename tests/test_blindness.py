@@ -61,7 +61,6 @@ def test_an_empty_host_root_is_refused_in_every_format(
     [
         ["check", "--host-root", "{empty}", "--npd"],
         ["check", "--host-root", "/nonexistent/gdsdoctor-host", "--npd"],
-        ["check", "--path", "/nonexistent/gdsdoctor-ckpt", "--npd"],
         ["check", "--npd", "--no-such-flag"],
         ["analyze", "/nonexistent/gdsdoctor-paste.txt", "--npd"],
     ],
@@ -81,7 +80,6 @@ def test_npd_bad_input_is_unknown_with_one_short_line(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["check", "--path", "/nonexistent/gdsdoctor-ckpt"],
         ["check", "--host-root", "/nonexistent/gdsdoctor-host"],
         ["analyze", "/nonexistent/gdsdoctor-paste.txt"],
     ],
@@ -107,12 +105,12 @@ def test_prometheus_output_file_is_rewritten_unknown_on_bad_input(
     prom = tmp_path / "gdsdoctor.prom"
     prom.write_text("gdsdoctor_status 0\n")
     code, out, err = _run(
-        capsys, "check", "--path", "/nonexistent/gdsdoctor-ckpt", "-o", f"prometheus={prom}"
+        capsys, "check", "--host-root", "/nonexistent/gdsdoctor-host", "-o", f"prometheus={prom}"
     )
     assert (
         code == 3
         and out == ""
-        and err == ["gdsdoctor: --path /nonexistent/gdsdoctor-ckpt: no such file or directory"]
+        and err == ["gdsdoctor: --host-root /nonexistent/gdsdoctor-host: no such directory"]
     )
     _unknown_document("prometheus", prom.read_text(), "")
 
