@@ -109,9 +109,10 @@ def analyze_capture(
     narrow(results, focus)  # --path: other devices' findings at most WARNING
     errors = error_artifacts(facts)  # the user's own error, whose causes rank first
     last_attempt = last_attempt_lines(facts)  # ...those of its last attempt before earlier ones
-    ranked = rank(results, focus, errors, last_attempt)
+    stacks = facts["derived"].get("device_stacks")  # an explanation holds only on one device stack
+    ranked = rank(results, focus, errors, last_attempt, stacks)
     doing("evaluating the rules over the kernel events now history")
-    history = rank(history_results(causes, facts, results), focus, errors, last_attempt)
+    history = rank(history_results(causes, facts, results), focus, errors, last_attempt, stacks)
     acknowledged = None
     if acknowledgements:
         from gdsdoctor.engine.acknowledge import acknowledge

@@ -1,7 +1,11 @@
 """Ranking: root causes first with their symptoms folded under them, then severity × certainty.
 
 1. A fired cause that another fired cause ``explains`` (directly or through a chain) is a
-   symptom: it is folded under the highest-ranked cause that explains it.
+   symptom: it is folded under the highest-ranked cause that explains it, but only where the
+   two are about one device stack (``derived.device_stacks``: a loop device and the filesystem
+   its image is on, a namespace and its controller, a partition and its disk) or one of them
+   names no device (a host-wide cause): a full backing store on an unrelated loop device
+   explains no shutdown on the checkpoint's drive, and both then stand as causes.
 2. With ``--path`` (a ``focus`` from ``derived.path_focus``), root causes whose evidence
    names only other mounts (their mount points or files under them) or other devices the host
    lists, never the filesystem holding the path (its mount point, a file under it, its device
@@ -132,15 +136,17 @@ def error_artifacts(facts: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
-def answering(results: Sequence[CauseResult], errors: frozenset[str]) -> dict[str, tuple[str, ...]]:
+def answering(
+    results: Sequence[CauseResult], errors: frozenset[str], stacks: Stacks | None = None
+) -> dict[str, tuple[str, ...]]:
     """Fired causes that answer the user's error, with the files of it they answer: those
     whose evidence cites one of ``errors``, and those that explain, directly or through a
-    chain, a fired cause whose evidence does."""
+    chain, a fired cause whose evidence does (on one device stack: ``Stacks``)."""
     fired = {r.cause.id: r for r in results if r.outcome is Outcome.FIRED}
     cited = {i: [e.artifact for e in r.evidence if e.artifact in errors] for i, r in fired.items()}
     answers = {}
     for cause_id in fired:
-        files = [f for c in (cause_id, *_explained_closure(cause_id, fired)) for f in cited[c]]
+        files = [f for c in (cause_id, *_explained_closure(cause_id, fired, stacks)) for f in cited[c]]
         if files:
             answers[cause_id] = tuple(str(f) for f in dict.fromkeys(files))
     return answers
@@ -175,11 +181,13 @@ def last_attempt_lines(facts: Mapping[str, Any]) -> frozenset[tuple[str, int]]:
     )
 
 
-def _answering_lines(results: Sequence[CauseResult], lines: frozenset[tuple[str, int]]) -> set[str]:
+def _answering_lines(
+    results: Sequence[CauseResult], lines: frozenset[tuple[str, int]], stacks: Stacks | None
+) -> set[str]:
     """Fired causes whose evidence cites one of ``lines``, or that explain one that does."""
     fired = {r.cause.id: r for r in results if r.outcome is Outcome.FIRED}
     citing = {i for i, r in fired.items() if any((e.artifact, e.line) in lines for e in r.evidence)}
-    return {i for i in fired if i in citing or citing.intersection(_explained_closure(i, fired))}
+    return {i for i in fired if i in citing or citing.intersection(_explained_closure(i, fired, stacks))}
 
 
 def rank(
@@ -187,12 +195,15 @@ def rank(
     focus: Mapping[str, Any] | None = None,
     errors: frozenset[str] = frozenset(),
     last_attempt: frozenset[tuple[str, int]] = frozenset(),
+    device_stacks: Mapping[str, Any] | None = None,
 ) -> list[RankedFinding]:
     """Fired causes in rank order; ``focus``: ``derived.path_focus`` (None without ``--path``);
     ``errors``: the artifacts holding the user's own error (``error_artifacts``);
-    ``last_attempt``: the lines of a cufile.log's last attempt (``last_attempt_lines``)."""
-    answers = answering(results, errors) if errors else {}
-    latest = _answering_lines(results, last_attempt) if last_attempt else set()
+    ``last_attempt``: the lines of a cufile.log's last attempt (``last_attempt_lines``);
+    ``device_stacks``: ``derived.device_stacks`` (None: every explanation holds)."""
+    stacks = Stacks(device_stacks) if device_stacks else None
+    answers = answering(results, errors, stacks) if errors else {}
+    latest = _answering_lines(results, last_attempt, stacks) if last_attempt else set()
 
     def key(result: CauseResult) -> tuple[bool, bool, bool, int, int, float, int, str]:
         unrelated = bool(answers) and result.cause.id not in answers
@@ -206,7 +217,10 @@ def rank(
     fired = sorted((r for r in results if r.outcome is Outcome.FIRED), key=key)
     by_id = {r.cause.id: r for r in fired}
     explained = {
-        symptom for r in fired for symptom in _explained_closure(r.cause.id, by_id) if symptom != r.cause.id
+        symptom
+        for r in fired
+        for symptom in _explained_closure(r.cause.id, by_id, stacks)
+        if symptom != r.cause.id
     }
     ranked: list[RankedFinding] = []
     placed: set[str] = set()
@@ -220,7 +234,7 @@ def rank(
             continue
         placed.add(root.cause.id)
         symptoms = sorted(
-            (by_id[s] for s in _explained_closure(root.cause.id, by_id) if s not in placed), key=key
+            (by_id[s] for s in _explained_closure(root.cause.id, by_id, stacks) if s not in placed), key=key
         )
         explains = tuple(s.cause.id for s in symptoms)
         ranked.append(RankedFinding(root, explains=explains, answers=answers.get(root.cause.id, ())))
@@ -231,13 +245,63 @@ def rank(
     return ranked
 
 
-def _explained_closure(cause_id: str, by_id: dict[str, CauseResult]) -> list[str]:
-    """Fired causes explained by ``cause_id``, directly or transitively (cycle-safe)."""
+def _explained_closure(
+    cause_id: str, by_id: dict[str, CauseResult], stacks: Stacks | None = None
+) -> list[str]:
+    """Fired causes explained by ``cause_id``, directly or transitively (cycle-safe); with
+    ``stacks``, each explanation only between findings on one device stack."""
     seen: list[str] = []
-    stack = list(by_id[cause_id].cause.explains)
-    while stack:
-        current = stack.pop(0)
-        if current in by_id and current not in seen and current != cause_id:
-            seen.append(current)
-            stack.extend(by_id[current].cause.explains)
+    edges = [(cause_id, symptom) for symptom in by_id[cause_id].cause.explains]
+    while edges:
+        by, current = edges.pop(0)
+        if current not in by_id or current in seen or current == cause_id:
+            continue
+        if stacks is not None and not stacks.together(by_id[by], by_id[current]):
+            continue
+        seen.append(current)
+        edges.extend((current, symptom) for symptom in by_id[current].cause.explains)
     return seen
+
+
+class Stacks:
+    """The devices the findings name, on their stacks (``derived.device_stacks``): two findings
+    are about one stack when one names a device (or a mount point, or a path under one) that
+    the other's is built on, or is, or when either names none (a host-wide cause explains a
+    device's symptom). Devices side by side (two loop devices on one filesystem) are not."""
+
+    def __init__(self, device_stacks: Mapping[str, Any]) -> None:
+        below = device_stacks.get("below")
+        self.below: dict[str, set[str]] = (
+            {str(k): set(v) for k, v in below.items() if isinstance(v, list)}
+            if isinstance(below, dict)
+            else {}
+        )
+        mounts = device_stacks.get("mounts")
+        self.mounts = sorted(mounts.items(), key=lambda m: -len(m[0])) if isinstance(mounts, dict) else []
+        self._named: dict[str, frozenset[str]] = {}
+
+    def named(self, result: CauseResult) -> frozenset[str]:
+        """The devices ``result``'s evidence names (by name, /dev path, mount point or a path)."""
+        cause_id = result.cause.id
+        if cause_id not in self._named:
+            self._named[cause_id] = frozenset(
+                device for word in evidence_words(result) if (device := self._device_of(word)) is not None
+            )
+        return self._named[cause_id]
+
+    def _device_of(self, word: str) -> str | None:
+        name = word.removeprefix("/dev/").removeprefix("mapper/")
+        if name in self.below:
+            return name
+        if word.startswith("/") and not word.startswith("/dev/"):
+            return next(
+                (str(d) for point, d in self.mounts if word == point or word.startswith(point + "/")), None
+            )
+        return None
+
+    def together(self, a: CauseResult, b: CauseResult) -> bool:
+        named_a, named_b = self.named(a), self.named(b)
+        if not named_a or not named_b:
+            return True
+        below = self.below
+        return any(x == y or y in below.get(x, ()) or x in below.get(y, ()) for x in named_a for y in named_b)

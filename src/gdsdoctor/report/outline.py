@@ -66,12 +66,14 @@ STATUS_STYLE = {"OK": "ok", "WARNING": "warning", "CRITICAL": "critical", "UNKNO
 
 
 def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> Iterator[Block]:
-    """The report's blocks; ``quiet``: one line per root cause found, then the status line."""
+    """The report's blocks; ``quiet``: one line per root cause found and per critical finding
+    (a critical symptom folded under another cause is never hidden), then the status line."""
     if quiet:
         for finding in report["findings"]:
-            if not finding["explained_by"]:
+            if not finding["explained_by"] or finding["severity"] == "critical":
+                under = f"  (explained by {finding['explained_by']})" if finding["explained_by"] else ""
                 # Whole: a script reads one finding a line.
-                yield Line((*_severity_spans(finding)[:3], ("  " + finding["title"], "")), whole=True)
+                yield Line((*_severity_spans(finding)[:3], ("  " + finding["title"] + under, "")), whole=True)
         yield _status_line(report)
         return
     yield from _header(report)

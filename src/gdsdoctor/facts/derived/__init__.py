@@ -29,6 +29,8 @@ and one key per concern, each written by its own module, which documents its key
   client lost, with the mounts they serve;
 - ``derived.intent`` (intent.py): what the node is meant to use (GDS, NVMe-oF, RDMA for
   storage), from the evidence or the site config's ``node:``; the engine reads it for ``uses:``;
+- ``derived.device_stacks`` (device_stacks.py): which block devices are one stack (a loop
+  device and the filesystem its image is on, a namespace and its controller), for ranking;
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -43,6 +45,7 @@ from typing import Any
 from gdsdoctor.facts.derived import (
     checkpoint_path,
     core,
+    device_stacks,
     devices,
     fabrics,
     fabrics_locality,
@@ -76,6 +79,7 @@ def derive(
     derived["roce_gids"] = roce_gids.derive(facts, derived)  # reads fabrics_locality's controllers
     derived["udev"] = udev.derive(facts, derived)
     derived["devices"] = devices.derive(facts, derived)  # judges what storage and topology found
+    derived["device_stacks"] = device_stacks.derive(facts)
     derived["path_focus"] = core.path_focus(facts, derived)
     derived["checkpoint_host"] = host_memory.derive(facts)
     derived["nvme_thermal"] = nvme_thermal.derive(facts)

@@ -94,7 +94,7 @@ def path_focus(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]
 
 
 def _listed_devices(facts: dict[str, Any]) -> set[str]:
-    """Every block device the host lists (the block listing, the mount table), with the NVMe
+    """Every block device the host lists (the block listing, the mount table, the loop listing), with the NVMe
     controller of each namespace, by name and /dev path: what is known to exist somewhere."""
     lsblk = ok_section(facts, "lsblk")
     by_name = lsblk.get("by_name") if isinstance(lsblk.get("by_name"), dict) else {}
@@ -103,6 +103,9 @@ def _listed_devices(facts: dict[str, Any]) -> set[str]:
         device = str(mount.get("device") or "")
         if device.startswith("/dev/"):
             found.add(device.rsplit("/", 1)[1])
+    found |= {
+        str(loop["name"]) for loop in items(ok_section(facts, "losetup"), "devices") if loop.get("name")
+    }
     found |= {m[1] for name in list(found) if (m := _NVME_NAMESPACE.match(name))}
     return found | {f"/dev/{name}" for name in found}
 
