@@ -52,6 +52,8 @@ JOB_KEYS = (
     "checkpoints_kept",
     "gpus_per_node",
     "async_buffers",
+    "save",
+    "memlock",
 )
 ACK_KEYS = ("id", "device", "mount", "host", "reason", "until")
 

@@ -34,9 +34,14 @@ if TYPE_CHECKING:
 # then); the rest is for parsing and analysing what was read.
 READING_SHARE = 0.5
 
-KNOWN_SECTIONS = frozenset({p.section for p in ANALYSED_PROBES} | {"derived", "job"})
+KNOWN_SECTIONS = frozenset(
+    {p.section for p in ANALYSED_PROBES} | {"derived", "job", "job_save", "job_memlock"}
+)
 HOW_TO_COLLECT = {p.section: p.how_to_collect() for p in ANALYSED_PROBES} | {
-    "job": "pass `--params 70B` (with --preset/--interval/--budget/--gpus as needed)"
+    "job": "pass `--params 70B` (with --preset/--interval/--budget/--gpus as needed)",
+    "job_save": "pass `--async` or `--sync` (how the job saves its checkpoints)",
+    "job_memlock": "pass `--memlock` with the job's own `ulimit -l` (unlimited, 64KiB…), or paste "
+    "`grep locked /proc/<pid>/limits` of the training process",
 }
 
 

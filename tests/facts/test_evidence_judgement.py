@@ -118,9 +118,12 @@ def test_critical_space_allocation_error_is_a_full_backing_store(tmp_path: Path,
     full = found["backing-store-full"]
     assert full["explained_by"] is None and full["category"] == "capacity"
     assert not {"nvme-media-errors", "disk-media-errors", "nvme-data-transfer-errors"} & set(found)
+    # folded only on one device stack (issue 31 item 7): the NVMe-oF note's ext4 abort is on
+    # nvme2n1, and the full namespace is nvme16c16n1 (head nvme16n1): nothing shows them one stack
+    folded = None if sample == "nospc-nvmeof-capacity-exceeded.log" else "backing-store-full"
     for symptom in ("blk-io-errors", "fs-errors-or-shutdown"):
         if symptom in found:
-            assert found[symptom]["explained_by"] == "backing-store-full"
+            assert found[symptom]["explained_by"] == folded
 
 
 def test_near_miss_loop_attach_capacity_change_is_no_full_store(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from gdsdoctor.cli.options import (
     Gpus,
     HostRoot,
     Interval,
+    Memlock,
     NoConfig,
     Npd,
     Outputs,
@@ -29,6 +30,7 @@ from gdsdoctor.cli.options import (
     Quiet,
     ReportFormat,
     RulesDirs,
+    SaveMode,
     Since,
     SiteConfig,
     TargetPath,
@@ -52,10 +54,15 @@ def job_of(
     budget: str | None,
     gpus: int | None,
     config: dict[str, Any] | None = None,
+    asynchronous: bool | None = None,
+    memlock: str | None = None,
 ) -> dict[str, Any]:
-    """The checkpoint job from the site config, overridden by options given on the command line."""
+    """The checkpoint job from the site config, overridden by options given on the command line
+    (``asynchronous``: --async/--sync; ``memlock``: the job's own locked-memory limit)."""
     job: dict[str, Any] = dict((config or {}).get("checkpoint") or {})
+    save = None if asynchronous is None else ("async" if asynchronous else "sync")
     given = {"params": params, "preset": preset, "interval": interval, "budget": budget, "gpus": gpus}
+    given |= {"save": save, "memlock": memlock}
     job.update({k: v for k, v in given.items() if v is not None})
     if not job:
         return job  # nothing to check (and the stall model need not be imported)
@@ -185,6 +192,8 @@ def check(
     interval: Interval = None,
     budget: Budget = None,
     gpus: Gpus = None,
+    save: SaveMode = None,
+    memlock: Memlock = None,
     site_config: SiteConfig = None,
     no_config: NoConfig = False,
 ) -> int:
@@ -193,7 +202,7 @@ def check(
 
     targets = targets_of(output)
     config = site_config_of(site_config, no_config)
-    job = job_of(params, preset, interval, budget, gpus, config)
+    job = job_of(params, preset, interval, budget, gpus, config, save, memlock)
     since = since_of(since)
     if bench and not path:
         raise UserError("--bench needs --path: the directory to measure")
@@ -238,6 +247,8 @@ def analyze(
     interval: Interval = None,
     budget: Budget = None,
     gpus: Gpus = None,
+    save: SaveMode = None,
+    memlock: Memlock = None,
     site_config: SiteConfig = None,
     no_config: NoConfig = False,
 ) -> int:
@@ -249,7 +260,7 @@ def analyze(
     if not paths:
         raise UserError(f"nothing matches {' '.join(inputs)}")
     config = site_config_of(site_config, no_config)
-    job = job_of(params, preset, interval, budget, gpus, config)
+    job = job_of(params, preset, interval, budget, gpus, config, save, memlock)
     targets = targets_of(output)
     since = since_of(since)
     if fleet or is_fleet(paths):

@@ -192,6 +192,25 @@ Gpus = Annotated[
         "--gpus", metavar="N", help="GPUs the checkpoint stalls (default 1).", rich_help_panel=JOB_PANEL
     ),
 ]
+SaveMode = Annotated[
+    bool | None,
+    typer.Option(
+        "--async/--sync",
+        show_default=False,
+        help="How the job saves: --async stages each shard in host memory (judged against the job's "
+        "memlock); --sync does not (the async causes do not apply).",
+        rich_help_panel=JOB_PANEL,
+    ),
+]
+Memlock = Annotated[
+    str | None,
+    typer.Option(
+        "--memlock",
+        metavar="SIZE",
+        help="The job's locked-memory limit (its `ulimit -l`: unlimited, 64KiB, 8GiB), not gdsdoctor's own.",
+        rich_help_panel=JOB_PANEL,
+    ),
+]
 SiteConfig = Annotated[
     Path | None,
     typer.Option(

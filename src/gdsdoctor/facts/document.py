@@ -22,7 +22,7 @@ from gdsdoctor.errors import UserError
 from gdsdoctor.facts import event_clock, lifecycle
 from gdsdoctor.facts.derived import derive
 from gdsdoctor.facts.derived.checkpoint_path import missing_note
-from gdsdoctor.facts.job import job_section
+from gdsdoctor.facts.job import job_section, memlock_section, save_section
 from gdsdoctor.facts.section import section_from
 from gdsdoctor.model import Artifact
 from gdsdoctor.probes import ANALYSED_PROBES
@@ -41,6 +41,8 @@ def build_facts(
     holds those very artifacts (parsers are pure: the same artifacts give the same section)."""
     facts: Facts = {probe.section: _section(probe, capture, parsed or {}) for probe in probes}
     facts["job"] = job_section(capture.options.get("job"))
+    facts["job_save"] = save_section(facts["job"])  # the job's own save mode and memlock, never gdsdoctor's
+    facts["job_memlock"] = memlock_section(facts["job"], facts)
     target_path = capture.options.get("target_path")
     if target_path:
         facts["target"]["path"] = target_path

@@ -2,14 +2,14 @@
 
 With a job described (``--params``): the node holds ``checkpoint / nodes`` (its GPUs' shards), times
 the staging buffers (``async_buffers``, default 2), in host memory during an asynchronous save, and
-each rank pins its own shard (× buffers) under the locked-memory limit::
+each rank pins its own shard (× buffers) under the job's own locked-memory limit (``job_memlock``)::
 
     gpus_here  = job.gpus_per_node, else the GPUs nvidia-smi lists, else min(job.gpus, 8)
     shard_node = checkpoint_bytes × gpus_here / job.gpus          needed = shard_node × buffers
     shard_rank = shard_node / gpus_here                           pinned = shard_rank × buffers
 
 ``{shard_node_bytes, needed_bytes, pinned_per_rank_bytes, gpus_here, buffers, mem_available_bytes,
-memlock_bytes (null: unlimited or unknown), memory_short (needed > MemAvailable; null without
+memlock_bytes (the job's; null: unlimited or unknown), memory_short (needed > MemAvailable; null without
 meminfo), memlock_short (pinned > a finite memlock soft limit), text: {needed, available, pinned,
 memlock}, src}``; null without a job.
 """
@@ -43,7 +43,7 @@ def derive(facts: dict[str, Any]) -> dict[str, Any] | None:
     needed, pinned = shard_node * buffers, shard_node / here * buffers
     memory = ok_section(facts, "meminfo")
     available = memory.get("mem_available_bytes") or memory.get("mem_free_bytes")
-    lock = ok_section(facts, "memlock")
+    lock = ok_section(facts, "job_memlock")  # the job's own limit, never gdsdoctor's (facts/job.py)
     limit = None if lock.get("soft_unlimited") else lock.get("soft_bytes")
     return {
         "shard_node_bytes": round(shard_node),
