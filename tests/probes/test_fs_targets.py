@@ -124,13 +124,16 @@ def test_meminfo_reads_available_memory() -> None:
     assert meminfo.recognise_meminfo(MEMINFO) and not meminfo.recognise_meminfo("MemTotal is 2 TB\n")
 
 
+ASYNC = {"save": "async", "memlock": "unlimited"}  # the job saves asynchronously, its pinning unlimited
+
+
 @pytest.mark.parametrize(
     ("job", "fires"),
     [
-        ({"params": "405B", "gpus": 8}, True),  # one node stages 2 × 5.67 TB: more than its 2.03 TB
-        ({"params": "70B", "gpus": 8}, False),  # 2 × 980 GB = 1.96 TB: it just fits
-        ({"params": "70B", "gpus": 8, "async_buffers": 3}, True),  # 3 buffers: 2.94 TB
-        ({"params": "405B", "gpus": 64}, False),  # 8 nodes: 2 × 709 GB each
+        ({"params": "405B", "gpus": 8, **ASYNC}, True),  # one node stages 2 × 5.67 TB: more than its 2.03 TB
+        ({"params": "70B", "gpus": 8, **ASYNC}, False),  # 2 × 980 GB = 1.96 TB: it just fits
+        ({"params": "70B", "gpus": 8, "async_buffers": 3, **ASYNC}, True),  # 3 buffers: 2.94 TB
+        ({"params": "405B", "gpus": 64, **ASYNC}, False),  # 8 nodes: 2 × 709 GB each
     ],
 )
 def test_async_headroom_compares_the_node_shard_with_available_memory(

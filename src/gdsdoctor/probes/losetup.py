@@ -28,7 +28,9 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 
 _DELETED = " (deleted)"
-_ALL = lazy_compile(r"^(?P<name>/dev/loop\d+):\s+\[[^\]]*\]:(?:\d+\s+)?\s*\((?P<file>.+)\)\s*$")  # losetup -a
+_ALL = lazy_compile(
+    r"^(?P<name>/dev/loop\d+):[ \t]+\[[^\]\n]*\]:\d*[ \t]+\((?P<file>[^\n]+)\)[ \t]*$"
+)  # losetup -a
 
 
 def parse(text: str, artifact: str) -> Section:
