@@ -123,6 +123,16 @@ def test_the_slurm_healthcheck_and_npd_drain_on_it(shut_down_xfs: tuple[Path, st
     assert npd.returncode == 1 and npd.stdout.count("\n") == 1  # NPD: a problem, in one line
 
 
+def test_bench_on_a_read_only_mount_is_one_line_and_the_diagnosis(tmp_path: Path) -> None:
+    """EROFS: stat answers, every write fails; bench says so and diagnoses (fs-read-only)."""
+    skip_unless_root_with("mkfs.xfs", "stat")
+    with loop_mount("xfs", tmp_path / "xfs.img", 320 << 20, tmp_path / "ro", mount_options="ro"):
+        ran = _cli("bench", str(tmp_path / "ro"))
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert ran.stderr.splitlines()[0].endswith("Read-only file system (EROFS); diagnosing the path instead")
+    assert "fs-read-only" in ran.stdout
+
+
 def test_a_healthy_loop_mounted_path_stays_quiet(tmp_path: Path) -> None:
     skip_unless_root_with("mkfs.xfs", "stat")
     with loop_mount("xfs", tmp_path / "xfs.img", 320 << 20, tmp_path / "mnt") as device:

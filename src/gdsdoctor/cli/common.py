@@ -68,13 +68,24 @@ def path_failure(path: str) -> str | None:
 
 def measured(path: str, measure: Callable[[], Any]) -> tuple[Any, str | None]:
     """``measure()`` of a checkpoint path (bench), or None and why not: the path fails stat
-    (``path_failure``), or failed while measured (an OSError: EIO mid-run, EROFS)."""
-    if (problem := path_failure(path)) is not None:
+    (``path_failure``), is on a read-only mount (EROFS), or failed while measured (an OSError)."""
+    if (problem := path_failure(path) or _read_only(path)) is not None:
         return None, problem
     try:
         return measure(), None
     except OSError as error:
         return None, path_failure(path) or f"{error.filename or path}: {error.strerror or error}"
+
+
+def _read_only(path: str) -> str | None:
+    """A path on a read-only mount (EROFS for every write): asked only once stat answered."""
+    import os
+
+    try:
+        flags = os.statvfs(path).f_flag
+    except OSError:
+        return None
+    return f"{path}: Read-only file system (EROFS)" if flags & os.ST_RDONLY else None
 
 
 def say_path_problem(capture: Any, path: str | None) -> None:
