@@ -47,3 +47,18 @@ def test_str_enum_gives_its_value() -> None:
 
     assert str(Colour.RED) == "red" and f"{Colour.RED}" == "red" and Colour.RED == "red"
     assert Colour.GREEN == "green"
+
+
+def test_ipv6_text_is_hex_groups_on_every_version() -> None:
+    """3.13 writes an IPv4-mapped address dotted (a RoCE v2 GID read ::ffff:172.19.0.60 there and
+    ::ffff:ac13:3c before): sysfs's hex form on every version."""
+    import ipaddress
+
+    from gdsdoctor.compat import ipv6_text
+
+    mapped = ipaddress.IPv6Address("::ffff:172.19.0.60")
+    assert ipv6_text(mapped, exploded=True) == "0000:0000:0000:0000:0000:ffff:ac13:003c"
+    assert ipv6_text(mapped) == "::ffff:ac13:3c"
+    link = ipaddress.IPv6Address("fe80::248a:703:9c:2e2a")
+    assert ipv6_text(link) == "fe80::248a:703:9c:2e2a"
+    assert ipv6_text(link, exploded=True) == "fe80:0000:0000:0000:248a:0703:009c:2e2a"

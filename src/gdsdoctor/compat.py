@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import ipaddress
 import re
 from typing import Any
 
@@ -70,3 +71,15 @@ def iso_date(text: str) -> dt.date:
     if not re.fullmatch(r"\d{4}-\d\d-\d\d", text):
         raise ValueError(f"not a date: {text!r}")
     return dt.date(int(text[:4]), int(text[5:7]), int(text[8:10]))
+
+
+def ipv6_text(address: ipaddress.IPv6Address, exploded: bool = False) -> str:
+    """An IPv6 address in hex groups, as sysfs and show_gids print a GID: 3.13 writes an
+    IPv4-mapped one (``::ffff:172.19.0.60``) dotted in ``str()`` and ``.exploded``, older ones
+    ``::ffff:ac13:3c``; this is the hex form on every version."""
+    groups = [(int(address) >> shift) & 0xFFFF for shift in range(112, -1, -16)]
+    if exploded:
+        return ":".join(f"{group:04x}" for group in groups)
+    if address.ipv4_mapped is None:
+        return address.compressed  # no dotted part on any version
+    return f"::ffff:{groups[6]:x}:{groups[7]:x}"

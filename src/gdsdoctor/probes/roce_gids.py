@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gdsdoctor.compat import ipv6_text
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
@@ -99,7 +100,7 @@ def gid_entry(
         "device": device,
         "port": to_int(port),
         "index": to_int(index),
-        "gid": address.exploded,  # as sysfs and show_gids print it (str() differs across Pythons)
+        "gid": ipv6_text(address, exploded=True),  # as sysfs and show_gids print it, on every Python
         "ipv4": str(mapped) if mapped else None,
         "version": _version(version),
         "netdev": netdev.strip() if isinstance(netdev, str) and netdev.strip() else None,
