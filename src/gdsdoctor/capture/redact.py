@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gdsdoctor import syslog_time
+from gdsdoctor import compat, syslog_time
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.redact_mapper import (
     HEX,
@@ -45,7 +45,6 @@ from gdsdoctor.capture.redact_mapper import (
     v4_kept_bits,
     v6_kept_bits,
 )
-from gdsdoctor.compat import ipv6_text
 from gdsdoctor.patterns import lazy_compile
 
 MAP_FORMAT = "gdsdoctor.redaction-map"
@@ -499,7 +498,7 @@ class Redactor:
             low = int(address) & (2**64 - 1)
             low = int(self.mapper.hex_like("guid", f"{low:016x}"), 16) if low else 0
             mapped = ipaddress.IPv6Address((high << 64) | low)
-        text = ipv6_text(mapped, exploded=len(value) == 39)  # hex groups on every Python
+        text = compat.ipv6_text(mapped, exploded=len(value) == 39)  # hex groups on every Python
         text = text.upper() if value.isupper() else text
         self.mapper.maps.setdefault("ipv6", {})[value] = text
         return text
