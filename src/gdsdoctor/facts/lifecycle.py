@@ -60,6 +60,11 @@ from gdsdoctor.patterns import lazy_compile
 FLAP_RECOVERIES = 3  # recoveries of one object within the window: it is flapping, not recovered
 FLAP_WINDOW_S = 3600.0
 RECENT_WINDOW_S = 3600.0  # "N in the last hour"
+# A controller or function that came back is recovered only once it has been seen well for this
+# long: an I/O issued right after a reset times out only after nvme_core.io_timeout (30 s) and an
+# admin command after ADMIN_TIMEOUT (60 s, drivers/nvme/host/nvme.h), so a log that ends sooner
+# after the marker cannot show whether the reset held.
+SETTLE_S = 60.0
 FS_KINDS = frozenset(("fs_shutdown", "fs_error"))
 BLOCK_KINDS = frozenset(("blk_io_error", "nvme_status_error", "backing_store_full", "scsi_sense"))
 NVME_KINDS = frozenset(
@@ -129,6 +134,16 @@ def object_of(event: dict[str, Any]) -> tuple[str, str] | None:
     if kind == "pcie_aer":
         return "pcie", device
     return None
+
+
+def owner_of(obj: tuple[str, str]) -> tuple[str, str]:
+    """The object whose recovery ends ``obj``'s events: an NVMe namespace's block errors (``I/O
+    error, dev nvme0n1``, a status error on it) are its controller's incident, and end with the
+    controller's recovery, not before; any other object is its own."""
+    if obj[0] == "block" and _NAMESPACE.match(obj[1]):
+        controller = controller_of(obj[1])
+        return ("nvme", controller) if controller else obj
+    return obj
 
 
 def _details(event: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +264,10 @@ class _State:
             return None if attached else f"{loop['loop']} is not attached now (no block listing shows it)"
         return None
 
+    def live(self, obj: tuple[str, str]) -> bool:
+        """Whether the capture shows the controller live now."""
+        return obj[0] == "nvme" and bool(self.controllers) and (self.controllers or {}).get(obj[1]) == "live"
+
     def not_recovered(self, obj: tuple[str, str]) -> str | None:
         """Why the object is not well now whatever the log says, or None."""
         if obj[0] != "nvme" or self.controllers is None or not self.controllers:
@@ -309,19 +328,20 @@ def _lifecycle_verdicts(
     failing_again = _failing_again(events, markers)
     for event in events:
         obj = object_of(event)
-        if obj is None or obj in flapping or state.not_recovered(obj):
+        if obj is None:
             continue
-        if _repeats(event, failing_again.get(obj, False)):
+        owner = owner_of(obj)
+        if owner in flapping or state.not_recovered(owner):
+            continue
+        if _repeats(event, failing_again.get(owner, False)):
             continue  # the recovery did not hold: the failures before it are evidence again
-        line = _line(event)
-        # the newest change of the object since: "before the current mount", not "unmounted once"
-        later = next((m for m in reversed(markers) if m.line > line and obj in m.objects), None)
+        later = _ending_marker(event, obj, markers, state, timer)
         if later is not None:
             marker_age, _ = timer.age(later.event)
             when = f" {timer.ago(marker_age)}" if marker_age is not None else " since"
             verdicts[id(event)] = {
                 "reason": f"{later.says}{when}",
-                "object": f"{obj[0]} {obj[1]}",
+                "object": f"{owner[0]} {owner[1]}",
                 "marker": later.event.get("src"),
             }
             continue
@@ -329,6 +349,40 @@ def _lifecycle_verdicts(
         if gone:
             verdicts[id(event)] = {"reason": gone, "object": f"{obj[0]} {obj[1]}", "marker": None}
     return verdicts
+
+
+def _ending_marker(
+    event: dict[str, Any], obj: tuple[str, str], markers: list[_Marker], state: _State, timer: Clock
+) -> _Marker | None:
+    """The newest marker after ``event`` that ends its object: a re-creation (a mount, a device
+    attached anew) always does; a recovery (the controller's I/O queues back, AER recovery) only
+    once it has held (``_held``). A recovery not yet seen to hold leaves the event current, and
+    says so on the event (``recovery_unconfirmed``)."""
+    line, owner = _line(event), owner_of(obj)
+    unconfirmed = None
+    for marker in reversed(markers):
+        if marker.line <= line or not (obj in marker.objects or owner in marker.objects):
+            continue
+        if not marker.recovers or _held(marker, owner, state, timer):
+            return marker
+        unconfirmed = unconfirmed or marker
+    if unconfirmed is not None:
+        age, _ = timer.age(unconfirmed.event)
+        seen = timer.ago(age) if age is not None else "with no clock to tell since when"
+        event["recovery_unconfirmed"] = (
+            f"{unconfirmed.says} {seen}; not yet seen well for {SETTLE_S:.0f} s, so not judged recovered"
+        )
+    return None
+
+
+def _held(marker: _Marker, owner: tuple[str, str], state: _State, timer: Clock) -> bool:
+    """Whether a recovery has held: the controller is live now (its sysfs state, read with the
+    log), or the log or the capture goes on for SETTLE_S after the marker without a failure of
+    the object (failures after it are ``_failing_again``'s)."""
+    if state.live(owner):
+        return True
+    age, _ = timer.age(marker.event)
+    return age is not None and age >= SETTLE_S
 
 
 def _failing_again(
@@ -340,7 +394,7 @@ def _failing_again(
     Re-created objects (a new mount, a device attached anew) are new objects: no carry-over."""
     found: dict[tuple[str, str], float | None] = {}
     for event in events:
-        obj = object_of(event)
+        obj = _owner(event)
         if obj is None or obj[0] not in ("nvme", "pcie"):
             continue
         line = _line(event)
@@ -352,6 +406,11 @@ def _failing_again(
                 age if obj not in found or found[obj] is None or age is None else min(found[obj], age)
             )
     return found
+
+
+def _owner(event: dict[str, Any]) -> tuple[str, str] | None:
+    obj = object_of(event)
+    return owner_of(obj) if obj is not None else None
 
 
 def _repeats(event: dict[str, Any], newest_failure_age: float | bool | None) -> bool:
@@ -371,7 +430,7 @@ def _flapping(events: list[dict[str, Any]], markers: list[_Marker], timer: Clock
     cycles: dict[tuple[str, str], list[float]] = {}
     by_object: dict[tuple[str, str], list[int]] = {}
     for event in events:
-        obj = object_of(event)
+        obj = _owner(event)
         if obj is not None and obj[0] in ("nvme", "pcie"):
             by_object.setdefault(obj, []).append(_line(event))
     for obj, lines in by_object.items():

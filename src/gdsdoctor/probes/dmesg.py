@@ -101,7 +101,8 @@ _TALOS = lazy_compile(
     r"(?P<lvl>[a-z]{3,8}): {0,8}\[(?P<ts>\d{4}-\d\d-\d\dT[^\]]{1,40})\]: ?"
 )
 # dmesg -d and journalctl -o short-delta add a <delta> (journalctl pads: `[ 7244.46        ]`)
-_MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+\s*>)?\s*\] ?")
+# CONFIG_PRINTK_CALLER adds the caller after the stamp: `[  150.539498][ T1018]` (a task), `[   C52]` (a CPU)
+_MONO = lazy_compile(r"\[\s*(?P<ts>\d+\.\d+)(?:\s*<\s*\d+\.\d+\s*>)?\s*\](?:\[\s*[TC]\d{1,7}\])? ?")
 # journalctl -o short-unix: seconds since the epoch, then host and program as in short
 _UNIX = lazy_compile(
     rf"^(?P<epoch>{syslog_time.UNIX_STAMP}) (?P<host>\S+) (?P<ident>[^\s:\[]+)(?:\[\d+\])?: ?"
@@ -190,7 +191,8 @@ def split_line(number: int, raw: str) -> LogLine:
         return LogLine(number, raw, line[m.end() :], "journal", stamp, None, level)
     # A monotonic stamp may come after other output glued to the line ("node1 login: [ 519.2] ...").
     if (m := _MONO.match(line)) or (
-        (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()]
+        # metalog writes "Sep 12 12:36:45 [kernel] [  150.5] msg": no host, the ident bracketed
+        (m := _MONO.search(line)) and m.start() <= 40 and "[" not in line[: m.start()].replace("[kernel]", "")
     ):
         return _monotonic_line(number, raw, line, m, form, level)
     bare = _strip_ident(line)
