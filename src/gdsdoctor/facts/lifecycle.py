@@ -313,6 +313,7 @@ def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | 
             history.append({**event, "history": verdict})
     section["events"] = current
     section["history"] = history
+    _judge_error_lines(section, parsed, history, since, timer, clock)
     section["clock"] = {**timer.describe(), "since": since["given"] if since else None}
     section["objects"] = _objects(events, verdicts, markers)
     if history:
@@ -383,6 +384,43 @@ def _held(marker: _Marker, owner: tuple[str, str], state: _State, timer: Clock) 
         return True
     age, _ = timer.age(marker.event)
     return age is not None and age >= SETTLE_S
+
+
+def _judge_error_lines(
+    section: dict[str, Any],
+    parsed: dict[str, Any],
+    history: list[dict[str, Any]],
+    since: dict[str, Any] | None,
+    timer: Clock,
+    clock: dict[str, Any],
+) -> None:
+    """The error lines of the log (probes/error_lines.py) that say what the node is now: those of
+    the current boot, not before ``--since``, and not an event now history. History is not
+    state: the others are counted (``error_lines_past``), not listed."""
+    past = {
+        (e["src"].get("artifact"), e["src"].get("line")) for e in history if isinstance(e.get("src"), dict)
+    }
+    now, earlier = [], 0
+    for line in _dicts(parsed.get("error_lines")):
+        line = dict(line)
+        age, wall = timer.age(line)
+        line["age_s"], line["at"] = (None if age is None else round(age, 3)), iso(wall)
+        at = (
+            (line["src"].get("artifact"), line["src"].get("line"))
+            if isinstance(line.get("src"), dict)
+            else None
+        )
+        if not line.get("current_boot") or at in past or (since and _before_since(line, since, timer, clock)):
+            earlier += 1
+            continue
+        now.append(line)
+    section["error_lines"] = now
+    section["error_lines_past"] = earlier
+
+
+def _at(item: dict[str, Any]) -> tuple[Any, Any]:
+    src = item.get("src") if isinstance(item.get("src"), dict) else {}
+    return src.get("artifact"), src.get("line")
 
 
 def _failing_again(

@@ -19,6 +19,9 @@ Section ``app_log``:
   gdsio's errno; 5 for "Input/output error"), rdma (None, or the NCCL/UCX record of
   ``app_log_rdma``)}`` — one per line with a cuFile error or failure, a gdsio IO failure, an
   NCCL/UCX RDMA error;
+- ``error_lines[]``: ``{family, device, kind, src}`` — every line that is an error of the storage
+  path (gdsdoctor.probes.error_lines): the errors above and the lines no kind reads (a traceback's
+  exception, a launcher's exit code, ``NCCL WARN``); the report lists those no cause cites;
 - ``codes`` (sorted ints), ``names`` (CU_FILE_* names), ``kinds`` (sorted kinds);
 - ``compat_mode``: True when the application says it runs in compat mode (kvikio banner,
   ``GDS driver | N/A (Compatibility Mode)``), else None (silence proves nothing);
@@ -53,6 +56,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import error_lines
 from gdsdoctor.probes.app_log_ckpt import checkpoint_error, save_context
 from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
 from gdsdoctor.probes.app_log_gdr import gdr_error
@@ -289,6 +293,27 @@ def _line(artifact: str, line_no: int, line: str) -> dict[str, Any]:
     return {"text": line.strip(), "src": src(artifact, line_no, line)}
 
 
+MAX_ERROR_LINES = 1000
+
+
+def _error_lines(lines: Any, errors: list[dict[str, Any]], artifact: str) -> list[dict[str, Any]]:
+    """The job's lines that are errors of the storage path (gdsdoctor.probes.error_lines): each
+    error this reader made (its kind's family), and any other line the classifier places there
+    (a traceback's exception, a launcher's exit code, ``NCCL WARN``)."""
+    by_line = {e["src"]["line"]: e for e in errors if isinstance(e.get("src"), dict)}
+    found: list[dict[str, Any]] = []
+    for number, line in lines:
+        error = by_line.get(number)
+        family = error_lines.of_event(error["kind"]) if error else None
+        if family is None and error_lines.has_hint(line.lower()):
+            hit = error_lines.classify_cached(line)
+            family = hit[0] if hit else None
+        if family is not None:
+            found.append({"family": family, "device": None, "kind": error["kind"] if error else None,
+                          "src": error["src"] if error else src(artifact, number, line)})  # fmt: skip
+    return found[-MAX_ERROR_LINES:]
+
+
 def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     lines = numbered_lines(text)
     if not any(_signature(line) for _, line in lines):
@@ -320,6 +345,7 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
     kinds |= {"compat_mode"} if compat else set()
     return {
         "errors": errors,
+        "error_lines": _error_lines(lines, errors, artifact),
         "codes": sorted({e["code"] for e in errors if e["code"]}),
         "names": sorted({e["name"] for e in errors if e["name"]}),
         "kinds": sorted(kinds),

@@ -38,6 +38,10 @@ Section shape::
                                    # markers of an object beginning anew or recovering (a mount,
                                    # an unmount, a device attached, an NVMe controller's I/O queues,
                                    # AER recovery): not events; the newest MAX_EVENTS are kept
+    error_lines: [ {family, device, kind, timestamp, monotonic_s, boot, current_boot, src} ]
+                                   # lines that are errors of the storage path (probes/error_lines.py):
+                                   # failure events and lines of a storage family with an error word;
+                                   # the newest MAX_ERROR_LINES are kept, error_lines_seen counts all
     last_monotonic_s: float | None # the current boot's last seconds-since-boot stamp (the log's end)
     last_timestamp: str | None     # the last stamp as given, when the log has no seconds-since-boot
 
@@ -70,12 +74,14 @@ from gdsdoctor.compat import UTC
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_status
+from gdsdoctor.probes import error_lines
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.dmesg_kinds import LIFECYCLE_KINDS
 from gdsdoctor.probes.dmesg_kinds import RULES as _RULES
 from gdsdoctor.probes.kernel_shape import kernel_prefixed, kernel_shaped
 
 MAX_EVENTS = 4000  # a storm of one message must not blow up the facts document
+MAX_ERROR_LINES = 1000  # error lines kept (the newest: what the node says now)
 
 _LEVELS = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 _LEVEL_ALIASES = {"warn": "warning", "error": "err", "panic": "emerg"}
@@ -259,7 +265,7 @@ _WORDS_CHUNK = 1 << 20  # characters split into words at a time
 _MAX_DISTINCT_WORDS = 200_000  # past this the log does not repeat itself: search the text instead
 
 
-def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
+def hints_in(text: str, extra: Sequence[str] = ()) -> list[tuple[str, tuple[int, ...]]]:
     """The hints that occur anywhere in ``text`` (with the kinds they gate): what is worth
     looking for in each of its lines. A log has a handful of the ~90.
 
@@ -277,6 +283,10 @@ def hints_in(text: str) -> list[tuple[str, tuple[int, ...]]]:
         pieces, spaced = _HINT_PIECES[hint]
         if all(piece in haystack for piece in pieces) and (not spaced or hint in lowered):
             found.append((hint, kinds))
+    for hint in extra:  # hints that gate no kind (the error-line classifier's): their lines only
+        pieces = tuple(hint.split())
+        if all(piece in haystack for piece in pieces) and (len(pieces) == 1 or hint in lowered):
+            found.append((hint, ()))
     return found
 
 
@@ -607,7 +617,7 @@ class _Events:
     the first and last MAX_EVENTS // 2 kept whole. A storm of one message (a 64 MiB log of
     timeouts) then costs a summary and a bounded list, not a record per line."""
 
-    __slots__ = ("dropped", "first", "groups", "last", "markers")
+    __slots__ = ("dropped", "errors", "errors_seen", "first", "groups", "last", "markers")
 
     def __init__(self) -> None:
         self.first: list[dict[str, Any]] = []
@@ -616,6 +626,34 @@ class _Events:
         self.groups: dict[tuple[str, str | None], dict[str, Any]] = {}
         # lifecycle markers (a mount, a controller's I/O queues): the newest are what matters
         self.markers: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS)
+        # error lines of the storage path (gdsdoctor.probes.error_lines): the newest are kept
+        self.errors: deque[dict[str, Any]] = deque(maxlen=MAX_ERROR_LINES)
+        self.errors_seen = 0
+
+    def error_line(
+        self, line: LogLine, boot: int, artifact: str, hit: tuple[str, str | None, dict[str, Any]] | None
+    ) -> None:
+        """Keep ``line`` when it is an error of the storage path: an event of a failure kind
+        (the reader judged it) or a line the error classifier places on the path."""
+        if hit is not None:
+            family, device = error_lines.of_event(hit[0], hit[2]), hit[1]
+        else:
+            found = error_lines.classify_cached(line.message.strip())
+            family, device = found if found else (None, None)
+        if family is None:
+            return
+        self.errors_seen += 1
+        self.errors.append(
+            {
+                "family": family,
+                "device": device,
+                "kind": hit[0] if hit else None,
+                "timestamp": line.timestamp,
+                "monotonic_s": line.monotonic_s,
+                "boot": boot,
+                "src": src(artifact, line.number, line.raw),
+            }
+        )
 
     def add(self, event: dict[str, Any]) -> None:
         if event["kind"] in LIFECYCLE_KINDS:
@@ -668,7 +706,7 @@ class _Events:
 def parse(text: str, artifact: str) -> Section:
     boots = _Boots()
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
-    hints = hints_in(text) if "\\" not in text else None
+    hints = hints_in(text, error_lines.HINTS) if "\\" not in text else None
     candidates = hinted_candidates(text, hints) if hints is not None else None
     if _is_json(text):
         lines: Iterator[LogLine | float] = _json_lines(text)
@@ -691,6 +729,7 @@ def parse(text: str, artifact: str) -> Section:
         if candidates is not None and line.number not in candidates:
             continue  # no hint anywhere in the line, so none in its message: no event
         hit = classify(line.message.strip(), hints)
+        found.error_line(line, boot, artifact, hit)
         if hit is None or hit[0] == "storage_trace_frame":
             traces.frame(line.number, line.message)
             if hit is None:
@@ -713,7 +752,7 @@ def parse(text: str, artifact: str) -> Section:
         )
     forms = boots.forms - {"plain"}
     healthy_untimed = kernel_shaped(text[:200_000].split("\n")[:200])  # `dmesg -t` with no event
-    if text.strip() and not forms and not found.groups and not healthy_untimed:
+    if text.strip() and not forms and not found.groups and not found.errors and not healthy_untimed:
         raise ParseError("no kernel log lines (expected dmesg, journalctl -k, /dev/kmsg or syslog output)")
     events, summary = found.finish(boots.index)
     section: Section = {
@@ -728,6 +767,8 @@ def parse(text: str, artifact: str) -> Section:
         "kinds": sorted({e["kind"] for e in summary}),
         "current_boot_kinds": sorted({e["kind"] for e in summary if e["current_boot_count"]}),
         "lifecycle": [{**m, "current_boot": m["boot"] == boots.index} for m in found.markers],
+        "error_lines": [{**e, "current_boot": e["boot"] == boots.index} for e in found.errors],
+        "error_lines_seen": found.errors_seen,
         "last_monotonic_s": boots.last_monotonic,
         "last_timestamp": last_stamp if boots.last_monotonic is None else None,
     }
@@ -785,6 +826,8 @@ def recognise(text: str) -> bool:
         prefixed += line.form != "plain"
         hit = classify(line.message.strip())
         event = hit is not None and hit[0] not in LIFECYCLE_KINDS  # failures, not mounts
+        # an error line of a kernel subsystem no kind reads yet (`LustreError: … rc = -107`)
+        event = event or _kernel_error_line(line.message)
         events += event
         unprefixed_events += event and line.form == "plain" and not kernel_prefixed(raw)
     # Most lines carry a kernel-log prefix, or (bare excerpts) kernel failure messages are present,
@@ -794,6 +837,11 @@ def recognise(text: str) -> bool:
         or (events >= 1 and (prefixed + events) * 2 >= len(lines))
         or kernel_shaped(lines, unprefixed_events)  # an old log without a clock: its events count
     )
+
+
+def _kernel_error_line(message: str) -> bool:
+    found = error_lines.classify_cached(message.strip()) if error_lines.has_hint(message.lower()) else None
+    return found is not None and found[0] in error_lines.KERNEL_FAMILIES
 
 
 def _is_other_syslog(raw: str) -> bool:

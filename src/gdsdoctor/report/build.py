@@ -10,7 +10,8 @@ critical → CRITICAL, warning → WARNING, info only → OK. With no finding: O
 cause could be evaluated, UNKNOWN if none could (missing data is inconclusive, never healthy),
 and UNKNOWN too when the run was *partial* (report/partial.py: blind to what its critical
 causes need, such as the kernel log denied to a non-root user): ``summary.partial`` names what
-was not read and how to read it, whatever the status. Exit codes follow the monitoring-plugin
+was not read and how to read it, whatever the status. Error lines of the storage path that no
+finding cites make an OK status UNKNOWN (report/unexplained.py). Exit codes follow the monitoring-plugin
 convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 """
 
@@ -28,6 +29,7 @@ from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.facts.event_clock import ago
 from gdsdoctor.report.node import node_summary
 from gdsdoctor.report.partial import describe, partial
+from gdsdoctor.report.unexplained import unexplained, with_unexplained
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 DEFAULT_COUNTED_SCOPES = ("node",)
@@ -98,6 +100,9 @@ def build_report(
         report["acknowledged"] = set_apart
         report["expired_acknowledgements"] = expired
         report["summary"] = _with_acknowledgements(report["summary"], set_apart, expired)
+    # error lines no finding (now, acknowledged or history) cites: never OK (report/unexplained.py)
+    report["unexplained"] = unexplained([*ranked, *history], facts)
+    report["summary"] = with_unexplained(report["summary"], report["unexplained"])
     return report
 
 

@@ -74,6 +74,8 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
                 under = f"  (explained by {finding['explained_by']})" if finding["explained_by"] else ""
                 # Whole: a script reads one finding a line.
                 yield Line((*_severity_spans(finding)[:3], ("  " + finding["title"] + under, "")), whole=True)
+        if report.get("unexplained"):
+            yield Line((("UNEXPLAINED", "unknown"), (f"  {_unexplained_count(report)}", "")), whole=True)
         yield _status_line(report)
         return
     yield from _header(report)
@@ -83,6 +85,7 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
     yield from _probes(report, verbose)
     yield from _not_used(report)
     yield from _findings(report)
+    yield from _unexplained(report)
     yield from _acknowledged(report)
     yield from _history(report)
     yield from _inconclusive(report, verbose)
@@ -207,6 +210,8 @@ def _no_finding_heading(summary: dict[str, Any]) -> str:
     """Say "No problem found" only when causes were checked and the facts showed what they cover."""
     if summary.get("partial"):
         return "No problem found in what could be read (a partial run: see above)"
+    if summary["status"] == "UNKNOWN" and summary["counts"].get("unexplained"):
+        return "No finding, but error lines that no cause explains (below): not a healthy node"
     if summary["status"] == "UNKNOWN":
         return "No cause could be checked"
     if summary["counts"].get("shared") or summary["counts"].get("job"):
@@ -263,6 +268,36 @@ def _evidence(evidence_lines: list[dict[str, Any]], indent: int = 2) -> Iterator
             yield Bullet(((where + "  ", "dim"), (evidence["text"], "code"), *age), indent=indent)
         else:
             yield Bullet(((evidence["text"], ""), *age), indent=indent)
+
+
+UNEXPLAINED_SHOWN = 10
+
+
+def _unexplained_count(report: dict[str, Any]) -> str:
+    return f"{len(report['unexplained'])} error line(s) not explained by any finding"
+
+
+def _unexplained(report: dict[str, Any]) -> Iterator[Block]:
+    """Error lines of the storage path no finding cites (report/unexplained.py): each with its
+    file:line, the part of the path it is about, and what would settle it."""
+    lines = report.get("unexplained") or []
+    if not lines:
+        return
+    yield Heading(f"Unexplained: {_unexplained_count(report)} (an OK status becomes UNKNOWN)")
+    settled: set[str] = set()
+    for item in lines[:UNEXPLAINED_SHOWN]:
+        yield Bullet(
+            (
+                (f"{item['artifact']}:{item['line']}  ", "dim"),
+                (f"[{item['family']}]  ", "bold"),
+                (str(item.get("text") or ""), "code"),
+            )
+        )
+        if item.get("settle") and item["settle"] not in settled:  # once per family
+            settled.add(item["settle"])
+            yield Bullet((("would settle it: ", "dim"), *prose_spans(item["settle"])), indent=2)
+    if len(lines) > UNEXPLAINED_SHOWN:
+        yield Bullet(((f"… {len(lines) - UNEXPLAINED_SHOWN} more (--format json lists them all)", "dim"),))
 
 
 def _history(report: dict[str, Any]) -> Iterator[Block]:

@@ -31,6 +31,8 @@ and one key per concern, each written by its own module, which documents its key
   storage), from the evidence or the site config's ``node:``; the engine reads it for ``uses:``;
 - ``derived.device_stacks`` (device_stacks.py): which block devices are one stack (a loop
   device and the filesystem its image is on, a namespace and its controller), for ranking;
+- ``derived.error_lines`` (error_lines.py): the input lines that are errors of the storage path
+  now (the report lists those no fired cause cites as unexplained);
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
   what it holds (its role and the severity its failures deserve), degraded links by role.
 
@@ -47,6 +49,7 @@ from gdsdoctor.facts.derived import (
     core,
     device_stacks,
     devices,
+    error_lines,
     fabrics,
     fabrics_locality,
     gates,
@@ -85,4 +88,5 @@ def derive(
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
     derived["netfs"] = netfs.derive(facts)
     derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
+    derived["error_lines"] = error_lines.derive(facts, derived)  # reads devices' hung tasks
     return derived

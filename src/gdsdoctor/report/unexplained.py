@@ -1,0 +1,96 @@
+"""Error lines no fired cause explains: a node with them is never OK.
+
+``derived.error_lines`` holds the input lines that are errors of the storage path now (this boot,
+within ``--since``, not an event since recovered). A line is *explained* when a finding — fired
+now, set apart by an acknowledgement, or in history — cites it as evidence, or cites another
+error line of the same artifact, family and device (a cause quotes at most a dozen lines of a
+storm; the rest are the same failure); in a job's output, a cited error explains the error
+lines that follow it within CASCADE_LINES lines (the traceback carrying it, NCCL's teardown, the
+launcher's exit: its consequences). The others are *unexplained*: listed with file:line, the
+family the classifier gave them, and the input that would settle them where a neighbouring cause
+reads it.
+
+Status (docs/rules.md, the status contract): unexplained lines turn OK into **UNKNOWN** (exit
+3: the tool read an error it cannot judge, which is not health); WARNING and CRITICAL stay what
+the findings make them, with the count in the reason, since a finding already asks for a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gdsdoctor.engine.rank import RankedFinding
+from gdsdoctor.probes.error_lines import SETTLE
+
+CASCADE_LINES = 200
+UNKNOWN_EXIT = 3  # the monitoring-plugin code (report/build.py EXIT_CODES)
+
+
+def unexplained(findings: Iterable[RankedFinding], facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The error lines of ``derived.error_lines`` that none of ``findings`` explains."""
+    lines = [x for x in (facts.get("derived") or {}).get("error_lines") or [] if isinstance(x, dict)]
+    if not lines:
+        return []
+    cited = {(e.artifact, e.line) for f in findings for e in f.result.evidence if e.line is not None}
+    groups = {_group(x) for x in lines if (x.get("artifact"), x.get("line")) in cited}
+    causes = _cited_job_lines(lines, cited)
+    left = [
+        x
+        for x in lines
+        if (x.get("artifact"), x.get("line")) not in cited
+        and _group(x) not in groups
+        and not _consequence(x, causes)
+    ]
+    return [
+        {
+            "artifact": x.get("artifact"),
+            "line": x.get("line"),
+            "text": x.get("text"),
+            "family": x.get("family"),
+            "settle": SETTLE.get(str(x.get("family")), ""),
+        }
+        for x in left
+    ]
+
+
+def _cited_job_lines(lines: list[dict[str, Any]], cited: set[tuple[Any, Any]]) -> dict[Any, list[int]]:
+    """Per artifact of a job's output, the cited error lines' numbers."""
+    found: dict[Any, list[int]] = {}
+    for x in lines:
+        if x.get("section") == "app_log" and (x.get("artifact"), x.get("line")) in cited:
+            found.setdefault(x.get("artifact"), []).append(int(x.get("line") or 0))
+    return found
+
+
+def _consequence(line: dict[str, Any], causes: dict[Any, list[int]]) -> bool:
+    """A job's error line that follows a cited one within CASCADE_LINES: what a failure prints
+    after it (the traceback that carries it, NCCL's teardown warnings, the launcher's exit)."""
+    if line.get("section") != "app_log":
+        return False
+    at = int(line.get("line") or 0)
+    return any(0 < at - cited <= CASCADE_LINES for cited in causes.get(line.get("artifact"), []))
+
+
+def _group(line: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return line.get("artifact"), line.get("family"), line.get("device")
+
+
+def where(line: dict[str, Any]) -> str:
+    """``file:line`` of an unexplained line."""
+    return f"{line.get('artifact')}:{line.get('line')}"
+
+
+def with_unexplained(summary: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary with the unexplained lines counted, and an OK status made UNKNOWN."""
+    summary = {**summary, "counts": {**summary["counts"], "unexplained": len(lines)}}
+    if not lines:
+        return summary
+    first = lines[0]
+    said = f"{len(lines)} error line(s) not explained, first {where(first)} ({first.get('family')})"
+    if summary["status"] == "OK":
+        summary["status"], summary["exit_code"] = "UNKNOWN", UNKNOWN_EXIT
+        summary["reason"] = f"{said}: an error read and not understood is not health; {summary['reason']}"
+    else:
+        summary["reason"] += f"; {said}"
+    return summary
