@@ -43,7 +43,11 @@ Kinds:
   IO failed :-512``, is a kernel-log event).
 
 ``ckpt``: ``{errno (int|None), path (str|None), op (collective type|None), timeout_ms (int|None),
-pid (int|None), process (str|None), gpu (int|None), request (str|None)}``.
+pid (int|None), process (str|None), gpu (int|None), request (str|None), scratch ("shm"|"data_loader"|"tmp"|None)}``;
+an ENOSPC, EDQUOT or EIO error also gets ``frame_path`` (the path its traceback's writing frame
+names, when its own line names none) and ``scratch`` from that path or the frames (Python's
+multiprocessing, torch.multiprocessing, the DataLoader: shared memory), which
+derived.checkpoint_errors places.
 
 ``save_context(lines)`` says which lines sit inside a checkpoint save: a save is named (``Saving
 checkpoint``, ``save_checkpoint``, ``torch.save``, ``dcp.save``/``async_save``, a frame of
@@ -79,6 +83,12 @@ _PY_ERRNO = lazy_compile(
 )
 _TORCH_WRITE = lazy_compile(
     r"\b(?:write|pwrite|fsync|open)\(\): fd \d{1,9} failed with (?P<msg>[A-Z][\w/ ]{2,40})"
+)
+# torch.multiprocessing's shared-memory files (shm_open: /dev/shm/torch_…) as its error names them:
+# "unable to write to file </torch_739_144252761_4>: No space left on device (28)"
+_TORCH_SHM_WRITE = lazy_compile(
+    r"\bunable to write to file <(?P<path>/torch_[^>\s]{1,80})>"
+    r"(?:: (?P<msg>[A-Z][\w/ ]{2,40}) \((?P<errno>\d{1,4})\))?"
 )
 _STREAM_WRITER = lazy_compile(
     r"PytorchStreamWriter failed writing (?:file )?(?P<record>\S{1,200})"
@@ -133,13 +143,13 @@ _ASYNC_MARKER = lazy_compile(
     re.IGNORECASE,
 )
 SAVE_WINDOW = 400  # lines: a traceback of a deep framework stack, or a watchdog's frames, stays within it
-_HINTS = ("Errno", "failed with", "Pytorch", "unexpected", "CheckpointException", "Watchdog", "Killed",
-          "-9", "SIGKILL", "-512", "out of memory", "OUT_OF_MEMORY", "MemoryAllocation",
-          "Out of memory")  # fmt: skip
+_HINTS = ("Errno", "os error", "Os { code", "failed with", "unable to write to file", "Pytorch", "unexpected",
+          "CheckpointException", "Watchdog", "Killed", "-9", "SIGKILL", "-512", "out of memory", "OUT_OF_MEMORY",
+          "MemoryAllocation", "Out of memory")  # fmt: skip
 
 
 def _record(**fields: Any) -> dict[str, Any]:
-    keys = ("errno", "path", "op", "timeout_ms", "pid", "process", "gpu", "request")
+    keys = ("errno", "path", "op", "timeout_ms", "pid", "process", "gpu", "request", "scratch")
     return {key: fields.get(key) for key in keys}
 
 
@@ -160,6 +170,10 @@ def _errno_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
         errno = int(match["errno"])
         kind = ERRNO_KINDS.get(errno)
         return (kind, "python", _record(errno=errno, path=match["path"])) if kind else None
+    if match := _TORCH_SHM_WRITE.search(line):
+        errno = int(match["errno"]) if match["errno"] else _errno_of_message(match["msg"] or "")
+        kind = ERRNO_KINDS.get(errno) if errno else None
+        return (kind, "torch", _record(errno=errno, path=match["path"], scratch="shm")) if kind else None
     if match := _TORCH_WRITE.search(line):
         errno = _errno_of_message(match["msg"])
         kind = ERRNO_KINDS.get(errno) if errno else None
@@ -230,5 +244,75 @@ def save_context(
         error["ckpt"]["during_save"] = (
             any(at - SAVE_WINDOW <= mark <= at for mark in marks) if isinstance(at, int) else None
         )
+    _place(lines, errors)
     marked = [src(artifact, number, line) for number, line in lines if _ASYNC_MARKER.search(line)][:5]
     return {"saving": bool(marks), "async": bool(marked), "async_lines": marked}
+
+
+# Where an errno error happened, when its line does not say: the traceback above it. A path
+# literal in the frame that wrote (``torch.save(sd, "/dev/shm/x.pt")``, ``open('/tmp/a', 'wb')``)
+# and frames of the code that writes to shared memory (Python's multiprocessing semaphores and
+# queues, torch.multiprocessing's tensor sharing, the DataLoader's workers: all in /dev/shm).
+TRACEBACK_WINDOW = 80  # lines above the error searched for its traceback's frames
+_TRACEBACK_START = lazy_compile(r"Traceback \(most recent call last\)")
+_PATH_LITERAL = lazy_compile(r"""(?<![\w.])['"](?P<path>/[^'"\s%{}]{1,300})['"]""")
+_FRAME_LINE = lazy_compile(r'^\s*(?:\[rank\d{1,6}\]:\s*)?File "')
+_DATA_LOADER_FRAME = lazy_compile(r"torch/utils/data/|\bDataLoader worker\b")
+_SHM_FRAME = lazy_compile(
+    r"multiprocessing/(?:synchronize|queues|heap|shared_memory|reduction)\.py|torch/multiprocessing/"
+    r"|\b_share_(?:fd|filename)\w{0,10}\b|\bSemLock\b|/dev/shm\b"
+)
+_SHM_PATH = lazy_compile(r"^/dev/shm(?:/|$)|^/torch_")
+_TMP_PATH = lazy_compile(r"^/(?:var/)?tmp(?:/|$)")
+_PLACED_ERRNOS = (28, 122, 5)
+
+
+def scratch_of(path: str | None, frames: list[str]) -> str | None:
+    """``shm``, ``data_loader`` or ``tmp`` when the path or the frames that wrote place a write on
+    the job's scratch space rather than on its checkpoint; None otherwise."""
+    if path and _SHM_PATH.search(path):
+        return "shm"
+    if path and _TMP_PATH.search(path):
+        return "tmp"
+    if any(_DATA_LOADER_FRAME.search(frame) for frame in frames):
+        return "data_loader"
+    if not path and any(_SHM_FRAME.search(frame) for frame in frames):
+        return "shm"
+    return None
+
+
+def _place(lines: Iterable[tuple[int, str]], errors: list[dict[str, Any]]) -> None:
+    """Give each ENOSPC/EDQUOT/EIO error the path its traceback's writing frame names
+    (``ckpt.frame_path``, when its own line names none) and ``ckpt.scratch``."""
+    wanted = {
+        e["src"]["line"]: e
+        for e in errors
+        if isinstance(e.get("ckpt"), dict)
+        and e["ckpt"].get("errno") in _PLACED_ERRNOS
+        and isinstance(e.get("src"), dict)
+    }
+    if not wanted:
+        return
+    window: list[tuple[int, str]] = []
+    for number, line in lines:
+        if number in wanted:
+            error = wanted[number]
+            frames = _traceback_above(window)
+            code = [f for f in frames if not _FRAME_LINE.search(f)]  # the frames' source lines
+            frame_path = next((m["path"] for f in reversed(code) if (m := _PATH_LITERAL.search(f))), None)
+            ckpt = error["ckpt"]
+            ckpt["frame_path"] = frame_path if not ckpt.get("path") else None
+            ckpt["scratch"] = ckpt.get("scratch") or scratch_of(
+                ckpt.get("path") or frame_path, [*frames, line]
+            )
+        window.append((number, line))
+        if len(window) > TRACEBACK_WINDOW:
+            window.pop(0)
+
+
+def _traceback_above(window: list[tuple[int, str]]) -> list[str]:
+    """The lines of the traceback that ends just above an error: from its last ``Traceback
+    (most recent call last)`` line (or the whole window when none is in it)."""
+    texts = [line for _, line in window]
+    starts = [i for i, line in enumerate(texts) if _TRACEBACK_START.search(line)]
+    return texts[starts[-1] :] if starts else texts

@@ -73,8 +73,7 @@ from gdsdoctor import syslog_time
 from gdsdoctor.compat import UTC
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes import nvme_status
-from gdsdoctor.probes import error_lines
+from gdsdoctor.probes import error_lines, nvme_status
 from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
 from gdsdoctor.probes.dmesg_kinds import LIFECYCLE_KINDS
 from gdsdoctor.probes.dmesg_kinds import RULES as _RULES

@@ -2,9 +2,10 @@
 
 ``derived.error_lines`` holds the input lines that are errors of the storage path now (this boot,
 within ``--since``, not an event since recovered). A line is *explained* when a finding — fired
-now, set apart by an acknowledgement, or in history — cites it as evidence, or cites another
-error line of the same artifact, family and device (a cause quotes at most a dozen lines of a
-storm; the rest are the same failure); in a job's output, a cited error explains the error
+now, set apart by an acknowledgement, or in history — cites it as evidence, or (kernel log,
+cufile.log) cites another error line of the same artifact, family and device (a cause quotes at
+most a dozen lines of a storm; the rest are the same failure); in a job's output, whose lines
+name no device, a cited error explains the error
 lines that follow it within CASCADE_LINES lines (the traceback carrying it, NCCL's teardown, the
 launcher's exit: its consequences). The others are *unexplained*: listed with file:line, the
 family the classifier gave them, and the input that would settle them where a neighbouring cause
@@ -33,7 +34,12 @@ def unexplained(findings: Iterable[RankedFinding], facts: dict[str, Any]) -> lis
     if not lines:
         return []
     cited = {(e.artifact, e.line) for f in findings for e in f.result.evidence if e.line is not None}
-    groups = {_group(x) for x in lines if (x.get("artifact"), x.get("line")) in cited}
+    # a job's lines name no device: family alone is too coarse there (the cascade rule below)
+    groups = {
+        _group(x)
+        for x in lines
+        if (x.get("artifact"), x.get("line")) in cited and x.get("section") != "app_log"
+    }
     causes = _cited_job_lines(lines, cited)
     left = [
         x

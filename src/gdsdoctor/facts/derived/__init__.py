@@ -31,6 +31,8 @@ and one key per concern, each written by its own module, which documents its key
   storage), from the evidence or the site config's ``node:``; the engine reads it for ``uses:``;
 - ``derived.device_stacks`` (device_stacks.py): which block devices are one stack (a loop
   device and the filesystem its image is on, a namespace and its controller), for ranking;
+- ``derived.checkpoint_errors`` (job_errors.py): the job's ENOSPC/EDQUOT/EIO errors placed on
+  the checkpoint path, /dev/shm, /tmp, a data loader, elsewhere;
 - ``derived.error_lines`` (error_lines.py): the input lines that are errors of the storage path
   now (the report lists those no fired cause cites as unexplained);
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
@@ -56,6 +58,7 @@ from gdsdoctor.facts.derived import (
     gds,
     host_memory,
     intent,
+    job_errors,
     netfs,
     nvme_thermal,
     roce_gids,
@@ -88,5 +91,6 @@ def derive(
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
     derived["netfs"] = netfs.derive(facts)
     derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
+    derived["checkpoint_errors"] = job_errors.derive(facts, target_path)
     derived["error_lines"] = error_lines.derive(facts, derived)  # reads devices' hung tasks
     return derived
