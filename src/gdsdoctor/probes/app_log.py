@@ -43,7 +43,9 @@ on the GDS path failed: EIO, ``cuFileRead returned error``, gdsio's ``io failed 
 ``operator_nvidia_fs_ctr_failed``, ``compat_mode`` (the application says it runs in compat mode),
 and the RDMA kinds of ``app_log_rdma``: ``rdma_local_protection_error``, ``rdma_retry_exceeded``,
 ``rdma_completion_error``, ``rdma_enomem``, ``rdma_verbs_failed``, and GDRCopy's of ``app_log_gdr``:
-``gdrdrv_too_old``, ``gdr_pin_failed``.
+``gdrdrv_too_old``, ``gdr_pin_failed``; the checkpoint kinds of
+``app_log_ckpt`` and ``launcher_exit`` (``app_log_launch``: a launcher's bad exit, its code and
+signal decoded, in the error's ``launch``).
 
 Sample lines: ``cuFile error (5033): NVFS driver initialization error``,
 ``gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016``.
@@ -61,6 +63,7 @@ from gdsdoctor.probes.app_log_ckpt import checkpoint_error, save_context
 from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
 from gdsdoctor.probes.app_log_gdr import gdr_error
 from gdsdoctor.probes.app_log_gdr import signature as gdr_signature
+from gdsdoctor.probes.app_log_launch import launch_record, launcher_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.base import Probe, numbered_lines, src
@@ -164,6 +167,9 @@ _GDSIO_IO_FAILED = lazy_compile(
     r"\b(?:read|write) io failed\b|\bfailed to submit io\b|\bIO failed stopping traffic\b"
     r"|^\s*io failed :ret\b"
 )
+# an errno as Python (`[Errno 95]`) and Rust (`(os error 95)`, `Os { code: 95, …`) print one: a job's
+# output whatever the errno (the error-line classifier lists those no cause reads)
+_ANY_ERRNO = lazy_compile(r"\[Errno \d{1,4}\]|\(os error \d{1,4}\)|\bOs \{ code: \d{1,4}")
 _RET = lazy_compile(r"\bret\s*:\s*(-?\d+)")
 _ERRNO = lazy_compile(r"\berrno\s*:\s*(\d+)")
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -182,6 +188,8 @@ def _signature(line: str) -> bool:
         or rdma_signature(line)
         or checkpoint_signature(line)
         or gdr_signature(line)
+        or launch_record(line) is not None
+        or _ANY_ERRNO.search(line)
     )
 
 
@@ -253,6 +261,7 @@ def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None
         or gdr_error(line_no, line, artifact)
         or rdma_error(line_no, line, artifact)
         or checkpoint_error(line_no, line, artifact)
+        or launcher_error(line_no, line, artifact)
     )
 
 

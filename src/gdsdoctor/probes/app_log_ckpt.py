@@ -17,10 +17,11 @@ Pure line classifiers, one error dict per failing line (the ``app_log.errors[]``
 
 Kinds:
 
-- errno kinds from ``[Errno N]`` (OSError, IOError, PermissionError …) or the C library's message in
-  a torch ``write(): fd N failed with …``: ``ckpt_enospc`` (28), ``ckpt_edquot`` (122), ``ckpt_eio``
-  (5), ``ckpt_estale`` (116), ``ckpt_erofs`` (30), ``ckpt_eacces`` (13); the path the error names
-  (``: '/ckpt/step-10/model.pt'``) when it names one;
+- errno kinds from ``[Errno N]`` (OSError, IOError, PermissionError …), Rust's io error
+  (safetensors: ``IoError(Os { code: 28, kind: StorageFull, … })``, ``… (os error 28)``) or the C
+  library's message in a torch ``write(): fd N failed with …``: ``ckpt_enospc`` (28),
+  ``ckpt_edquot`` (122), ``ckpt_eio`` (5), ``ckpt_estale`` (116), ``ckpt_erofs`` (30),
+  ``ckpt_eacces`` (13); the path the error names (``: '/ckpt/step-10/model.pt'``) when it names one;
 - ``ckpt_write_failed``: torch's zip writer failed without saying why (``PytorchStreamWriter failed
   writing file …``, ``unexpected pos N vs M``: the file ended short of what was written);
 - ``ckpt_truncated``: a checkpoint that does not load (``unexpected EOF, expected N more bytes``,
@@ -80,6 +81,12 @@ _PY_ERRNO = lazy_compile(
     r"(?:\b(?P<exc>[A-Z]\w{0,40}Error|(?<![\w.])[\w.]{0,80}\.\w{0,40}Error): )?"
     r"\[Errno (?P<errno>\d{1,4})\] (?P<msg>[^:\n]{1,80})"
     r"(?:: '(?P<path>[^'\n]{1,500})')?"
+)
+# Rust's std::io::Error as safetensors and other Rust extensions print it: the Debug form
+# "IoError(Os { code: 28, kind: StorageFull, message: \"No space left on device\" })" and the
+# Display form "No space left on device (os error 28)"
+_RUST_ERRNO = lazy_compile(
+    r"\bOs \{ code: (?P<errno>\d{1,4}), kind: \w{1,40}|\(os error (?P<errno2>\d{1,4})\)"
 )
 _TORCH_WRITE = lazy_compile(
     r"\b(?:write|pwrite|fsync|open)\(\): fd \d{1,9} failed with (?P<msg>[A-Z][\w/ ]{2,40})"
@@ -170,6 +177,10 @@ def _errno_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
         errno = int(match["errno"])
         kind = ERRNO_KINDS.get(errno)
         return (kind, "python", _record(errno=errno, path=match["path"])) if kind else None
+    if match := _RUST_ERRNO.search(line):
+        errno = int(match["errno"] or match["errno2"])
+        kind = ERRNO_KINDS.get(errno)
+        return (kind, "rust", _record(errno=errno)) if kind else None
     if match := _TORCH_SHM_WRITE.search(line):
         errno = int(match["errno"]) if match["errno"] else _errno_of_message(match["msg"] or "")
         kind = ERRNO_KINDS.get(errno) if errno else None

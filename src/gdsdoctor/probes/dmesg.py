@@ -792,9 +792,12 @@ def hinted_candidates(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -
 _COMMAND_LINE = lazy_compile(r"^\s*[$#] ")
 # Lines of programs' own logs that a kernel-log prefix does not make kernel lines: cufile.log
 # (`[pid=N tid=N]`, its words "pci_p2pdma not supported" are a kernel event's too), UCX
-# (`[1668693503.473099] [host:pid:0] ib_log.c:246  UCX  ERROR …` starts like dmesg), NCCL.
+# (`[1668693503.473099] [host:pid:0] ib_log.c:246  UCX  ERROR …` starts like dmesg), NCCL, and
+# Python's logging, whose default time (`[2023-04-14 13:11:27,885]`: a comma before the
+# milliseconds) no kernel log tool prints: DeepSpeed's and torchrun's launchers.
 _APPLICATION_LINE = lazy_compile(
     r"\[pid=\d+ tid=\d+\]|\bUCX\s+[A-Z]{4,5}\b|\bNCCL (?:WARN|INFO|ABORT|TRACE)\b"
+    r"|^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\]"
 )
 
 

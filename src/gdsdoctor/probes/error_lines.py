@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.app_log_launch import launch_record
 
 # Families, what each covers, and the input that would settle a line of it that no cause cites
 # (shown beside the line in the report: a neighbouring cause exists, and this is what it reads).
@@ -96,7 +97,8 @@ _KERNEL_FAMILIES = (
     ("iommu", r"^(?:DMAR|AMD-Vi|arm-smmu\S{0,10}|iommu)\b.{0,80}\b(?:fault|Event logged|IO_PAGE_FAULT)"),
     (
         "gpu",
-        r"^(?:NVRM|nvidia(?:[-_](?:fs|peermem|uvm|modeset|nvlink|nvswitch|drm))?|nvidia-nvswitch\d{0,3}|nv_peer_mem|gdrdrv)\b",
+        # the kernel modules' prefixes, then a colon or a blank (not user-space tools: nvidia-container-cli)
+        r"^(?:NVRM|nvidia(?:[-_](?:fs|peermem|uvm|modeset|nvlink|drm))?|nvidia-nvswitch\d{0,3}|nv_peer_mem|gdrdrv)(?=[:\s])",
     ),
     ("hang", r"\bblocked for more than \d{1,6} seconds"),
 )
@@ -137,14 +139,8 @@ _BENIGN = lazy_compile(
 
 # --- the job's own output (any reader's lines: a job's log is sometimes read as a kernel log) ---
 _JOB_FAMILIES = (
-    # launchers: a rank's or step's non-zero exit, a signal (torchrun, DeepSpeed, Slurm)
-    (
-        "launcher",
-        r"\bexits? with return code = -?[1-9]\d{0,3}\b|\bexitcode\s*:\s*-?[1-9]\d{0,3}\b"
-        r"|\bChildFailedError\b|\bSignals\.SIG[A-Z]{2,6}\b|\bsrun: error: .{1,200}: (?:task|tasks) [\d,-]{1,40}: "
-        r"(?:Killed|Exited with exit code [1-9]|Segmentation fault|Aborted|Terminated|Bus error)"
-        r"|\bslurmstepd: error: .{0,200}(?:CANCELLED|oom[-_]kill|Exceeded|DUE TO TIME LIMIT)|^\s*Killed\s*$",
-    ),
+    # launchers: their exit codes and signals are app_log_launch's (``launch_record``, tried first)
+    ("launcher", r"\bChildFailedError\b|\bSignals\.SIG[A-Z]{2,6}\b|^\s*Killed\s*$"),
     # NCCL's and ProcessGroupNCCL's failures
     (
         "nccl",
@@ -212,6 +208,7 @@ KIND_FAMILY: dict[str, str] = {
     **dict.fromkeys(("ckpt_enospc", "ckpt_edquot", "ckpt_eio", "ckpt_estale", "ckpt_erofs", "ckpt_eacces",
                      "ckpt_write_failed", "ckpt_truncated", "ckpt_dcp_failed"), "traceback"),
     "collective_timeout": "nccl",
+    "launcher_exit": "launcher",
 }  # fmt: skip
 
 
@@ -239,6 +236,8 @@ def classify(text: str) -> tuple[str, str | None] | None:
         if _ERROR_WORDS.search(text):
             return family, _device(m)
         return None
+    if launch_record(text) is not None:  # a launcher's bad exit, decoded (app_log_launch)
+        return "launcher", None
     for family, pattern in _JOB:
         if pattern.search(text):
             return None if _JOB_BENIGN.search(text) else (family, None)
