@@ -11,7 +11,7 @@ import pytest
 
 from gdsdoctor.capture.detect import recognise
 from gdsdoctor.pipeline import analyze_paths
-from gdsdoctor.probes import app_log
+from gdsdoctor.probes import app_log, error_lines
 from gdsdoctor.probes.app_log_launch import launch_record
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -96,3 +96,33 @@ def test_an_errno_no_cause_reads_is_an_unexplained_line() -> None:
     ).report
     assert report["summary"]["status"] == "UNKNOWN"
     assert [u["line"] for u in report["unexplained"]] == [3]
+
+
+@pytest.mark.parametrize(
+    ("line", "launcher", "signal"),
+    [
+        # ZhehengJiangLancaster/AMVUR #2: torchrun's root-cause block pasted through a lowercasing OCR
+        ("traceback : signal 9 (SIGKILL) received by PID 36071", "torchrun", 9),
+        # ArjunaCluster/ArjunaUsers #52: the batch script's shell reporting its killed python
+        (
+            "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
+            "shell",
+            9,
+        ),
+    ],
+)
+def test_lines_gathered_after_the_reader_was_built(line: str, launcher: str, signal: int) -> None:
+    record = launch_record(line)
+    assert record is not None and (record["launcher"], record["signal"]) == (launcher, signal)
+
+
+def test_a_warning_naming_an_errno_is_still_an_error_line() -> None:
+    # Plachtaa/VITS-fast-fine-tuning #397: joblib's warning of a full /dev/shm before the OSError
+    line = (
+        "/root/miniconda3/envs/vits/lib/python3.8/site-packages/joblib/_multiprocessing_helpers.py:46: "
+        "UserWarning: [Errno 28] No space left on device.  joblib will operate in serial mode"
+    )
+    assert error_lines.classify(line) == ("traceback", None)
+    assert (
+        error_lines.classify("/usr/lib/python3/dist-packages/a.py:3: UserWarning: NumPy is too old") is None
+    )

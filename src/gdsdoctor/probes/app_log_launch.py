@@ -16,8 +16,9 @@ way whichever launcher printed it. Real lines (tests/data/app_log_launch/SOURCES
 A launcher reports a child killed by signal N as the negative return code -N (Python's
 ``subprocess`` convention, which DeepSpeed and torchrun both follow) and a shell as 128 + N; an
 exit code is the program's own. Kind ``launcher_exit`` with ``launch``: ``{launcher
-("deepspeed"|"torchrun"|"slurm"|"python"), code (int|None), signal (int|None), signal_name
-(str|None), what ("signal"|"exit"|"oom"|"cancelled")}``. A rank's SIGKILL is also
+("deepspeed"|"torchrun"|"slurm"|"python"|"shell"), code (int|None), signal (int|None), signal_name
+(str|None), what ("signal"|"exit"|"oom"|"cancelled")}``; a shell's job-control line (``script: line
+28:  8156 Killed   python3 main.py``) is launcher "shell". A rank's SIGKILL is also
 ``app_log_ckpt``'s ``oom_killed`` (the OOM killer's signal): that reader comes first.
 """
 
@@ -32,7 +33,13 @@ from gdsdoctor.probes.base import src
 _DEEPSPEED = lazy_compile(r"\bexits with return code = (?P<code>-?\d{1,4})\b")
 _TORCHRUN = lazy_compile(r"\bexitcode\s*:\s*(?P<code>-?\d{1,4})\b")
 _TORCHRUN_SIGNAL = lazy_compile(
-    r"\bSignal (?P<signal>\d{1,2}) \((?P<name>SIG[A-Z0-9]{2,8})\) received by PID\b"
+    r"\b[Ss]ignal (?P<signal>\d{1,2}) \((?P<name>SIG[A-Z0-9]{2,8})\) received by PID\b"
+)
+# a shell's job-control report of a child killed by a signal (bash, a batch script):
+# "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py …"
+_SHELL = lazy_compile(
+    r": line \d{1,6}: +\d{1,10} (?P<state>Killed|Segmentation fault|Aborted|Terminated|Bus error)"
+    r"(?: \(core dumped\))? {2,}\S"
 )
 _SRUN = lazy_compile(
     r"\bsrun: error: \S{1,100}: tasks? [\d,\[\]-]{1,60}: (?P<state>Killed|Out Of Memory|Segmentation fault"
@@ -47,7 +54,15 @@ _PYTHON = lazy_compile(
     r"|died with <Signals\.(?P<name>SIG[A-Z0-9]{2,8}): (?P<signal>\d{1,2})>)"
 )
 _SRUN_SIGNALS = {"Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Terminated": 15, "Bus error": 7}
-_HINTS = ("return code", "exitcode", "received by PID", "srun: error", "slurmstepd", "CalledProcessError")
+_HINTS = (
+    "return code",
+    "exitcode",
+    "received by PID",
+    "srun: error",
+    "slurmstepd",
+    "CalledProcessError",
+    ": line ",
+)
 
 
 def signal_name(number: int | None) -> str | None:
@@ -95,6 +110,8 @@ def launch_record(line: str) -> dict[str, Any] | None:
         return _record("slurm", None, _SRUN_SIGNALS[m["state"]], "signal")
     if m := _SLURMSTEPD.search(line):
         return _record("slurm", None, None, "oom" if m["oom"] else "cancelled")
+    if m := _SHELL.search(line):
+        return _record("shell", None, _SRUN_SIGNALS[m["state"]], "signal")
     if m := _PYTHON.search(line):
         if m["code"]:
             return _from_code("python", int(m["code"]))

@@ -240,7 +240,9 @@ def classify(text: str) -> tuple[str, str | None] | None:
         return "launcher", None
     for family, pattern in _JOB:
         if pattern.search(text):
-            return None if _JOB_BENIGN.search(text) else (family, None)
+            # a warning naming an errno is still the errno (joblib's "UserWarning: [Errno 28] …")
+            benign = _JOB_BENIGN.search(text) and family != "traceback"
+            return None if benign else (family, None)
     return None
 
 
