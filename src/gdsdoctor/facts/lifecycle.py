@@ -313,7 +313,7 @@ def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | 
             history.append({**event, "history": verdict})
     section["events"] = current
     section["history"] = history
-    _judge_error_lines(section, parsed, history, since, timer, clock)
+    _judge_error_lines(section, parsed, history, since, timer, clock, (markers, state))
     section["clock"] = {**timer.describe(), "since": since["given"] if since else None}
     section["objects"] = _objects(events, verdicts, markers)
     if history:
@@ -393,29 +393,52 @@ def _judge_error_lines(
     since: dict[str, Any] | None,
     timer: Clock,
     clock: dict[str, Any],
+    context: tuple[list[_Marker], _State],
 ) -> None:
     """The error lines of the log (probes/error_lines.py) that say what the node is now: those of
-    the current boot, not before ``--since``, and not an event now history. History is not
-    state: the others are counted (``error_lines_past``), not listed."""
-    past = {
-        (e["src"].get("artifact"), e["src"].get("line")) for e in history if isinstance(e.get("src"), dict)
-    }
+    the current boot, not before ``--since``, not an event now history, and not a line about an
+    object since re-created or recovered (``XFS (loop2): Please unmount the filesystem`` after
+    its shutdown, the loop device detached since). History is not state: the others are counted
+    (``error_lines_past``), not listed."""
+    past = {_at(e) for e in history}
     now, earlier = [], 0
     for line in _dicts(parsed.get("error_lines")):
         line = dict(line)
         age, wall = timer.age(line)
         line["age_s"], line["at"] = (None if age is None else round(age, 3)), iso(wall)
-        at = (
-            (line["src"].get("artifact"), line["src"].get("line"))
-            if isinstance(line.get("src"), dict)
-            else None
-        )
-        if not line.get("current_boot") or at in past or (since and _before_since(line, since, timer, clock)):
+        before = bool(since) and _before_since(line, since or {}, timer, clock)
+        if not line.get("current_boot") or _at(line) in past or before or _ended(line, context, timer):
             earlier += 1
             continue
         now.append(line)
     section["error_lines"] = now
     section["error_lines_past"] = earlier
+
+
+def _at(item: dict[str, Any]) -> tuple[Any, Any]:
+    src = item.get("src") if isinstance(item.get("src"), dict) else {}
+    return src.get("artifact"), src.get("line")
+
+
+# an error line no kind reads stands for an event of its family's object (the object_of mapping)
+_KIND_OF_FAMILY = {
+    "filesystem": "fs_error",
+    "block": "blk_io_error",
+    "nvme": "nvme_timeout",
+    "pcie": "pcie_aer",
+}
+
+
+def _ended(line: dict[str, Any], context: tuple[list[_Marker], _State], timer: Clock) -> bool:
+    """Whether a line that is no event is about an object since re-created, recovered or gone."""
+    if line.get("kind") is not None or line.get("family") not in _KIND_OF_FAMILY:
+        return False
+    markers, state = context
+    stand_in = {**line, "kind": _KIND_OF_FAMILY[str(line["family"])]}
+    obj = object_of(stand_in)
+    if obj is None:
+        return False
+    return _ending_marker(stand_in, obj, markers, state, timer) is not None or state.gone(obj) is not None
 
 
 def _at(item: dict[str, Any]) -> tuple[Any, Any]:

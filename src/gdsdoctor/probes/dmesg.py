@@ -639,6 +639,7 @@ class _Events:
         else:
             found = error_lines.classify_cached(line.message.strip())
             family, device = found if found else (None, None)
+            device = device or (_device(line.message) if family else None)  # "XFS (loop2): …"
         if family is None:
             return
         self.errors_seen += 1
