@@ -82,14 +82,6 @@ def test_rusts_io_error_is_read_for_its_errno(name: str, kind: str, errno: int) 
     assert errors and errors[0]["ckpt"]["errno"] == errno and errors[0]["source"] == "rust"
 
 
-def test_an_enospc_to_a_temporary_file_without_a_save_is_not_the_checkpoints() -> None:
-    report = analyze_paths(
-        [DATA / "app_log_ckpt" / "comfyui-modelquantizer-4--safetensors-enospc-temp.log"]
-    ).report
-    assert "checkpoint-write-out-of-space" not in {f["id"] for f in report["findings"]}
-    assert report["summary"]["status"] == "UNKNOWN" and report["unexplained"]
-
-
 def test_an_errno_no_cause_reads_is_an_unexplained_line() -> None:
     report = analyze_paths(
         [DATA / "app_log_ckpt" / "safetensors-842--fuse-eopnotsupp-os-error-95.log"]

@@ -153,21 +153,24 @@ def test_a_cited_line_explains_its_storm_and_a_finding_keeps_its_status() -> Non
     assert report["unexplained"] == [] and report["summary"]["counts"]["unexplained"] == 0
 
 
+# a line of a class no cause reads (libata's failed command: its sense data is what the SATA
+# causes read), for the tests of how unexplained lines are counted
+ATA = "[  612.771238] ata1.00: failed command: READ FPDMA QUEUED\n"
+
+
 def test_a_critical_status_keeps_its_status_and_counts_the_lines(tmp_path: Path) -> None:
     shutdown = "[  380.047632] XFS (sdb1): Filesystem has been shut down due to log error (0x2).\n"
-    lustre = (DATA / "lustre-fsx-client-ost-rc-107-connection-lost.dmesg.txt").read_text()
-    (tmp_path / "dmesg.txt").write_text(shutdown + lustre)
+    (tmp_path / "dmesg.txt").write_text(shutdown + ATA)
     report = analyze_paths([tmp_path / "dmesg.txt"]).report
     assert report["summary"]["status"] == "CRITICAL"
-    assert "2 error line(s) not explained, first dmesg.txt:2" in report["summary"]["reason"]
+    assert "1 error line(s) not explained, first dmesg.txt:2" in report["summary"]["reason"]
 
 
 def test_only_lines_of_this_boot_and_within_since_count(tmp_path: Path) -> None:
-    nfs = "[  185.330941] nfs: server 10.2.80.41 not responding, still trying\n"
-    earlier_boot = nfs + "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075)\n"
+    earlier_boot = ATA + "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075)\n"
     (tmp_path / "dmesg.txt").write_text(earlier_boot + "[  900.000000] systemd[1]: Started Session 4.\n")
     assert analyze_paths([tmp_path / "dmesg.txt"]).report["unexplained"] == []
-    (tmp_path / "dmesg.txt").write_text(nfs + "[ 9000.000000] systemd[1]: Started Session 4.\n")
+    (tmp_path / "dmesg.txt").write_text(ATA + "[ 9000.000000] systemd[1]: Started Session 4.\n")
     assert len(analyze_paths([tmp_path / "dmesg.txt"]).report["unexplained"]) == 1
     assert analyze_paths([tmp_path / "dmesg.txt"], since="1h").report["unexplained"] == []
 
@@ -194,10 +197,10 @@ def test_a_hung_task_outside_storage_code_stays_quiet() -> None:
 
 
 def test_every_format_lists_the_lines_with_file_and_line() -> None:
-    report = _report("nfs-not-responding.lkml-6.11-rc6-bad-gso.dmesg.txt")
-    where = "nfs-not-responding.lkml-6.11-rc6-bad-gso.dmesg.txt:5"
+    report = _report("deepspeedexamples-626--launcher-return-code-11.log")
+    where = "deepspeedexamples-626--launcher-return-code-11.log:6"
     text = render(report, "text")
     markdown = render(report, "markdown")
-    assert "1 error line(s) not explained" in text and where in text and "nfsstat -m" in text
+    assert "1 error line(s) not explained" in text and where in text and "OOM killer" in text
     assert "1 error line(s) not explained" in markdown and where in markdown
     assert "not explained" in render(report, "text", quiet=True)

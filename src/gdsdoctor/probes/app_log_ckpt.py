@@ -44,9 +44,10 @@ Kinds:
   IO failed :-512``, is a kernel-log event).
 
 ``ckpt``: ``{errno (int|None), path (str|None), op (collective type|None), timeout_ms (int|None),
-pid (int|None), process (str|None), gpu (int|None), request (str|None), scratch ("shm"|"data_loader"|"tmp"|None)}``;
-an ENOSPC, EDQUOT or EIO error also gets ``frame_path`` (the path its traceback's writing frame
-names, when its own line names none) and ``scratch`` from that path or the frames (Python's
+pid (int|None), process (str|None), gpu (int|None), request (str|None), scratch
+("shm"|"data_loader"|"tmp"|None)}``; an ENOSPC, EDQUOT or EIO error also gets ``frame_path``
+(the path its traceback's writing frame names, when its own line names none) and ``scratch``
+from that path or the frames (Python's
 multiprocessing, torch.multiprocessing, the DataLoader: shared memory), which
 derived.checkpoint_errors places.
 
@@ -151,8 +152,8 @@ _ASYNC_MARKER = lazy_compile(
 )
 SAVE_WINDOW = 400  # lines: a traceback of a deep framework stack, or a watchdog's frames, stays within it
 _HINTS = ("Errno", "os error", "Os { code", "failed with", "unable to write to file", "Pytorch", "unexpected",
-          "CheckpointException", "Watchdog", "Killed", "-9", "SIGKILL", "-512", "out of memory", "OUT_OF_MEMORY",
-          "MemoryAllocation", "Out of memory")  # fmt: skip
+          "CheckpointException", "Watchdog", "Killed", "-9", "SIGKILL", "-512", "out of memory",
+          "OUT_OF_MEMORY", "MemoryAllocation", "Out of memory")  # fmt: skip
 
 
 def _record(**fields: Any) -> dict[str, Any]:

@@ -5,9 +5,9 @@ within ``--since``, not an event since recovered). A line is *explained* when a 
 now, set apart by an acknowledgement, or in history — cites it as evidence, or (kernel log,
 cufile.log) cites another error line of the same artifact, family and device (a cause quotes at
 most a dozen lines of a storm; the rest are the same failure); in a job's output, whose lines
-name no device, a cited error explains the error
-lines that follow it within CASCADE_LINES lines (the traceback carrying it, NCCL's teardown, the
-launcher's exit: its consequences). The others are *unexplained*: listed with file:line, the
+name no device, a cited error explains the error lines of its burst (LEAD_LINES before it,
+CASCADE_LINES after it: what led to it, the traceback carrying it, NCCL's teardown, the
+launcher's exit). The others are *unexplained*: listed with file:line, the
 family the classifier gave them, and the input that would settle them where a neighbouring cause
 reads it.
 
@@ -25,6 +25,7 @@ from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.probes.error_lines import SETTLE
 
 CASCADE_LINES = 200
+LEAD_LINES = 20  # and the burst just before it: a peer's connection closed before NCCL's allocation failed
 UNKNOWN_EXIT = 3  # the monitoring-plugin code (report/build.py EXIT_CODES)
 
 
@@ -70,12 +71,13 @@ def _cited_job_lines(lines: list[dict[str, Any]], cited: set[tuple[Any, Any]]) -
 
 
 def _consequence(line: dict[str, Any], causes: dict[Any, list[int]]) -> bool:
-    """A job's error line that follows a cited one within CASCADE_LINES: what a failure prints
-    after it (the traceback that carries it, NCCL's teardown warnings, the launcher's exit)."""
+    """A job's error line within CASCADE_LINES after a cited one or LEAD_LINES before it: one
+    failure's burst (what led to it, the traceback that carries it, NCCL's teardown warnings,
+    the launcher's exit)."""
     if line.get("section") != "app_log":
         return False
     at = int(line.get("line") or 0)
-    return any(0 < at - cited <= CASCADE_LINES for cited in causes.get(line.get("artifact"), []))
+    return any(-LEAD_LINES <= at - cited <= CASCADE_LINES for cited in causes.get(line.get("artifact"), []))
 
 
 def _group(line: dict[str, Any]) -> tuple[Any, Any, Any]:
