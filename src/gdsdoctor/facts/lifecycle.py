@@ -47,6 +47,10 @@ a live check, a bundle), else before the log's own last line (a pasted log), els
 stamps (``dmesg -T``, syslog: these drift after a suspend, and ``clock`` says so). The section
 gets ``clock`` (what ages are measured from) and ``objects`` (per object: events now and in
 history, recoveries, the newest event's age, events in the last hour).
+
+Longer than 600 lines because the objects, their markers, the recovery's judgement and the
+error lines judged with their objects are one model: split, each part would need the others'
+markers and state.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ RECENT_WINDOW_S = 3600.0  # "N in the last hour"
 # admin command after ADMIN_TIMEOUT (60 s, drivers/nvme/host/nvme.h), so a log that ends sooner
 # after the marker cannot show whether the reset held.
 SETTLE_S = 60.0
+SETTLED_OBJECTS = frozenset(("nvme", "pcie"))  # whose recovery must hold SETTLE_S to count
 FS_KINDS = frozenset(("fs_shutdown", "fs_error"))
 BLOCK_KINDS = frozenset(("blk_io_error", "nvme_status_error", "backing_store_full", "scsi_sense"))
 NVME_KINDS = frozenset(
@@ -381,6 +386,8 @@ def _held(marker: _Marker, owner: tuple[str, str], state: _State, timer: Clock) 
     log), or the log or the capture goes on for SETTLE_S after the marker without a failure of
     the object (failures after it are ``_failing_again``'s)."""
     if state.live(owner):
+        return True
+    if owner[0] not in SETTLED_OBJECTS:  # a client's own "restored" (netfs) is its recovery
         return True
     age, _ = timer.age(marker.event)
     return age is not None and age >= SETTLE_S
