@@ -257,3 +257,17 @@ def test_a_stat_that_answers_and_errors_about_the_name_are_not_evidence() -> Non
     ):
         report = gd.analyze_texts({"mounts": XFS_MOUNTS, "stat.txt": line + "\n"}, path="/mnt/ckpt/run1")
         assert PATH_FAILS not in _ids(report), line
+
+
+def test_without_the_kernel_log_the_repair_commands_name_the_paths_device() -> None:
+    # The kernel log names the shut-down device; without it, the mount under the failing path
+    # does, so the repair is printed for that device (and only the XFS tools for an XFS).
+    report = gd.analyze_texts(
+        {"mounts": XFS_MOUNTS, "stat.txt": "stat: cannot statx '/mnt/ckpt/run1': Input/output error\n"},
+        path="/mnt/ckpt/run1",
+    )
+    commands = [step["command"] for step in _ids(report)[SHUTDOWN]["remediation"]]
+    assert "umount /dev/nvme0n1p1" in commands
+    assert "xfs_repair -n /dev/nvme0n1p1" in commands
+    assert not any("e2fsck" in command or "nvme1n1" in command for command in commands)
+    assert not any("{" in command for command in commands)

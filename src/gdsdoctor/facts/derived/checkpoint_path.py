@@ -3,12 +3,14 @@
 
 - ``derived.path_failure``: the path fails with an error about its filesystem (EIO, ESTALE,
   ENOTCONN, EROFS, EUCLEAN…) or stat did not answer (``hung``, errno ``ETIMEDOUT``), else null:
-  ``{"path", "errno", "error", "hung", "mountpoint", "device", "fstype", "network", "local",
-  "src", "mount": {"src"}}``. The mount is the longest mount point above the path in the mount
-  table (the path cannot be resolved: it does not answer; without --path, the path a pasted
-  stat names); ``network`` for NFS, Lustre, FUSE and
-  the other filesystems served over a network, ``local`` for a filesystem on a block device.
-  Its ``src`` (the stat line) and ``mount.src`` (the mount table's line) are the evidence.
+  ``{"path", "errno", "error", "hung", "mountpoint", "device", "device_name", "fstype",
+  "network", "local", "src", "mount": {"src"}}``. The mount is the longest mount point above
+  the path in the mount table (the path cannot be resolved: it does not answer; without
+  --path, the path a pasted stat names); ``device_name`` is its device below /dev/, as the
+  kernel log names it, so a repair command is written once for both; ``network`` for NFS,
+  Lustre, FUSE and the other filesystems served over a network, ``local`` for a filesystem on
+  a block device. Its ``src`` (the stat line) and ``mount.src`` (the mount table's line) are
+  the evidence.
 - ``derived.path_missing``: the path does not exist (ENOENT), else null: ``{"path",
   "nearest", "mountpoint", "src"}``, ``nearest`` the nearest existing parent, which the
   analysis diagnoses in its place (the report says so).
@@ -44,6 +46,7 @@ def failure(facts: dict[str, Any], target_mount: dict[str, Any] | None) -> dict[
         "hung": bool(stat.get("hung")),
         "mountpoint": mount.get("mountpoint"),
         "device": device,
+        "device_name": device.removeprefix("/dev/") if device and device.startswith("/dev/") else None,
         "fstype": fstype or None,
         "network": fstype in NETWORK_FSTYPES or fstype.startswith("fuse"),
         "local": bool(device and device.startswith("/dev/")),
