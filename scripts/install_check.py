@@ -9,9 +9,10 @@ and needs a package index; scripts/benchmark.py runs it as its `install` section
 2. The system-wide install (docs/install.md, the ``sh`` block under "System-wide install"), each line with
    ``sudo`` dropped and ``/opt/`` and ``/usr/local/`` moved under the prefix; then the linked
    ``gdsdoctor --version`` and its man page (``man -l``: every command has its section).
-3. The shipped systemd unit's ``ExecStart`` (integrations/prometheus/gdsdoctor-textfile.service)
-   as written, its program and output directory moved under the prefix: it exits with a code
-   the unit accepts and writes the .prom file.
+3. The shipped systemd unit's ``ExecStartPre`` and ``ExecStart`` (integrations/prometheus/
+   gdsdoctor-textfile.service) as written, its program and output directory moved under the
+   prefix, the output directory missing: it is made, the command exits with a code the unit
+   accepts and writes the .prom file.
 4. The node-problem-detector plugin's two rules (integrations/node-problem-detector), their
    program under the prefix and ``--host-root /host`` given this host's ``/``: exit 0, 1 or 2 and
    one line of at most 80 characters.
@@ -89,8 +90,18 @@ def unit_command(prefix: Path) -> tuple[list[str], set[int], Path]:
     assert start, UNIT
     argv = shlex.split(under(prefix, start[1]))
     codes = {0} | {int(code) for code in (success[1].split() if success else [])}
-    output = next(Path(a.split("=", 1)[1]) for a in argv if a.startswith("prometheus="))
+    output = next(
+        Path(a.split("=", 1)[1]) for a in argv if a.startswith(("prometheus=", "prometheus-fired="))
+    )
     return argv, codes, output
+
+
+def unit_pre_commands(prefix: Path) -> list[list[str]]:
+    """The unit's ExecStartPre lines, in order, moved under the prefix."""
+    return [
+        shlex.split(under(prefix, line))
+        for line in re.findall(r"^ExecStartPre=(.+)$", UNIT.read_text(), re.M)
+    ]
 
 
 def step(name: str, ok: bool, detail: str = "") -> bool:
@@ -168,7 +179,9 @@ def _command_names(program: Path) -> list[str]:
 
 def check_unit(prefix: Path) -> bool:
     argv, codes, output = unit_command(prefix)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    for pre in unit_pre_commands(prefix):  # the output directory is missing: the unit makes it
+        if subprocess.run(pre, capture_output=True, timeout=60).returncode != 0:
+            return step(f"unit ExecStartPre: {shlex.join(pre)}", False)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     text = output.read_text() if output.exists() else ""
     return step(

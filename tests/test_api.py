@@ -28,7 +28,16 @@ def test_public_names_and_signatures_are_stable() -> None:
         "analyze_texts",
         "check",
     }
-    assert gd.FORMATS == ("text", "json", "markdown", "junit", "prometheus", "oneline")
+    assert gd.FORMATS == (
+        "text",
+        "json",
+        "markdown",
+        "junit",
+        "prometheus",
+        "prometheus-fired",
+        "oneline",
+        "slurm",
+    )
     signatures = {
         name: list(inspect.signature(getattr(gd, name)).parameters)
         for name in ("check", "analyze", "analyze_texts", "analyze_fleet")

@@ -17,7 +17,7 @@ import pytest
 import gdsdoctor.api as gd
 from gdsdoctor.report.files import write_atomic
 from gdsdoctor.report.junit import render_junit, xml_text
-from gdsdoctor.report.oneline import NPD_OUTPUT_MAX, SLURM_REASON_MAX, npd_result, render_oneline
+from gdsdoctor.report.oneline import NPD_OUTPUT_MAX, ONELINE_MAX, npd_result, render_oneline
 from gdsdoctor.report.prometheus import label_value, render_prometheus
 from gdsdoctor.report.verdicts import verdicts
 from tests.conftest import REPO, fake_binary, validate_report, write_tree
@@ -281,11 +281,11 @@ def test_oneline_starts_with_the_top_cause_and_is_plain_ascii(report: gd.Report)
     assert line.endswith("\n") and "\n" not in line[:-1]
     assert line.startswith("site-critical-ext4 CRITICAL 0.95: critical <title>")
     assert line.isascii() and all(" " <= c <= "~" for c in line[:-1])
-    assert len(line) - 1 <= SLURM_REASON_MAX
+    assert len(line) - 1 <= ONELINE_MAX
     long = json.loads(json.dumps(report.data))
     long["findings"][0]["title"] = "x" * 500
     cut = render_oneline(long).rstrip("\n")
-    assert len(cut) == SLURM_REASON_MAX and cut.endswith("...")
+    assert len(cut) == ONELINE_MAX and cut.endswith("...")
 
 
 def test_oneline_spells_our_punctuation_in_ascii() -> None:
@@ -436,10 +436,15 @@ def test_slurm_healthcheck_drains_with_the_reason_as_one_argument(tmp_path: Path
         pytest.skip("no bash")
     bindir = tmp_path / "bin"
     reason = """nvidia-fs-not-loaded CRITICAL 0.70: it's "quoted" $(touch pwned) `id` ; rm -rf x"""
-    fake_binary(bindir, "gdsdoctor", f"printf '%s\\n' {sh_quote(reason)}\nexit 2")
+    program = fake_binary(bindir, "gdsdoctor", f"printf '%s\\n' {sh_quote(reason)}\nexit 2")
     fake_binary(bindir, "scontrol", f'for a in "$@"; do printf "%s\\n" "$a"; done > {tmp_path}/argv')
     fake_binary(bindir, "logger", f'echo "$@" > {tmp_path}/logged')
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "SLURMD_NODENAME": "gpu 001"}
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}:{os.environ['PATH']}",
+        "GDSDOCTOR": str(program),
+        "SLURMD_NODENAME": "gpu 001",
+    }
     run = subprocess.run(
         [bash, str(INTEGRATIONS / "slurm" / script)],
         env=env,
@@ -453,7 +458,7 @@ def test_slurm_healthcheck_drains_with_the_reason_as_one_argument(tmp_path: Path
         "update",
         "NodeName=gpu 001",
         "State=DRAIN",
-        f"Reason=gdsdoctor: {reason}",
+        f"Reason={reason}",
     ]
     assert not (tmp_path / "pwned").exists()
     fake_binary(bindir, "gdsdoctor", "echo 'UNKNOWN: nothing could be read'; exit 3")

@@ -24,6 +24,7 @@ import pytest
 import gdsdoctor.api as gd
 from gdsdoctor.pipeline import check
 from gdsdoctor.probes import path_stat
+from gdsdoctor.report.oneline import SLURM_REASON_MAX
 from gdsdoctor.report.render import render
 from tests.conftest import REPO, fake_binary
 from tests.loopfs import loop_mount, skip_unless_root_with
@@ -110,15 +111,20 @@ def test_the_slurm_healthcheck_and_npd_drain_on_it(shut_down_xfs: tuple[Path, st
     """The integrations configured with the checkpoint path see it break (they went blind)."""
     directory, _device = shut_down_xfs
     bindir = tmp_path / "bin"
-    fake_binary(bindir, "gdsdoctor", f'exec {shlex.quote(sys.executable)} -m gdsdoctor "$@"')
+    program = fake_binary(bindir, "gdsdoctor", f'exec {shlex.quote(sys.executable)} -m gdsdoctor "$@"')
     fake_binary(bindir, "scontrol", f'for a in "$@"; do printf "%s\\n" "$a"; done > {tmp_path}/argv')
     fake_binary(bindir, "logger", f'echo "$@" > {tmp_path}/logged')
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "GDSDOCTOR_PATH": str(directory)}
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}:{os.environ['PATH']}",
+        "GDSDOCTOR": str(program),
+        "GDSDOCTOR_PATH": str(directory),
+    }
     script = str(REPO / "integrations" / "slurm" / "gdsdoctor-healthcheck")
     subprocess.run(["bash", script], env={**env, "SLURMD_NODENAME": "gpu001"}, check=True, timeout=300)
     argv = (tmp_path / "argv").read_text().splitlines()
     assert argv[:3] == ["update", "NodeName=gpu001", "State=DRAIN"]
-    assert argv[3].startswith("Reason=gdsdoctor: ") and "CRITICAL" in argv[3]
+    assert argv[3].startswith("Reason=gdsdoctor: ") and len(argv[3]) <= len("Reason=") + SLURM_REASON_MAX
     npd = _cli("check", "--npd", "--path", str(directory))
     assert npd.returncode == 1 and npd.stdout.count("\n") == 1  # NPD: a problem, in one line
 

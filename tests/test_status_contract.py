@@ -271,12 +271,17 @@ def _healthcheck(tmp_path: Path, fixture: str) -> str | None:
         pytest.skip("no bash")
     bindir = tmp_path / "bin"
     shown = " ".join(f"'{f}'" for f in files(fixture))
-    fake_binary(
+    program = fake_binary(
         bindir, "gdsdoctor", f'shift; exec {sys.executable} -m gdsdoctor analyze {shown} --no-config "$@"'
     )
     fake_binary(bindir, "scontrol", f'for a in "$@"; do printf "%s\\n" "$a"; done > {tmp_path}/argv')
     fake_binary(bindir, "logger", "true")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "SLURMD_NODENAME": "gpu001"}
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}:{os.environ['PATH']}",
+        "GDSDOCTOR": str(program),
+        "SLURMD_NODENAME": "gpu001",
+    }
     argv = tmp_path / "argv"
     argv.unlink(missing_ok=True)
     subprocess.run(
@@ -289,7 +294,7 @@ def test_slurm_drains_on_the_nodes_own_fault_only(tmp_path: Path) -> None:
     assert _healthcheck(tmp_path, "capacity-one-ost-full-shared") is None  # one full OST drains nothing
     assert _healthcheck(tmp_path, "ib-ofed-node-without-nvmeof") is None
     reason = _healthcheck(tmp_path, "nvidia-fs-missing-lsmod")
-    assert reason is not None and reason.startswith("Reason=gdsdoctor: nvidia-fs-not-loaded CRITICAL")
+    assert reason is not None and reason.startswith("Reason=gdsdoctor: nvidia-fs-not-loaded: ")
 
 
 def test_report_json_keeps_the_contract_fields() -> None:

@@ -21,6 +21,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from gdsdoctor import __version__
 from gdsdoctor.cli import diagnose, rules, tools, watch
+from gdsdoctor.cli.common import start_run
 from gdsdoctor.cli.options import UNKNOWN_EXIT
 from gdsdoctor.cli.unknown import answer_unknown
 from gdsdoctor.errors import UserError
@@ -205,6 +206,7 @@ def run(argv: Sequence[str]) -> int:
         return UNKNOWN_EXIT
     if sys.stderr is not None and hasattr(sys.stderr, "reconfigure"):
         sys.stderr.reconfigure(errors="backslashreplace")
+    start_run()
     stdout, sys.stdout = sys.stdout, PipeSafeStream(sys.stdout)
     try:
         message = _failure(list(argv))

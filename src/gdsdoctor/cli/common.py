@@ -1,14 +1,27 @@
 """What several commands share: inputs that must exist, sizes given on the command line, the
-progress bar of a measurement (``check --bench``, ``bench``) and a checkpoint path that fails
-(``bench``, ``watch``)."""
+progress bar of a measurement (``check --bench``, ``bench``), a checkpoint path that fails
+(``bench``, ``watch``) and the run's clock (the Prometheus formats' run duration)."""
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gdsdoctor.errors import UserError
+
+_RUN_STARTED = [time.monotonic()]  # the process's start, until run() marks each command's
+
+
+def start_run() -> None:
+    """A command starts: its run duration counts from here (cli.app.run, before parsing)."""
+    _RUN_STARTED[0] = time.monotonic()
+
+
+def run_seconds() -> float:
+    """Seconds since the command started: capture, analysis, report."""
+    return time.monotonic() - _RUN_STARTED[0]
 
 
 def existing(paths: Sequence[Path]) -> list[Path]:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gdsdoctor.cli.common import existing, progress_bar, size_of
+from gdsdoctor.cli.common import existing, progress_bar, run_seconds, size_of
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     REPORT_FORMATS,
@@ -143,7 +143,7 @@ def finish(
 
     report = apply_fail_on(report, fail_on)
     for target_format, path in outputs:
-        write_output(render(report, target_format, verbose), path)
+        write_output(render(report, target_format, verbose, run_s=run_seconds()), path)
     if npd:
         from gdsdoctor.report.oneline import npd_result
 
@@ -153,7 +153,7 @@ def finish(
     shown = fmt if fmt is not None else (None if outputs else "text")
     if shown is not None:
         color = shown == "text" and sys.stdout.isatty()
-        sys.stdout.write(render(report, shown, verbose, color=color, quiet=quiet))
+        sys.stdout.write(render(report, shown, verbose, color=color, quiet=quiet, run_s=run_seconds()))
     if shown is None or shown in MACHINE_FORMATS:
         print(exit_line(report), file=sys.stderr)
     return int(report["summary"]["exit_code"])

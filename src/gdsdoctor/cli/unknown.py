@@ -64,20 +64,21 @@ def answer_unknown(argv: Sequence[str], message: str, code: int) -> int:
     npd, fmt, outputs = asked_outputs(argv)
     if not npd and fmt is None and not outputs:
         return code
+    from gdsdoctor.cli.common import run_seconds
     from gdsdoctor.report.build import unknown_report
     from gdsdoctor.report.render import FORMATS, MACHINE_FORMATS, render
 
     report = unknown_report(message, "live" if argv[0] == "check" else "files")
     for name, path in outputs:
         if name in FORMATS:
-            _write_quietly(render(report, name), path)
+            _write_quietly(render(report, name, run_s=run_seconds()), path)
     if npd:
         from gdsdoctor.report.oneline import NPD_UNKNOWN, npd_result
 
         print(npd_result(report)[1])
         return NPD_UNKNOWN
     if fmt in MACHINE_FORMATS:
-        sys.stdout.write(render(report, fmt))
+        sys.stdout.write(render(report, fmt, run_s=run_seconds()))
     return code
 
 

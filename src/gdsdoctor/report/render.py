@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMATS = ("text", "json", "markdown", "junit", "prometheus", "oneline")
-MACHINE_FORMATS = frozenset({"json", "junit", "prometheus", "oneline"})
+FORMATS = ("text", "json", "markdown", "junit", "prometheus", "prometheus-fired", "oneline", "slurm")
+MACHINE_FORMATS = frozenset({"json", "junit", "prometheus", "prometheus-fired", "oneline", "slurm"})
 
 
 def render(
-    report: dict[str, Any], fmt: str, verbose: bool = False, color: bool = False, quiet: bool = False
+    report: dict[str, Any],
+    fmt: str,
+    verbose: bool = False,
+    color: bool = False,
+    quiet: bool = False,
+    run_s: float | None = None,
 ) -> str:
     """The report in ``fmt`` (one of :data:`FORMATS`), as the text to print or write; ``quiet``:
-    text and markdown give only the findings and the status."""
+    text and markdown give only the findings and the status; ``run_s``: how long the run took,
+    for the Prometheus formats' gdsdoctor_run_duration_seconds."""
     if fmt == "json":
         from gdsdoctor.report.json_report import render_json
 
@@ -32,7 +38,15 @@ def render(
     if fmt == "prometheus":
         from gdsdoctor.report.prometheus import render_prometheus
 
-        return render_prometheus(report)
+        return render_prometheus(report, run_s=run_s)
+    if fmt == "prometheus-fired":
+        from gdsdoctor.report.prometheus import render_prometheus_fired
+
+        return render_prometheus_fired(report, run_s=run_s)
+    if fmt == "slurm":
+        from gdsdoctor.report.oneline import render_slurm_reason
+
+        return render_slurm_reason(report)
     if fmt == "oneline":
         from gdsdoctor.report.oneline import render_oneline
 
