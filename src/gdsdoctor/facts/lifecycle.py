@@ -55,6 +55,7 @@ markers and state.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from typing import Any
 
@@ -165,18 +166,42 @@ def _line(event: dict[str, Any]) -> int:
 class _Marker:
     """A line that ends or recovers objects: which ones, and how to say it."""
 
-    __slots__ = ("event", "line", "objects", "recovers", "says")
+    __slots__ = ("event", "line", "objects", "position", "recovers", "says")
 
     def __init__(
         self, event: dict[str, Any], objects: list[tuple[str, str]], says: str, recovers: bool
     ) -> None:
         self.event, self.objects, self.says, self.recovers = event, objects, says, recovers
         self.line = _line(event)
+        self.position = 0  # in the log's markers, in line order (set by _Markers)
+
+
+class _Markers:
+    """The log's markers in line order, and each object's markers found by the object: every
+    event asks which markers end its object, and a scan of all markers for each event grew as
+    events × markers (a 100k-line log: 3.2 s of 3.9 s judging; docs/performance.md)."""
+
+    __slots__ = ("_by_object", "all")
+
+    def __init__(self, markers: list[_Marker]) -> None:
+        self.all = markers
+        self._by_object: dict[tuple[str, str], list[_Marker]] = {}
+        for position, marker in enumerate(markers):
+            marker.position = position
+            for obj in dict.fromkeys(marker.objects):  # a marker listing an object twice counts once
+                self._by_object.setdefault(obj, []).append(marker)
+
+    def of(self, obj: tuple[str, str]) -> list[_Marker]:
+        """The markers that end or recover ``obj``, in line order."""
+        return self._by_object.get(obj, [])
 
 
 def _markers(section: dict[str, Any], nqns: dict[str, str]) -> list[_Marker]:
     """The lifecycle markers of the log, in line order, with the objects each ends."""
     found: list[_Marker] = []
+    by_nqn: dict[str, list[str]] = {}  # the controllers of each subsystem, in the order nqns has them
+    for controller, name in nqns.items():
+        by_nqn.setdefault(name, []).append(controller)
     for marker in _dicts(section.get("lifecycle")):
         device, kind = str(marker.get("device") or ""), marker.get("kind")
         if not device:
@@ -192,7 +217,7 @@ def _markers(section: dict[str, Any], nqns: dict[str, str]) -> list[_Marker]:
             found.append(_Marker(marker, ends, f"{device} was attached anew", False))
         elif kind == "nvme_ready":
             nqn = _details(marker).get("nqn")
-            same = [("nvme", c) for c, n in nqns.items() if nqn and n == nqn and c != device]
+            same = [("nvme", c) for c in by_nqn.get(nqn, []) if c != device] if isinstance(nqn, str) else []
             found.append(
                 _Marker(
                     marker, [("nvme", device), *same], "the controller came back with its I/O queues", True
@@ -306,8 +331,9 @@ def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | 
         event["age_s"] = None if age is None else round(age, 3)
         event["at"] = iso(wall)
     state = _State(facts)
-    markers = _markers(section, _nqns(section))
-    verdicts = _lifecycle_verdicts(events, markers, state, timer)
+    markers = _Markers(_markers(section, _nqns(section)))
+    endings = _Endings(markers, state, timer)
+    verdicts = _lifecycle_verdicts(events, endings)
     _since_verdicts(events, verdicts, since, timer, clock)
     current, history = [], []
     for event in events:
@@ -318,7 +344,7 @@ def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | 
             history.append({**event, "history": verdict})
     section["events"] = current
     section["history"] = history
-    _judge_error_lines(section, parsed, history, since, timer, clock, (markers, state))
+    _judge_error_lines(section, parsed, history, since, timer, clock, endings)
     section["clock"] = {**timer.describe(), "since": since["given"] if since else None}
     section["objects"] = _objects(events, verdicts, markers)
     if history:
@@ -326,10 +352,9 @@ def judge(facts: dict[str, Any], clock: dict[str, Any], since: dict[str, Any] | 
         _recount(section, history)
 
 
-def _lifecycle_verdicts(
-    events: list[dict[str, Any]], markers: list[_Marker], state: _State, timer: Clock
-) -> dict[int, dict[str, Any]]:
+def _lifecycle_verdicts(events: list[dict[str, Any]], endings: _Endings) -> dict[int, dict[str, Any]]:
     verdicts: dict[int, dict[str, Any]] = {}
+    markers, state, timer = endings.markers, endings.state, endings.timer
     flapping = _flapping(events, markers, timer)
     failing_again = _failing_again(events, markers)
     for event in events:
@@ -341,7 +366,7 @@ def _lifecycle_verdicts(
             continue
         if _repeats(event, failing_again.get(owner, False)):
             continue  # the recovery did not hold: the failures before it are evidence again
-        later = _ending_marker(event, obj, markers, state, timer)
+        later = _ending_marker(event, obj, endings)
         if later is not None:
             marker_age, _ = timer.age(later.event)
             when = f" {timer.ago(marker_age)}" if marker_age is not None else " since"
@@ -357,28 +382,51 @@ def _lifecycle_verdicts(
     return verdicts
 
 
-def _ending_marker(
-    event: dict[str, Any], obj: tuple[str, str], markers: list[_Marker], state: _State, timer: Clock
-) -> _Marker | None:
+def _ending_marker(event: dict[str, Any], obj: tuple[str, str], endings: _Endings) -> _Marker | None:
     """The newest marker after ``event`` that ends its object: a re-creation (a mount, a device
     attached anew) always does; a recovery (the controller's I/O queues back, AER recovery) only
     once it has held (``_held``). A recovery not yet seen to hold leaves the event current, and
     says so on the event (``recovery_unconfirmed``)."""
-    line, owner = _line(event), owner_of(obj)
-    unconfirmed = None
-    for marker in reversed(markers):
-        if marker.line <= line or not (obj in marker.objects or owner in marker.objects):
-            continue
-        if not marker.recovers or _held(marker, owner, state, timer):
-            return marker
-        unconfirmed = unconfirmed or marker
-    if unconfirmed is not None:
-        age, _ = timer.age(unconfirmed.event)
-        seen = timer.ago(age) if age is not None else "with no clock to tell since when"
+    line = _line(event)
+    ending, newest = endings.newest(obj)
+    if ending is not None and ending.line > line:
+        return ending
+    if newest is not None and newest.line > line:  # after the event, and not held
+        age, _ = endings.timer.age(newest.event)
+        seen = endings.timer.ago(age) if age is not None else "with no clock to tell since when"
         event["recovery_unconfirmed"] = (
-            f"{unconfirmed.says} {seen}; not yet seen well for {SETTLE_S:.0f} s, so not judged recovered"
+            f"{newest.says} {seen}; not yet seen well for {SETTLE_S:.0f} s, so not judged recovered"
         )
     return None
+
+
+class _Endings:
+    """Which marker ends an event (``_ending_marker``), found once per object: the newest marker
+    of the object (or its owner) that ends it whatever came before, and the newest of all. An
+    event's ending is the first if it lies after the event; otherwise the second, if after the
+    event, is a recovery not yet seen to hold."""
+
+    def __init__(self, markers: _Markers, state: _State, timer: Clock) -> None:
+        self.markers, self.state, self.timer = markers, state, timer
+        self._newest: dict[tuple[str, str], tuple[_Marker | None, _Marker | None]] = {}
+
+    def newest(self, obj: tuple[str, str]) -> tuple[_Marker | None, _Marker | None]:
+        """(the newest marker that ends ``obj``'s events, the newest marker of ``obj`` at all)."""
+        if obj not in self._newest:
+            owner = owner_of(obj)
+            ending: _Marker | None = None
+            newest: _Marker | None = None
+            for name in dict.fromkeys((obj, owner)):
+                found = self.markers.of(name)
+                if found and (newest is None or found[-1].position > newest.position):
+                    newest = found[-1]
+                for marker in reversed(found):
+                    if not marker.recovers or _held(marker, owner, self.state, self.timer):
+                        if ending is None or marker.position > ending.position:
+                            ending = marker
+                        break
+            self._newest[obj] = (ending, newest)
+        return self._newest[obj]
 
 
 def _held(marker: _Marker, owner: tuple[str, str], state: _State, timer: Clock) -> bool:
@@ -400,7 +448,7 @@ def _judge_error_lines(
     since: dict[str, Any] | None,
     timer: Clock,
     clock: dict[str, Any],
-    context: tuple[list[_Marker], _State],
+    endings: _Endings,
 ) -> None:
     """The error lines of the log (probes/error_lines.py) that say what the node is now: those of
     the current boot, not before ``--since``, not an event now history, and not a line about an
@@ -414,7 +462,7 @@ def _judge_error_lines(
         age, wall = timer.age(line)
         line["age_s"], line["at"] = (None if age is None else round(age, 3)), iso(wall)
         before = bool(since) and _before_since(line, since or {}, timer, clock)
-        if not line.get("current_boot") or _at(line) in past or before or _ended(line, context, timer):
+        if not line.get("current_boot") or _at(line) in past or before or _ended(line, endings):
             earlier += 1
             continue
         now.append(line)
@@ -436,26 +484,18 @@ _KIND_OF_FAMILY = {
 }
 
 
-def _ended(line: dict[str, Any], context: tuple[list[_Marker], _State], timer: Clock) -> bool:
+def _ended(line: dict[str, Any], endings: _Endings) -> bool:
     """Whether a line that is no event is about an object since re-created, recovered or gone."""
     if line.get("kind") is not None or line.get("family") not in _KIND_OF_FAMILY:
         return False
-    markers, state = context
     stand_in = {**line, "kind": _KIND_OF_FAMILY[str(line["family"])]}
     obj = object_of(stand_in)
     if obj is None:
         return False
-    return _ending_marker(stand_in, obj, markers, state, timer) is not None or state.gone(obj) is not None
+    return _ending_marker(stand_in, obj, endings) is not None or endings.state.gone(obj) is not None
 
 
-def _at(item: dict[str, Any]) -> tuple[Any, Any]:
-    src = item.get("src") if isinstance(item.get("src"), dict) else {}
-    return src.get("artifact"), src.get("line")
-
-
-def _failing_again(
-    events: list[dict[str, Any]], markers: list[_Marker]
-) -> dict[tuple[str, str], float | None]:
+def _failing_again(events: list[dict[str, Any]], markers: _Markers) -> dict[tuple[str, str], float | None]:
     """Recovered objects (NVMe controllers, PCI functions) that failed again after their last
     recovery, with the age of that newest failure (None when the log has no clock): a failure
     after a recovery makes the same object's failures of the hour before it current again.
@@ -465,9 +505,9 @@ def _failing_again(
         obj = _owner(event)
         if obj is None or obj[0] not in ("nvme", "pcie"):
             continue
-        line = _line(event)
-        if not any(m.line > line and obj in m.objects for m in markers):
-            if not any(obj in m.objects and m.line < line for m in markers):
+        line, ends = _line(event), markers.of(obj)  # in line order
+        if not (ends and ends[-1].line > line):  # no recovery after it
+            if not (ends and ends[0].line < line):
                 continue  # never recovered: nothing to carry over
             age = event.get("age_s")
             found[obj] = (
@@ -492,7 +532,7 @@ def _repeats(event: dict[str, Any], newest_failure_age: float | bool | None) -> 
     return bool(age - newest_failure_age <= RECENT_WINDOW_S)
 
 
-def _flapping(events: list[dict[str, Any]], markers: list[_Marker], timer: Clock) -> set[tuple[str, str]]:
+def _flapping(events: list[dict[str, Any]], markers: _Markers, timer: Clock) -> set[tuple[str, str]]:
     """Objects that failed and recovered FLAP_RECOVERIES times or more within FLAP_WINDOW_S of
     the newest: each recovery is real, the object is not well."""
     cycles: dict[tuple[str, str], list[float]] = {}
@@ -502,11 +542,13 @@ def _flapping(events: list[dict[str, Any]], markers: list[_Marker], timer: Clock
         if obj is not None and obj[0] in ("nvme", "pcie"):
             by_object.setdefault(obj, []).append(_line(event))
     for obj, lines in by_object.items():
+        lines.sort()
         last_seen = -1
-        for marker in markers:
-            if obj not in marker.objects or not marker.recovers:
+        for marker in markers.of(obj):
+            if not marker.recovers:
                 continue
-            if any(last_seen < line < marker.line for line in lines):  # failed, then recovered
+            after = bisect.bisect_right(lines, last_seen)  # the first failure since the last recovery
+            if after < len(lines) and lines[after] < marker.line:  # failed, then recovered
                 age, _ = timer.age(marker.event)
                 cycles.setdefault(obj, []).append(age if age is not None else 0.0)
             last_seen = marker.line
@@ -554,7 +596,7 @@ def _before_since(event: dict[str, Any], since: dict[str, Any], timer: Clock, cl
 
 
 def _objects(
-    events: list[dict[str, Any]], verdicts: dict[int, dict[str, Any]], markers: list[_Marker]
+    events: list[dict[str, Any]], verdicts: dict[int, dict[str, Any]], markers: _Markers
 ) -> list[dict[str, Any]]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for event in events:
@@ -572,7 +614,7 @@ def _objects(
             entry["last_hour"] += age <= RECENT_WINDOW_S
             entry["newest_age_s"] = age if entry["newest_age_s"] is None else min(entry["newest_age_s"], age)
     for obj, entry in found.items():
-        entry["recoveries"] = sum(1 for m in markers if obj in m.objects)
+        entry["recoveries"] = len(markers.of(obj))
     return sorted(found.values(), key=lambda e: (e["type"], e["name"]))
 
 

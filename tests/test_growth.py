@@ -1,0 +1,83 @@
+"""Every stage that grows with a kernel log grows linearly (issue 36): its work counted at three
+sizes of one log (Python lines run and C functions called, as tests/test_hostile_bounds.py
+counts them; never timed), each size twice the last, far below the caps on kept events, so
+that the caps bound the work but are not what keeps it linear. A stage that pairs every event
+with every marker, or evaluates every cause once per event, quadruples at each step."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import incident_logs
+
+from gdsdoctor.probes import dmesg
+
+SIZES = (1000, 2000, 4000)  # lines of the log; half are an incident's (events and markers)
+LINEAR = 2.3  # twice the input, at most this much more work (room for fixed costs)
+
+
+def _work(run: Callable[[], object]) -> int:
+    """Python lines run plus C functions called while ``run()`` runs."""
+    count = 0
+
+    def tracer(frame: object, event: str, arg: object) -> object:
+        nonlocal count
+        count += 1
+        return tracer
+
+    def profiler(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event == "c_call"
+
+    sys.settrace(tracer)
+    sys.setprofile(profiler)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+        sys.settrace(None)
+    return count
+
+
+def _linear(work: list[int]) -> bool:
+    return all(later < LINEAR * earlier for earlier, later in itertools.pairwise(work))
+
+
+def _parsed(lines: int, **options: Any) -> dict[str, Any]:
+    section = dmesg.parse(incident_logs.incident_log(lines, event_share=0.5, **options), "dmesg")
+    return {"dmesg": {"status": "ok", **section}}
+
+
+def test_the_lifecycle_judges_each_event_against_its_own_objects_markers() -> None:
+    """Every marker was paired with every event (1,159 ms of a 100k-line log): now each object's
+    markers are found by the object, and the newest ending marker once per object."""
+    from gdsdoctor.facts import lifecycle
+
+    work = []
+    for lines in SIZES:
+        facts = _parsed(lines, quiet_s=30.0)  # no object fails three times an hour
+        events, markers = len(facts["dmesg"]["events"]), len(facts["dmesg"]["lifecycle"])
+        assert events > lines // 3 and markers > lines // 10  # the log is an incident's
+        work.append(_work(lambda facts=facts: lifecycle.judge(facts, {}, None)))
+        assert facts["dmesg"]["history"], "recoveries that held end the events before them"
+    assert _linear(work), work
+
+
+def test_the_lifecycle_stays_linear_with_no_clock() -> None:
+    """Without a clock every recovery is unconfirmed and every object that failed three times
+    flaps: other paths through the judgement, linear too."""
+    from gdsdoctor.facts import lifecycle
+
+    work = []
+    for lines in SIZES:
+        text = incident_logs.incident_log(lines, event_share=0.5)
+        untimed = "".join(line.split("] ", 1)[1] for line in text.splitlines(keepends=True))
+        facts = {"dmesg": {"status": "ok", **dmesg.parse(untimed, "dmesg")}}
+        work.append(_work(lambda facts=facts: lifecycle.judge(facts, {}, None)))
+        assert not facts["dmesg"]["history"]  # nothing is known to have held
+    assert _linear(work), work
