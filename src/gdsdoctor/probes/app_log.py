@@ -66,6 +66,7 @@ from gdsdoctor.probes.app_log_gdr import signature as gdr_signature
 from gdsdoctor.probes.app_log_launch import launch_record, launcher_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
+from gdsdoctor.probes.app_log_saves import saves, timer_line
 from gdsdoctor.probes.base import Probe, numbered_lines, src
 
 # CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
@@ -190,6 +191,7 @@ def _signature(line: str) -> bool:
         or gdr_signature(line)
         or launch_record(line) is not None
         or _ANY_ERRNO.search(line)
+        or timer_line(line)
     )
 
 
@@ -333,6 +335,8 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
         )
     errors = [e for line_no, line in lines if (e := _line_error(line_no, line, artifact))]
     checkpoint = save_context(lines, errors, artifact)
+    checkpoint["saves"] = saves(lines, artifact)  # how long each save took, in the job's words
+    checkpoint["longest_save_s"] = max((x["seconds"] for x in checkpoint["saves"]), default=None)
     compat = [
         {"text": line.strip(), "src": src(artifact, n, line)}
         for n, line in lines

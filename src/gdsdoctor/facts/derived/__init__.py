@@ -33,6 +33,8 @@ and one key per concern, each written by its own module, which documents its key
   device and the filesystem its image is on, a namespace and its controller), for ranking;
 - ``derived.checkpoint_errors`` (job_errors.py): the job's ENOSPC/EDQUOT/EIO errors placed on
   the checkpoint path, /dev/shm, /tmp, a data loader, elsewhere;
+- ``derived.checkpoint_saves`` (job_saves.py): the job's saves as its log times them, against the
+  process group's timeout and the stall budget;
 - ``derived.error_lines`` (error_lines.py): the input lines that are errors of the storage path
   now (the report lists those no fired cause cites as unexplained);
 - ``derived.devices`` (devices.py): each device a kernel message names judged by what it is and
@@ -59,6 +61,7 @@ from gdsdoctor.facts.derived import (
     host_memory,
     intent,
     job_errors,
+    job_saves,
     netfs,
     nvme_thermal,
     roce_gids,
@@ -92,5 +95,6 @@ def derive(
     derived["netfs"] = netfs.derive(facts)
     derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
     derived["checkpoint_errors"] = job_errors.derive(facts, target_path)
+    derived["checkpoint_saves"] = job_saves.derive(facts)
     derived["error_lines"] = error_lines.derive(facts, derived)  # reads devices' hung tasks
     return derived
