@@ -27,17 +27,18 @@ class BuiltRulesHook(BuildHookInterface):
         if self.target_name != "wheel" or version == "editable":
             return
         sys.path.insert(0, str(Path(self.root) / "src"))
-        from gdsdoctor.engine.rules import BUILT_RULES, lint_paths, rules_document
+        from gdsdoctor.engine.rules import BUILT_RULES, lint_rule_set, rules_document
         from gdsdoctor.pipeline import KNOWN_SECTIONS
 
         rules_dir = Path(self.root) / "rules"
-        causes, issues = lint_paths([rules_dir], KNOWN_SECTIONS)
+        found = lint_rule_set([rules_dir], KNOWN_SECTIONS)
+        issues = found.issues
         if issues:
             listed = "\n".join(map(str, issues))
             raise RuntimeError(f"the rules under {rules_dir} do not lint clean:\n{listed}")
         self._temporary = tempfile.TemporaryDirectory(prefix="gdsdoctor-rules-")
         built = Path(self._temporary.name) / BUILT_RULES
-        document = rules_document(rules_dir, causes)
+        document = rules_document(rules_dir, found.causes, found.symptoms)
         built.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
         build_data["force_include"][str(built)] = f"gdsdoctor/{BUILT_RULES}"
         # The man page, from the command line itself: installed as PREFIX/share/man/man1/gdsdoctor.1.

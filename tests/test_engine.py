@@ -208,7 +208,8 @@ def test_wheel_carries_the_rules_as_the_yaml_loader_reads_them(tmp_path: Path) -
     import jmespath
     from hatchling.builders.wheel import WheelBuilder
 
-    from gdsdoctor.engine.rules import builtin_rules_dir, causes_from_document, rules_document
+    from gdsdoctor.engine.rules import builtin_rules_dir, causes_from_document, lint_rule_set, rules_document
+    from gdsdoctor.engine.symptoms import symptom_from_record
 
     (wheel,) = WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"])
     with zipfile.ZipFile(wheel) as archive:
@@ -216,10 +217,12 @@ def test_wheel_carries_the_rules_as_the_yaml_loader_reads_them(tmp_path: Path) -
         built = json.loads(archive.read("gdsdoctor/rules.json"))
     assert "gdsdoctor/rules/gds-driver.yaml" in names
     rules_dir = builtin_rules_dir()
-    causes, issues = lint_paths([rules_dir], KNOWN_SECTIONS)
-    assert issues == []
-    assert built == json.loads(json.dumps(rules_document(rules_dir, causes)))
+    found = lint_rule_set([rules_dir], KNOWN_SECTIONS)
+    causes = found.causes
+    assert found.issues == [] and found.symptoms
+    assert built == json.loads(json.dumps(rules_document(rules_dir, causes, found.symptoms)))
     assert causes_from_document(built, rules_dir) == causes
+    assert [symptom_from_record(r, str(rules_dir)) for r in built["symptoms"]] == found.symptoms
     expression = causes[0].signals[0].when
     assert built["trees"][expression] == jmespath.compile(expression).parsed
     assert not (REPO / "src" / "gdsdoctor" / "rules.json").exists()  # nothing left in the tree

@@ -28,7 +28,8 @@ from gdsdoctor.probes import ANALYSED_PROBES, path_stat, target
 if TYPE_CHECKING:
     from gdsdoctor.engine.evaluate import CauseResult
     from gdsdoctor.engine.rank import RankedFinding
-    from gdsdoctor.engine.rules import Cause
+    from gdsdoctor.engine.rules import Cause, RuleSet
+    from gdsdoctor.engine.symptoms import Symptom
 
 # Of `analyze --deadline`, what reading pasted files may take (a fifo fed slowly is given up
 # then); the rest is for parsing and analysing what was read.
@@ -64,9 +65,14 @@ def rules(rules_dirs: Sequence[Path] = ()) -> list[Cause]:
     (a fleet run analyses hundreds of bundles; validating YAML for each costs more than the
     analysis itself). Loaded, they are the last of what a one-report process keeps until it exits
     (gdsdoctor.collector)."""
-    causes = list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)))
+    causes = list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)).causes)
     collector.loaded()
     return causes
+
+
+def symptom_table(rules_dirs: Sequence[Path] = ()) -> list[Symptom]:
+    """The differential's symptoms (engine/symptoms.py), loaded with the rules, cached with them."""
+    return list(_loaded_rules(tuple(rules_dirs), _rule_files_state(rules_dirs)).symptoms)
 
 
 def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
@@ -84,12 +90,10 @@ def _rule_files_state(rules_dirs: Sequence[Path]) -> tuple[tuple[str, int, int],
 
 
 @lru_cache(maxsize=8)
-def _loaded_rules(
-    rules_dirs: tuple[Path, ...], _state: tuple[tuple[str, int, int], ...]
-) -> tuple[Cause, ...]:
-    from gdsdoctor.engine.rules import load_rules
+def _loaded_rules(rules_dirs: tuple[Path, ...], _state: tuple[tuple[str, int, int], ...]) -> RuleSet:
+    from gdsdoctor.engine.rules import load_rule_set
 
-    return tuple(load_rules(rules_dirs, KNOWN_SECTIONS))
+    return load_rule_set(rules_dirs, KNOWN_SECTIONS)
 
 
 def analyze_capture(
@@ -101,6 +105,7 @@ def analyze_capture(
     """Facts, evaluation, ranking and report of a capture (``parsed``: sections its probe
     threads already parsed; ``acknowledgements``: the site config's ``acknowledge:``, whose
     findings are set apart)."""
+    from gdsdoctor.engine.differential import differential
     from gdsdoctor.engine.evaluate import evaluate
     from gdsdoctor.engine.rank import error_artifacts, last_attempt_lines, narrow, rank
     from gdsdoctor.facts.document import build_facts
@@ -124,8 +129,9 @@ def analyze_capture(
 
         host = str(capture.host.get("hostname") or capture.label)
         acknowledged = acknowledge(ranked, acknowledgements, host, [c.id for c in causes])
+    judged = differential(symptom_table(rules_dirs), facts, results)  # symptoms and their candidates
     doing("building the report")
-    report = build_report(capture, facts, results, ranked, acknowledged, history)
+    report = build_report(capture, facts, results, ranked, acknowledged, history, judged)
     return Analysis(capture, facts, results, ranked, report, history)
 
 

@@ -43,17 +43,19 @@ def rules_lint(
     ] = None,
 ) -> int:
     """Check rule files against the schema and for semantic errors (file:line: message)."""
-    from gdsdoctor.engine.rules import builtin_rules_dir, lint_paths
+    from gdsdoctor.engine.rules import builtin_rules_dir, lint_rule_set
     from gdsdoctor.pipeline import KNOWN_SECTIONS
 
     targets = paths or [builtin_rules_dir()]
     missing = [p for p in targets if not p.exists()]
     if missing:
         raise UserError(f"{missing[0]}: no such file or directory")
-    causes, issues = lint_paths(targets, KNOWN_SECTIONS)
+    found = lint_rule_set(targets, KNOWN_SECTIONS)  # causes, and symptoms whose candidates must exist
+    causes, issues = found.causes, found.issues
     for issue in issues:
         print(issue)
     problems = [issue for issue in issues if not issue.warning]  # warnings: old fact names, still loaded
     warned = f", {len(issues) - len(problems)} warning(s)" if len(problems) < len(issues) else ""
-    print(f"{len(causes)} cause(s), {len(problems)} problem(s){warned}", file=sys.stderr)
+    symptoms = f", {len(found.symptoms)} symptom(s)" if found.symptoms else ""
+    print(f"{len(causes)} cause(s){symptoms}, {len(problems)} problem(s){warned}", file=sys.stderr)
     return LINT_PROBLEMS_EXIT if problems else 0

@@ -1,8 +1,13 @@
 """Load and check the diagnostic matrix: YAML rule files validated against a JSON Schema.
 
 A rule file holds causes; each cause fires on signals (JMESPath conditions with a
-certainty). ``lint`` reports schema and semantic problems with file and line, so that
-``gdsdoctor rules lint`` and an editor with the schema agree.
+certainty), and may hold the differential's symptoms (engine/symptoms.py parses and lints them;
+here they are loaded with the causes, since every candidate must name a cause loaded).
+``lint`` reports schema and semantic problems with file and line, so that ``gdsdoctor rules
+lint`` and an editor with the schema agree.
+
+Longer than 600 lines: loading, the wheel's built form and the lint of one rule set share
+their line maps and records; split, each half would import the other's private helpers.
 """
 
 from __future__ import annotations
@@ -22,6 +27,13 @@ from jmespath.exceptions import IncompleteExpressionError, JMESPathError, LexerE
 from gdsdoctor.config_files import YamlAliasError, parse_yaml, read_config_text
 from gdsdoctor.engine.command_shape import NEEDS_NOTE, Step, command_issues
 from gdsdoctor.engine.functions import compile_expression, expression_problems
+from gdsdoctor.engine.symptoms import (
+    Symptom,
+    symptom_expressions,
+    symptom_from_record,
+    symptom_problems,
+    symptoms_of,
+)
 from gdsdoctor.errors import UserError
 from gdsdoctor.facts.derived.aliases import OLD_TO_NEW
 from gdsdoctor.patterns import lazy_compile
@@ -137,7 +149,21 @@ def rule_files(paths: Iterable[Path]) -> list[Path]:
     return files
 
 
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """What the rule files hold: the causes and the differential's symptom table."""
+
+    causes: list[Cause]
+    symptoms: list[Symptom]
+    issues: list[LintIssue]
+
+
 def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = ()) -> list[Cause]:
+    """The causes of ``load_rule_set``."""
+    return load_rule_set(extra_dirs, known_sections).causes
+
+
+def load_rule_set(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = ()) -> RuleSet:
     """The built-in matrix plus site rule directories; raises RuleError on any lint issue.
 
     An installed wheel carries the built-in rules parsed, linted and compiled at build time
@@ -149,20 +175,23 @@ def load_rules(extra_dirs: Sequence[Path] = (), known_sections: Iterable[str] = 
     builtin = builtin_rules_dir()
     built = built_rules(builtin)
     if built is None:
-        causes, issues = lint_paths([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
+        found = lint_rule_set([builtin, *extra_dirs], known_sections, schema_exempt=(builtin,))
     else:
-        causes, issues = lint_paths(extra_dirs, known_sections, loaded=built)
-    errors = [issue for issue in issues if not issue.warning]
+        found = lint_rule_set(extra_dirs, known_sections, loaded=built)
+    errors = [issue for issue in found.issues if not issue.warning]
     if errors:
         raise RuleError(errors)
-    return causes
+    return found
 
 
-def built_rules(rules_dir: Path) -> list[Cause] | None:
-    """The built-in causes from ``gdsdoctor/rules.json`` when this is an installed wheel that has
-    it (None otherwise: the caller parses the YAML), their expressions compiled from its trees."""
+def built_rules(rules_dir: Path) -> RuleSet | None:
+    """The built-in causes and symptoms from ``gdsdoctor/rules.json`` when this is an installed
+    wheel that has it (None otherwise: the caller parses the YAML), their expressions compiled
+    from its trees."""
     try:
-        return causes_from_document(json.loads((PACKAGE_DIR / BUILT_RULES).read_bytes()), rules_dir)
+        document = json.loads((PACKAGE_DIR / BUILT_RULES).read_bytes())
+        symptoms = [symptom_from_record(record, str(rules_dir)) for record in document["symptoms"]]
+        return RuleSet(causes_from_document(document, rules_dir), symptoms, [])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no built rules (a source checkout), or a damaged file: parse the YAML
 
@@ -175,16 +204,20 @@ def causes_from_document(document: dict[str, Any], rules_dir: Path) -> list[Caus
     return causes
 
 
-def rules_document(rules_dir: Path, causes: Sequence[Cause]) -> dict[str, Any]:
-    """What ``built_rules`` reads: each cause as loaded from the YAML under ``rules_dir`` (lint
-    clean), and the syntax tree of every expression."""
-    expressions = sorted({e for cause in causes for _, e in cause_expressions(cause)})
-    records = []
-    for cause in causes:
-        record = asdict(cause)
-        record["file"] = Path(cause.file).relative_to(rules_dir).as_posix()
-        records.append(record)
-    return {"causes": records, "trees": {e: compile_expression(e).parsed for e in expressions}}
+def rules_document(
+    rules_dir: Path, causes: Sequence[Cause], symptoms: Sequence[Symptom] = ()
+) -> dict[str, Any]:
+    """What ``built_rules`` reads: each cause and symptom as loaded from the YAML under
+    ``rules_dir`` (lint clean), and the syntax tree of every expression."""
+    expressions = {e for cause in causes for _, e in cause_expressions(cause)}
+    expressions |= {e for symptom in symptoms for e in symptom_expressions(symptom)}
+    records, table = [], []
+    for item, into in [*((c, records) for c in causes), *((s, table) for s in symptoms)]:
+        record = asdict(item)
+        record["file"] = Path(item.file).relative_to(rules_dir).as_posix()
+        into.append(record)
+    trees = {e: compile_expression(e).parsed for e in sorted(expressions)}
+    return {"causes": records, "symptoms": table, "trees": trees}
 
 
 def _cause_from_record(record: dict[str, Any], rules_dir: str) -> Cause:
@@ -207,36 +240,57 @@ def lint_paths(
     loaded: Sequence[Cause] = (),
 ) -> tuple[list[Cause], list[LintIssue]]:
     """Load and lint the rule files under ``paths``, cross-checked with causes ``loaded`` before."""
-    causes: list[Cause] = list(loaded)
+    found = lint_rule_set(paths, known_sections, schema_exempt, RuleSet(list(loaded), [], []))
+    return found.causes, found.issues
+
+
+def lint_rule_set(
+    paths: Sequence[Path],
+    known_sections: Iterable[str] = (),
+    schema_exempt: Sequence[Path] = (),
+    loaded: RuleSet | None = None,
+) -> RuleSet:
+    """``lint_paths`` with the symptom tables too: every candidate must be a cause loaded."""
+    causes: list[Cause] = list(loaded.causes) if loaded else []
+    symptoms: list[Symptom] = list(loaded.symptoms) if loaded else []
     issues: list[LintIssue] = []
     for file in rule_files(paths):
         trusted = any(file.is_relative_to(directory) for directory in schema_exempt)
-        file_causes, file_issues = _load_file(file, validate=not trusted)
+        file_causes, file_symptoms, file_issues = _load_file(file, validate=not trusted)
         causes.extend(file_causes)
+        symptoms.extend(file_symptoms)
         issues.extend(file_issues)
     issues.extend(_cross_checks(causes, set(known_sections)))
-    return causes, issues
+    problems = symptom_problems(symptoms, (c.id for c in causes), set(known_sections))
+    issues.extend(LintIssue(file, line, message) for file, line, message in problems)
+    return RuleSet(causes, symptoms, issues)
 
 
-def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[LintIssue]]:
+def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Symptom], list[LintIssue]]:
     import yaml  # not needed when the built-in rules come built into the wheel
 
     name = str(file)
     try:
         node, document = parse_yaml(read_config_text(file, "rule file"))
     except UserError as error:
-        return [], [LintIssue(name, 0, str(error).removeprefix(f"{name}: "))]
+        return [], [], [LintIssue(name, 0, str(error).removeprefix(f"{name}: "))]
     except YamlAliasError as error:
-        return [], [LintIssue(name, error.line, str(error))]
+        return [], [], [LintIssue(name, error.line, str(error))]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        return [], [
-            LintIssue(name, mark.line + 1 if mark else 0, f"YAML error: {getattr(error, 'problem', error)}")
-        ]
+        return (
+            [],
+            [],
+            [
+                LintIssue(
+                    name, mark.line + 1 if mark else 0, f"YAML error: {getattr(error, 'problem', error)}"
+                )
+            ],
+        )
     lines = _line_map(node)
     schema_issues = _schema_issues(name, document, lines) if validate else []
     if schema_issues:
-        return [], schema_issues
+        return [], [], schema_issues
     checks = {
         check: OLD_FACT_NAME.sub(lambda m: OLD_TO_NEW.get(m[0], m[0]), body)
         if isinstance(body, str)
@@ -252,10 +306,11 @@ def _load_file(file: Path, validate: bool = True) -> tuple[list[Cause], list[Lin
     ]
     causes = [
         _cause(_with_checks(raw, checks), name, lines.get(("causes", i), 0))
-        for i, raw in enumerate(document["causes"])
+        for i, raw in enumerate(document.get("causes") or [])
     ]
     issues = [issue for i, c in enumerate(causes) for issue in _cause_checks(c, lines, ("causes", i), checks)]
-    return causes, _old_names(document, name, lines) + nested + issues
+    symptoms = symptoms_of(document, name, lines)
+    return causes, symptoms, _old_names(document, name, lines) + nested + issues
 
 
 def _with_checks(raw: dict[str, Any], checks: dict[str, str]) -> dict[str, Any]:
@@ -293,7 +348,7 @@ def _map_expressions(raw: dict[str, Any], change: Callable[[str], str]) -> dict[
 def _old_names(document: dict[str, Any], name: str, lines: dict[Location, int]) -> list[LintIssue]:
     """A warning for each old derived fact name (aliases.py) in the file's expressions."""
     expressions = [(("checks", check), f"check {check}", body) for check, body in _checks(document).items()]
-    for i, raw in enumerate(document["causes"]):
+    for i, raw in enumerate(document.get("causes") or []):
         at: Location = ("causes", i)
         where = [((key,), raw.get(key)) for key in ("applies_when", "severity_at_most", "scope_from")]
         where += [

@@ -29,7 +29,7 @@ from gdsdoctor.engine.rank import RankedFinding
 from gdsdoctor.facts.event_clock import ago
 from gdsdoctor.report.node import node_summary
 from gdsdoctor.report.partial import describe, partial
-from gdsdoctor.report.unexplained import unexplained, with_unexplained
+from gdsdoctor.report.unexplained import unexplained, with_differential, with_unexplained
 
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 DEFAULT_COUNTED_SCOPES = ("node",)
@@ -45,6 +45,7 @@ def build_report(
     ranked: Sequence[RankedFinding],
     acknowledged: Acknowledged | None = None,
     history: Sequence[RankedFinding] = (),
+    symptoms: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The report; with ``acknowledged`` (engine/acknowledge.py), its acknowledged findings are
     set apart (``acknowledged``, counted apart, never setting the status) and its expired
@@ -101,8 +102,11 @@ def build_report(
         report["expired_acknowledgements"] = expired
         report["summary"] = _with_acknowledgements(report["summary"], set_apart, expired)
     # error lines no finding (now, acknowledged or history) cites: never OK (report/unexplained.py)
-    report["unexplained"] = unexplained([*ranked, *history], facts)
+    report["differential"] = list(symptoms)
+    report["unexplained"] = unexplained([*ranked, *history], facts, symptoms)
     report["summary"] = with_unexplained(report["summary"], report["unexplained"])
+    # a symptom whose candidates are left to settle is not health either (engine/differential.py)
+    report["summary"] = with_differential(report["summary"], report["differential"])
     return report
 
 

@@ -74,6 +74,9 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
                 under = f"  (explained by {finding['explained_by']})" if finding["explained_by"] else ""
                 # Whole: a script reads one finding a line.
                 yield Line((*_severity_spans(finding)[:3], ("  " + finding["title"] + under, "")), whole=True)
+        for symptom in report.get("differential") or []:
+            said = f"  {symptom['id']}  {_symptom_state(symptom)}"
+            yield Line((("SYMPTOM", "unknown"), (said, "")), whole=True)
         if report.get("unexplained"):
             yield Line((("UNEXPLAINED", "unknown"), (f"  {_unexplained_count(report)}", "")), whole=True)
         yield _status_line(report)
@@ -85,6 +88,7 @@ def outline(report: dict[str, Any], verbose: bool = False, quiet: bool = False) 
     yield from _probes(report, verbose)
     yield from _not_used(report)
     yield from _findings(report)
+    yield from _differential(report)
     yield from _unexplained(report)
     yield from _acknowledged(report)
     yield from _history(report)
@@ -271,6 +275,44 @@ def _evidence(evidence_lines: list[dict[str, Any]], indent: int = 2) -> Iterator
 
 
 UNEXPLAINED_SHOWN = 10
+
+
+CANDIDATE_STATES = {
+    "confirmed": ("CONFIRMED", "critical"),
+    "suspected": ("SUSPECTED", "warning"),
+    "open": ("OPEN", "unknown"),
+    "ruled_out": ("RULED OUT", "dim"),
+}
+
+
+def _symptom_state(symptom: dict[str, Any]) -> str:
+    states = [c["state"] for c in symptom.get("candidates") or []]
+    if symptom.get("state") == "explained":
+        return "explained by a confirmed candidate"
+    if symptom.get("state") == "unexplained":
+        return f"every one of its {len(states)} known candidates ruled out"
+    left = sum(1 for s in states if s in ("open", "suspected"))
+    return f"{left} candidate(s) to settle, {states.count('ruled_out')} ruled out"
+
+
+def _differential(report: dict[str, Any]) -> Iterator[Block]:
+    """Each symptom with its candidate causes, ranked by what the input already rules out
+    (engine/differential.py): the state of each, why, and the one command that settles it."""
+    symptoms = report.get("differential") or []
+    if not symptoms:
+        return
+    yield Heading(f"Symptoms and their candidate causes ({len(symptoms)}; one not explained is never OK)")
+    for symptom in symptoms:
+        yield Title(((symptom["title"], "bold"), (f"  [{symptom['id']}]  {_symptom_state(symptom)}", "dim")))
+        yield Bullet(prose_spans(symptom["says"]))
+        yield from _evidence(symptom.get("evidence") or [])
+        for candidate in symptom.get("candidates") or []:
+            label, style = CANDIDATE_STATES.get(candidate["state"], (candidate["state"], ""))
+            yield Bullet(
+                ((label, style), ("  ", ""), (candidate["cause"], "bold"), (f"  {candidate['why']}", "dim"))
+            )
+            if candidate["state"] in ("open", "suspected"):
+                yield Bullet((("settle with: ", "dim"), (candidate["settle"], "command")), indent=2)
 
 
 def _unexplained_count(report: dict[str, Any]) -> str:

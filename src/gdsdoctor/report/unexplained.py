@@ -29,12 +29,16 @@ LEAD_LINES = 20  # and the burst just before it: a peer's connection closed befo
 UNKNOWN_EXIT = 3  # the monitoring-plugin code (report/build.py EXIT_CODES)
 
 
-def unexplained(findings: Iterable[RankedFinding], facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The error lines of ``derived.error_lines`` that none of ``findings`` explains."""
+def unexplained(
+    findings: Iterable[RankedFinding], facts: dict[str, Any], symptoms: Iterable[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """The error lines of ``derived.error_lines`` that none of ``findings`` explains, nor any
+    symptom of the differential reports (with its candidates: its own lines are said there)."""
     lines = [x for x in (facts.get("derived") or {}).get("error_lines") or [] if isinstance(x, dict)]
     if not lines:
         return []
     cited = {(e.artifact, e.line) for f in findings for e in f.result.evidence if e.line is not None}
+    cited |= {(e.get("artifact"), e.get("line")) for s in symptoms for e in s.get("evidence") or []}
     # a job's lines name no device: family alone is too coarse there (the cascade rule below)
     groups = {
         _group(x)
@@ -99,6 +103,30 @@ def with_unexplained(summary: dict[str, Any], lines: list[dict[str, Any]]) -> di
     if summary["status"] == "OK":
         summary["status"], summary["exit_code"] = "UNKNOWN", UNKNOWN_EXIT
         summary["reason"] = f"{said}: an error read and not understood is not health; {summary['reason']}"
+    else:
+        summary["reason"] += f"; {said}"
+    return summary
+
+
+def with_differential(summary: dict[str, Any], symptoms: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary with the symptoms counted; one not explained by a confirmed candidate makes an
+    OK status UNKNOWN (its candidates are left to settle, or all ruled out) and raises nothing
+    else: a symptom drains no node by itself."""
+    left = [s for s in symptoms if s.get("state") != "explained"]
+    counts = {**summary["counts"], "symptoms": len(symptoms), "symptoms_open": len(left)}
+    summary = {**summary, "counts": counts}
+    if not left:
+        return summary
+    first = left[0]
+    open_ = [c for c in first.get("candidates") or [] if c.get("state") in ("open", "suspected")]
+    said = f"{len(left)} symptom(s) without a confirmed cause, first {first.get('id')}"
+    if open_:
+        said += f" ({len(open_)} candidate(s) to settle, first: {open_[0].get('settle')})"
+    else:
+        said += " (every known candidate ruled out)"
+    if summary["status"] == "OK":
+        summary["status"], summary["exit_code"] = "UNKNOWN", UNKNOWN_EXIT
+        summary["reason"] = f"{said}: a symptom whose cause is not settled is not health; {summary['reason']}"
     else:
         summary["reason"] += f"; {said}"
     return summary
