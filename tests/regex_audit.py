@@ -35,6 +35,7 @@ from typing import Any
 
 import gdsdoctor
 from gdsdoctor.patterns import _LazyPattern
+from gdsdoctor.patterns import forbidden_constructs as forbidden_constructs  # the audit's, and lint's
 
 try:  # re's own parser: re._parser from 3.11, sre_parse (deprecated since) on 3.10
     import re._constants as sre
@@ -217,44 +218,7 @@ def rule_patterns() -> dict[tuple[str, int], Found]:
     return out
 
 
-# --- what the engine choice forbids (docs/security-patterns.md) -------------------------------
-
-_COUNTED = re.compile(r"\{\d*(?:,\d*)?\}")  # {m}, {m,}, {,n}, {m,n}: a quantifier; any other { is a literal
-
-
-def forbidden_constructs(pattern: str) -> list[str]:
-    """The possessive quantifiers (``*+ ++ ?+ {m,n}+``) and atomic groups (``(?>``) of a pattern,
-    as written. Python 3.10 refuses them and 3.11.0-3.11.4 (Debian 12's 3.11.2) match them wrongly
-    without an error, so gdsdoctor's patterns use neither; read from the text, not from re's
-    parser, so that the answer is the same on every version."""
-    found = []
-    index = 0
-    in_class = False
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-            index += 1
-            continue
-        if char == "[":
-            in_class = True
-            index += 1
-            index += pattern.startswith("^", index)
-            index += pattern.startswith("]", index)  # []...] and [^]...]: ] first is a member
-            continue
-        if pattern.startswith("(?>", index):
-            found.append(f"atomic group at {index}")
-        quantifier = _COUNTED.match(pattern, index)
-        end = quantifier.end() if quantifier else index + 1
-        is_quantifier = quantifier or char in "*+" or (char == "?" and pattern[index - 1 : index] != "(")
-        if is_quantifier and pattern.startswith("+", end):
-            found.append(f"possessive {pattern[index:end]}+ at {index}")
-            end += 1
-        index = end
-    return found
+# --- what the engine choice forbids: gdsdoctor.patterns.forbidden_constructs (lint uses it too) ---
 
 
 # --- building attacks from a pattern's structure -----------------------------------------------

@@ -1,5 +1,6 @@
-"""`bench` prints every number of a run in one unit system (issue 12: `268 MB`, `1.05 MB
-blocks` and refusals in GiB were mixed)."""
+"""`bench` states its units once: rates in decimal GB/s, as `analyze` of the same run prints them
+(issue 33: bench said GiB/s where analyze said GB/s), sizes in whole MiB/GiB (issue 12: `268 MB`,
+`1.05 MB blocks` and refusals in GiB were mixed)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,18 @@ def _result() -> BenchResult:
     )
 
 
-def test_bench_report_uses_one_unit_system() -> None:
+RATE = re.compile(r"\d\s?([kKMGTP]i?B)/s\b")
+
+
+def test_bench_report_states_its_units_once() -> None:
     text = bench.render_text(_result())
-    units = {m[1] for m in UNIT.finditer(text)}
-    assert units == {"MiB", "GiB"}, text
-    assert "256 MiB in 4 job(s), 1 MiB blocks" in text
-    assert "units: IEC (1 GiB/s = 2^30 bytes/s)" in text
-    si = bench.render_text(_result(), units="si")
-    assert {m[1] for m in UNIT.finditer(si)} == {"MB", "GB"} and "units: SI" in si
+    assert {m[1] for m in RATE.finditer(text)} == {"GB"}, text  # 2.5e9 B/s is 2.5 GB/s, as analyze says
+    assert re.search(r"write +2\.5 GB/s +read +3\.1 GB/s", text), text
+    sizes = {m[1] for m in UNIT.finditer(text) if m[2] is None}
+    assert sizes == {"MiB"} and "256 MiB in 4 job(s), 1 MiB blocks" in text
+    assert text.rstrip().endswith("units: rates SI (1 GB/s = 10^9 bytes/s), sizes IEC (1 MiB = 2^20 bytes)")
+    iec = bench.render_text(_result(), units="iec")
+    assert {m[1] for m in RATE.finditer(iec)} == {"GiB"}
 
 
 def test_refusal_and_progress_use_the_run_units() -> None:

@@ -17,8 +17,6 @@ from tests import regex_audit as audit
 REVIEWED_DYNAMIC = {
     "gdsdoctor/capture/redact.py:pattern": "the learned names as a trie of re.escape'd characters "
     "(redact.literal_trie), audited in test_the_learned_names_pattern_is_linear",
-    "gdsdoctor/engine/functions.py:expression_problems": "a rule's literal regex() pattern, compiled by "
-    "lint only to see that it compiles (never searched there)",
     "gdsdoctor/checkpoint/units.py:_split_quantity": "the module's _NUMBER (audited) in a fixed frame, "
     "on a command-line argument",
     "gdsdoctor/facts/derived/topology.py:on_namespace": "a namespace name, re.escape'd",

@@ -62,3 +62,44 @@ class _LazyPattern:
 def lazy_compile(pattern: str, flags: int | re.RegexFlag = 0) -> re.Pattern[str]:
     """``re.compile`` deferred to the first use (typed as the pattern it stands in for)."""
     return cast("re.Pattern[str]", _LazyPattern(pattern, int(flags)))
+
+
+# --- what the engine choice forbids (docs/security-patterns.md) -------------------------------
+
+_COUNTED = lazy_compile(r"\{\d*(?:,\d*)?\}")  # {m}, {m,}, {,n}, {m,n}: a quantifier; any other { is a literal
+
+
+def forbidden_constructs(pattern: str) -> list[str]:
+    """The possessive quantifiers (``*+ ++ ?+ {m,n}+``) and atomic groups (``(?>``) of a pattern,
+    as written. Python 3.10 refuses them and 3.11.0-3.11.4 (Debian 12's 3.11.2) match them wrongly
+    without an error, so neither gdsdoctor's patterns nor a site rule's ``regex()`` may use them
+    (the regex audit test and `rules lint`); read from the text, not from re's parser, so that the
+    answer is the same on every version (docs/security-patterns.md)."""
+    found = []
+    index = 0
+    in_class = False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+            index += 1
+            continue
+        if char == "[":
+            in_class = True
+            index += 1
+            index += pattern.startswith("^", index)
+            index += pattern.startswith("]", index)  # []...] and [^]...]: ] first is a member
+            continue
+        if pattern.startswith("(?>", index):
+            found.append(f"atomic group at {index}")
+        quantifier = _COUNTED.match(pattern, index)
+        end = quantifier.end() if quantifier else index + 1
+        is_quantifier = quantifier or char in "*+" or (char == "?" and pattern[index - 1 : index] != "(")
+        if is_quantifier and pattern.startswith("+", end):
+            found.append(f"possessive {pattern[index:end]}+ at {index}")
+            end += 1
+        index = end
+    return found

@@ -195,6 +195,7 @@ def to_dict(estimate: Estimate, units: Units = "si") -> dict[str, object]:
         assert isinstance(section, dict)
         section[row.key] = row.value
     document["notes"] = [*estimate.notes, _units_note(units)]
+    document["status"] = {"exit_code": 0 if estimate.ok else 1, "says": status_line(estimate, units)}
     return document
 
 
@@ -223,6 +224,37 @@ def render_markdown(estimate: Estimate, units: Units = "si") -> str:
         lines.append("")
     lines += [f"- {note}" for note in (*estimate.notes, _units_note(units))]
     return "\n".join(lines) + "\n"
+
+
+def status_line(estimate: Estimate, units: Units = "si") -> str:
+    """The last line: the exit code and why, so that an exit 1 in a script or CI log says which
+    limit was missed (the budget, the asynchronous persist's window, the staging memory)."""
+    missed = []
+    budget, saved = estimate.budget, estimate.async_save
+    if budget is not None and not budget.met:
+        needed = budget.required_bytes_per_s
+        missed.append(
+            f"the {budget.applies_to} stalls {estimate.wall_fraction:.1%} of wall time, over the "
+            f"{budget.fraction:.2%} budget ("
+            + (f"{format_rate(needed, units)} needed" if needed else "fsync alone exceeds it")
+            + ")"
+        )
+    if saved is not None and saved.headroom_s < 0:
+        missed.append(
+            f"the asynchronous persist takes {format_duration(saved.persist_s)}, longer than the "
+            f"{format_duration(saved.window_s)} before the next save"
+        )
+    if saved is not None and saved.host_mem_fits is False:
+        missed.append(
+            f"the staging needs {format_bytes(saved.host_mem_needed_bytes, units)} a node, more than "
+            f"--host-mem {format_bytes(saved.host_mem_bytes or 0, units)}"
+        )
+    if missed:
+        return "Status: exit 1: " + "; ".join(missed)
+    stalled = f"Status: exit 0: {estimate.wall_fraction:.1%} of wall time stalled"
+    if budget is None:
+        return f"{stalled}; no --budget given to judge it"
+    return f"{stalled}, within the {budget.fraction:.2%} budget"
 
 
 def _grouped(all_rows: list[Row]) -> list[tuple[str, list[Row]]]:

@@ -66,6 +66,7 @@ from gdsdoctor.checkpoint.units import (
     parse_params,
     parse_size,
     parse_throughput,
+    rate_argument,
 )
 from gdsdoctor.errors import EstimateError
 
@@ -89,6 +90,7 @@ __all__ = [
     "parse_params",
     "parse_size",
     "parse_throughput",
+    "rate_argument",
     "run",
 ]  # fmt: skip
 

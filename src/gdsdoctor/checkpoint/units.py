@@ -222,6 +222,27 @@ def format_rate(rate: float, units: Units = "si") -> str:
     return format_bytes(rate, units) + "/s"
 
 
+# --- quantities as a command line takes them (a suggested `gdsdoctor estimate` reads as typed) ----
+
+
+def params_argument(count: float) -> str:
+    """``70B`` for 70,000,000,000 (the largest suffix :func:`parse_params` takes, 6 digits at most)."""
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if count >= scale:
+            return f"{count / scale:.6g}{suffix}"
+    return f"{count:.0f}"
+
+
+def rate_argument(rate: float) -> str:
+    """``1.62GB/s``: the rate as the report prints it (SI, 3 digits), without the space."""
+    return format_rate(rate).replace(" ", "")
+
+
+def fraction_argument(fraction: float) -> str:
+    """``2%`` for 0.02."""
+    return f"{fraction * 100:.6g}%"
+
+
 def format_duration(seconds: float) -> str:
     if seconds == 0:
         return "0 s"

@@ -37,7 +37,7 @@ COMMANDS: dict[str, Callable[..., int] | tuple[str, Table]] = {
     "collect": tools.collect,
     "redact": tools.redact,
     "analyze": diagnose.analyze,
-    "explain": tools.explain,
+    "explain": rules.explain,
     "topo": tools.topo,
     "probes": tools.probes,
     "estimate": tools.estimate,

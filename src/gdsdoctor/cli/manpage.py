@@ -30,6 +30,45 @@ FILES = (
                                    "(or $GDSDOCTOR_CONFIG)."),
 )  # fmt: skip
 
+# What a first hour asks, one command each (the README's table, shortest form).
+EXAMPLES = (
+    ("gdsdoctor check --path /mnt/ckpt", "Diagnose this node for the job's checkpoint directory."),
+    ("gdsdoctor collect -o node.tar.gz", "Collect a bundle on the node (0600: it holds the kernel log)."),
+    ("gdsdoctor analyze node.tar.gz --path /mnt/ckpt", "Analyze that bundle elsewhere, as check would."),
+    ("gdsdoctor analyze gdscheck.txt dmesg.txt mounts.txt", "Analyze outputs pasted into a ticket."),
+    ("gdsdoctor analyze bundles/ -f json > fleet.json", "A fleet: causes with their nodes, outliers."),
+    ("gdsdoctor explain nvidia-fs-not-loaded --read-only",
+     "Why a cause fired or not, and its read-only commands."),
+    ("gdsdoctor explain checkpoint-stall-over-budget fio.json --params 70B -f json",
+     "The same, for a job, as JSON."),
+    ("gdsdoctor estimate --params 70B --throughput 1.2GB/s --gpus 64 --budget 2%",
+     "How long a checkpoint stalls the GPUs; exit 1 and a status line when the budget is missed."),
+    ("gdsdoctor check --format slurm --fail-on critical", "The drain reason a Slurm health check sets."),
+    ("gdsdoctor check -o prometheus-fired=/var/lib/node_exporter/textfile/gdsdoctor.prom",
+     "Metrics for node_exporter: the status and the causes that fired."),
+    ("gdsdoctor rules list | grep nvme", "One line per cause in a pipe."),
+)  # fmt: skip
+# Every variable the code reads (a test greps the sources for os.environ and checks this list).
+ENVIRONMENT = (
+    ("GDSDOCTOR_CONFIG", "the site config to read instead of /etc/gdsdoctor/config.yaml (it must exist)."),
+    ("GDSDOCTOR_DEBUG", "set: an internal error shows its traceback instead of one line."),
+    ("GDSDOCTOR_RUNTIME_DIR", "where the locks that keep one copy of each probe command live (default "
+                              "/run/gdsdoctor as root, else $XDG_RUNTIME_DIR/gdsdoctor)."),
+    ("XDG_RUNTIME_DIR", "see GDSDOCTOR_RUNTIME_DIR."),
+    ("GDSDOCTOR_SBIN_DIRS", "directories searched after PATH for the tools gdsdoctor runs, colon-separated "
+                            "(default /usr/local/sbin:/usr/sbin:/sbin; empty: none)."),
+    ("PATH", "where the tools gdsdoctor runs (nvme, lspci, gdscheck...) are found."),
+    ("COLUMNS", "the width text output wraps at (default the terminal's; 100 in a pipe)."),
+    ("CUFILE_ENV_PATH_JSON", "the cufile.json read instead of /etc/cufile.json, as libcufile does "
+                             "(only for this host, not for --host-root)."),
+    ("CUFILE_LOGFILE_PATH", "the cufile.log read instead of ./cufile.log, as libcufile does."),
+    ("CUFILE_*, KVIKIO_COMPAT_MODE, LIBCUDF_CUFILE_POLICY",
+     "read as evidence: they override cufile.json keys for the processes that inherit them."),
+    ("CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, SLURM_JOB_ID, SLURM_JOB_GPUS, SLURM_STEP_GPUS, "
+     "SLURM_GPUS_ON_NODE", "read as evidence: which GPUs this job or container may see."),
+    ("_GDSDOCTOR_COMPLETE", "set by the shell completion script when the shell asks for words."),
+)  # fmt: skip
+
 
 def commands() -> list[tuple[str, Any]]:
     """Every command, subcommands included, as (``gdsdoctor rules show``, click command)."""
@@ -102,9 +141,15 @@ def render() -> str:
     lines.append(".SH EXIT STATUS")
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", escape(meaning)]
+    lines.append(".SH ENVIRONMENT")
+    for name, meaning in ENVIRONMENT:
+        lines += [".TP", f"\\fB{escape(name)}\\fR", escape(meaning)]
     lines.append(".SH FILES")
     for path, meaning in FILES:
         lines += [".TP", f"\\fI{escape(path)}\\fR", escape(meaning)]
+    lines.append(".SH EXAMPLES")
+    for command, meaning in EXAMPLES:
+        lines += [".TP", f"\\fB{escape(command)}\\fR", escape(meaning)]
     see_also = "\\fBgdsdoctor\\fR \\fICOMMAND\\fR \\fB\\-\\-help\\fR; nvidia\\-smi(1), nvme(1)"
     lines += [".SH SEE ALSO", see_also]
     return "\n".join(lines) + "\n"

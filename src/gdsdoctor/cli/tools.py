@@ -13,11 +13,9 @@ from gdsdoctor.cli.common import existing, measured, progress_bar, say_path_prob
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     TOPO_FORMATS,
-    CauseId,
     Deadline,
     Format,
     HostRoot,
-    RulesDirs,
     Since,
     TargetPath,
 )
@@ -182,29 +180,6 @@ def redact(
         lines = redact_files(paths, output_dir, map_file, names, deadline)
     for line in lines:
         print(line, file=sys.stderr)
-    return 0
-
-
-def explain(
-    cause_id: CauseId,
-    inputs: Annotated[
-        list[Path] | None,
-        typer.Argument(metavar="[INPUT]...", help="Bundle or pasted files; none: this host."),
-    ] = None,
-    rules_dir: RulesDirs = None,
-    path: TargetPath = None,
-    read_only: Annotated[
-        bool,
-        typer.Option(
-            "--read-only", help="Of the cause's commands, print only those that change nothing (and verify)."
-        ),
-    ] = False,
-) -> int:
-    """Show which facts a cause needs, their values here, which signals held, and its commands."""
-    from gdsdoctor.commands.explain import explain_cause
-
-    inputs_found = existing(inputs or [])
-    sys.stdout.write(explain_cause(cause_id, inputs_found, rules_dir or [], path=path, read_only=read_only))
     return 0
 
 
@@ -429,14 +404,17 @@ def estimate(
         buffers=buffers,
         host_mem=host_mem,
     )
+    status = render.status_line(result, units)  # last: an exit 1 says which limit was missed
     if fmt == "json":
         import json
 
-        print(json.dumps(render.to_dict(result, units), indent=2))
+        print(json.dumps(render.to_dict(result, units), indent=2))  # its "status" says the same
     elif fmt == "markdown":
-        sys.stdout.write(render.render_markdown(result, units))
+        sys.stdout.write(render.render_markdown(result, units) + f"\n**{status}**\n")
     else:
-        sys.stdout.write(render.render_text(result, units))
+        from gdsdoctor.textwidth import status_lines
+
+        sys.stdout.write(render.render_text(result, units) + "\n" + "\n".join(status_lines(status)) + "\n")
     return 0 if result.ok else 1
 
 

@@ -53,10 +53,14 @@ BLOCK_SIZE = 1 * MIB  # large sequential I/O, as checkpoints write
 DEFAULT_FREE_FRACTION = 0.05
 MIN_SIZE = 64 * MIB
 MAX_DEFAULT_SIZE = 8 * GIB
-# One unit system for every number a run prints (sizes, block size, rates, refusals, progress):
-# binary, since the sizes are whole MiB (a 1 MiB block is not "1.05 MB").
-UNITS: Units = "iec"
+# Rates in decimal GB/s, as every other command prints them (`analyze` of the saved run, `check
+# --bench`, `estimate`, `watch`: one run is never 2.33 GiB/s here and 2.5 GB/s there); sizes
+# (test data, block size, refusals, progress) binary, since they are whole MiB (a 1 MiB block is
+# not "1.05 MB"). The run's last line states both once.
+UNITS: Units = "si"  # rates
+SIZE_UNITS: Units = "iec"
 UNIT_NOTES = {"iec": "IEC (1 GiB/s = 2^30 bytes/s)", "si": "SI (1 GB/s = 10^9 bytes/s)"}
+SIZE_NOTE = "sizes IEC (1 MiB = 2^20 bytes)"
 MAX_FREE_FRACTION = 0.5  # never take more than half the free space
 MIN_FREE_LEFT = 0.10  # never leave less than 10 % of the filesystem free
 DEFAULT_TIME_LIMIT_S = 300.0
@@ -143,7 +147,7 @@ def plan_size(free_bytes: int, total_bytes: int, requested: int | None, numjobs:
     return size
 
 
-def _human(size: float, units: Units = UNITS) -> str:
+def _human(size: float, units: Units = SIZE_UNITS) -> str:
     return format_bytes(size, units)
 
 
@@ -412,12 +416,12 @@ def to_dict(result: BenchResult) -> dict[str, Any]:
 
 
 def render_text(result: BenchResult, units: Units = UNITS) -> str:
-    """The run in one unit system (``units``) for sizes, blocks and rates alike."""
+    """The run: rates in ``units`` (SI unless asked), sizes and blocks in whole MiB/GiB."""
 
     def rate(value: float | None) -> str:
         return "n/a" if value is None else format_rate(value, units)
 
-    size, block = _human(result.size_bytes, units), _human(result.block_size_bytes, units)
+    size, block = _human(result.size_bytes), _human(result.block_size_bytes)
     lines = [
         f"bench {result.path}: {result.engine}, {size} in {result.numjobs} job(s), {block} blocks, "
         f"iodepth {result.iodepth} ({result.elapsed_s:.1f} s)",
@@ -429,5 +433,5 @@ def render_text(result: BenchResult, units: Units = UNITS) -> str:
     if result.gds_slower_than_cpu:
         lines.append("  GDS path slower than the CPU path: a sign of compat mode or a cross-socket topology")
     lines += [f"  {note}" for note in result.notes]
-    lines.append("  units: " + UNIT_NOTES[units])
+    lines.append(f"  units: rates {UNIT_NOTES[units]}, {SIZE_NOTE}")
     return "\n".join(lines) + "\n"

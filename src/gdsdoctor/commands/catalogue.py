@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from gdsdoctor.engine.command_shape import EFFECTS
 from gdsdoctor.engine.rules import Cause, Step
@@ -27,7 +28,10 @@ def _requires(cause: Cause) -> str:
     return ", ".join(r if isinstance(r, str) else " or ".join(r) for r in cause.requires) or "-"
 
 
-def render_catalogue(causes: Sequence[Cause], fmt: str) -> str:
+def render_catalogue(causes: Sequence[Cause], fmt: str, one_line_each: bool = False) -> str:
+    """The causes in ``fmt``; as text, a table wrapped to the terminal, or with ``one_line_each``
+    (stdout is a pipe: `rules list | grep nvme`) one line per cause, its title whole, and no
+    count line (`| wc -l` counts them)."""
     ordered = sorted(causes, key=lambda c: (c.category, c.id))
     if fmt == "json":
         rows = [
@@ -46,8 +50,15 @@ def render_catalogue(causes: Sequence[Cause], fmt: str) -> str:
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "markdown":
         return _markdown(ordered)
-    lines = table([(c.id, c.severity, c.category, one_line(c.title)) for c in ordered])
-    return "\n".join(lines) + f"\n{len(ordered)} cause(s)\n"
+    rows = [(c.id, c.severity, c.category, one_line(c.title)) for c in ordered]
+    if one_line_each:
+        widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
+        lines = [
+            "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[3]])
+            for row in rows
+        ]
+        return "".join(line + "\n" for line in lines)
+    return "\n".join(table(rows)) + f"\n{len(ordered)} cause(s)\n"
 
 
 def _markdown(causes: Sequence[Cause]) -> str:
@@ -72,6 +83,12 @@ def _markdown(causes: Sequence[Cause]) -> str:
         row = f"| `{c.id}` | {c.severity} | {c.category} | {title} | {_requires(c)} | {explains} |"
         lines.append(f"{row} {_changes(c) if c.remediation else '-'} | {len(c.verify) or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def cause_record(cause: Cause) -> dict[str, object]:
+    """One cause as `rules show --format json` prints it: the rule as loaded (its fields, signals
+    and commands), and where it is defined."""
+    return asdict(cause)
 
 
 def render_cause(cause: Cause) -> str:

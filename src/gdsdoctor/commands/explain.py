@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,12 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.commands.catalogue import step_records
-from gdsdoctor.engine.evaluate import CauseResult, Outcome, evaluate_cause
+from gdsdoctor.engine.evaluate import CauseResult, Outcome, evaluate_cause, render_command
 from gdsdoctor.engine.functions import search
-from gdsdoctor.engine.rules import Cause
+from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal
 from gdsdoctor.errors import UserError, did_you_mean
 from gdsdoctor.facts.document import build_facts
-from gdsdoctor.pipeline import HOW_TO_COLLECT, load_inputs, require_target, rules
+from gdsdoctor.pipeline import HOW_TO_COLLECT, apply_site, load_inputs, require_target, rules
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 from gdsdoctor.report.outline import command_lines
@@ -29,81 +30,195 @@ def explain_cause(
     rules_dirs: Sequence[Path],
     path: str | None = None,
     read_only: bool = False,
+    job: dict[str, Any] | None = None,
+    site: dict[str, Any] | None = None,
+    fmt: str = "text",
 ) -> str:
-    """The reasoning for one cause over the inputs (this host when none); ``path``: the
-    checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules judge its mount);
-    ``read_only``: of its commands, only those that change nothing (and the verify ones)."""
+    """The reasoning for one cause over the inputs (this host when none), as text or JSON;
+    ``path``: the checkpoint path, as ``--path`` gives it to check/analyze (filesystem rules
+    judge its mount); ``job``: the checkpoint job (``--params`` and friends); ``site``: the site
+    config; ``read_only``: of its commands, only those that change nothing (and the verify ones)."""
+    data = explanation(cause_id, inputs, rules_dirs, path, read_only, job, site)
+    if fmt == "json":
+        return json.dumps(data, indent=2, default=str) + "\n"
+    return render_explanation(data)
+
+
+def explanation(
+    cause_id: str,
+    inputs: Sequence[Path],
+    rules_dirs: Sequence[Path],
+    path: str | None = None,
+    read_only: bool = False,
+    job: dict[str, Any] | None = None,
+    site: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``explain`` shows, as data: the outcome, the facts each part read and their values,
+    the commands (see :func:`_commands`)."""
     causes = {c.id: c for c in rules(rules_dirs)}
     if cause_id not in causes:
         hint = did_you_mean(cause_id, causes)
         raise UserError(f"no cause with id {cause_id!r}{hint}; `gdsdoctor rules list` shows them")
     cause = causes[cause_id]
     if inputs:
-        capture = load_inputs(inputs, path)
+        capture = load_inputs(inputs, path, job)
     else:
         capture = capture_live(Path("/"), path)
         if path:
             require_target(capture, path)
+        if job:
+            capture.options["job"] = job
+    apply_site(capture, site)
     facts = build_facts(capture)
     result = evaluate_cause(cause, facts, HOW_TO_COLLECT)
-    lines = [
-        f"{cause.id}: {one_line(cause.title)}",
-        f"  outcome: {result.outcome}  certainty: {result.certainty:.2f}",
-    ]
     lowered = result.cause.severity != cause.severity  # severity_at_most lowered it for these facts
-    lines.append(f"  severity: {result.cause.severity}")
-    if lowered:
-        lines[-1] += f" (lowered from {cause.severity} by {one_line(cause.severity_at_most or '')})"
+    data: dict[str, Any] = {
+        "id": cause.id,
+        "title": cause.title,
+        "outcome": str(result.outcome),
+        "certainty": result.certainty,
+        "severity": result.cause.severity,
+        "severity_lowered": {"from": cause.severity, "by": cause.severity_at_most} if lowered else None,
+        "path": None,
+        "required": [
+            {"section": section, "status": (facts.get(section) or {}).get("status", "absent")}
+            | {"detail": (facts.get(section) or {}).get("detail", "")}
+            for requirement in cause.requires
+            for section in ((requirement,) if isinstance(requirement, str) else requirement)
+        ],
+        "applies_when": _query(cause.applies_when, facts) if cause.applies_when else None,
+        "signals": [_signal(signal, result, facts) for signal in cause.signals],
+        "vars": [{"name": name, **_query(expression, facts)} for name, expression in cause.vars.items()],
+        "missing": result.missing,
+        "commands": _commands(cause, result, facts, read_only),
+    }
     if path:
         mount = (facts["derived"].get("target_mount") or {}).get("mountpoint")
-        where = f"on {one_line(str(mount))}" if mount else "no mount in the facts holds it"
-        lines.append(f"  path: {one_line(path)} ({where})")
-    lines.append("  required facts:")
-    for requirement in cause.requires:
-        for section in (requirement,) if isinstance(requirement, str) else requirement:
-            value = facts.get(section) or {}
-            lines.append(
-                f"    {section}: {value.get('status', 'absent')} {one_line(value.get('detail', ''))}".rstrip()
-            )
-    if cause.applies_when:
-        lines.append(f"  applies when {cause.applies_when} → {_value(cause.applies_when, facts)}")
-    lines.append("  signals:")
-    held = {r.signal.id: r for r in result.signals}
-    for signal in cause.signals:
-        state = "held" if signal.id in held and held[signal.id].held else "not held"
-        if signal.id not in held:
-            state = "not evaluated"
-        lines.append(f"    [{state}] {signal.certainty:+.2f} {signal.id}: {one_line(signal.says)}")
-        lines.append(f"        when {signal.when} → {_value(signal.when, facts)}")
-        if signal.evidence:
-            lines.append(f"        evidence {signal.evidence} → {_value(signal.evidence, facts)}")
-    for name, expression in cause.vars.items():
-        lines.append(f"  var {name} = {expression} → {_value(expression, facts)}")
-    return "\n".join(fit_lines(lines + _commands(cause, result, read_only), prose_width(), hanging=4)) + "\n"
+        data["path"] = {"given": path, "mount": mount}
+    return data
 
 
-def _commands(cause: Cause, result: CauseResult, read_only: bool) -> list[str]:
-    """The cause's commands: filled with the facts' values when it fired, else as written."""
-    fired = result.outcome == Outcome.FIRED
-    steps = result.remediation if fired else list(cause.remediation)
-    verify = result.verify if fired else list(cause.verify)
-    kept = [s for s in steps if s.effect == "read"] if read_only else steps
-    if not kept and not verify:
-        return []
-    heading = "filled with the values found" if fired else "as written in the rule"
-    heading = f"  commands ({heading}):"
-    lines = ["", heading, *command_lines(step_records(kept), verify, indent="    ")]
-    if len(kept) < len(steps):
-        lines.append(f"  ({len(steps) - len(kept)} command(s) that change the host left out: --read-only)")
-    return lines
-
-
-def _value(expression: str, facts: dict[str, Any]) -> str:
+def _query(expression: str, facts: dict[str, Any]) -> dict[str, Any]:
+    """An expression and its value over the facts (``error`` instead when it cannot be evaluated)."""
     try:
-        text = json.dumps(search(expression, facts), default=str)
+        return {"expression": expression, "value": search(expression, facts)}
     except JMESPathError as error:
-        text = f"error: {str(error).splitlines()[0]}"
-    return one_line(text if len(text) <= 300 else text[:300] + "…")
+        return {"expression": expression, "value": None, "error": str(error).splitlines()[0]}
+
+
+def _signal(signal: Signal, result: CauseResult, facts: dict[str, Any]) -> dict[str, Any]:
+    held = {r.signal.id: r for r in result.signals}
+    state = "not evaluated" if signal.id not in held else ("held" if held[signal.id].held else "not held")
+    shown = {"id": signal.id, "state": state, "certainty": signal.certainty, "says": signal.says}
+    shown["when"] = _query(signal.when, facts)
+    shown["evidence"] = _query(signal.evidence, facts) if signal.evidence else None
+    return shown
+
+
+def _commands(cause: Cause, result: CauseResult, facts: dict[str, Any], read_only: bool) -> dict[str, Any]:
+    """The cause's commands: filled with the facts' values when it fired; when it did not, as
+    written in the rule, except with ``read_only`` (commands meant to be run as they are): then
+    filled with what the facts hold, each value they do not hold left as ``<name>`` (which the
+    shell refuses to run) and named in ``unfilled`` with what would give it."""
+    fired = result.outcome == Outcome.FIRED
+    if fired:
+        steps, verify, filled = result.remediation, result.verify, "finding"
+    elif read_only:
+        values = {name: _query(expression, facts)["value"] for name, expression in cause.vars.items()}
+        values = {
+            name: None if value == [] else value for name, value in values.items()
+        }  # none found: <name>
+        steps = [replace(s, cmd=line) for s in cause.remediation for line in render_command(s.cmd, values)]
+        verify = [line for template in cause.verify for line in render_command(template, values)]
+        filled = "facts"
+    else:
+        steps, verify, filled = list(cause.remediation), list(cause.verify), "rule"
+    kept = [s for s in steps if s.effect == "read"] if read_only else steps
+    templates = [s.cmd for s in cause.remediation if not read_only or s.effect == "read"] + list(cause.verify)
+    shown = {"filled": filled, "remediation": step_records(kept), "verify": verify}
+    shown["left_out"] = len(steps) - len(kept)
+    shown["unfilled"] = [
+        {"name": name, "expression": cause.vars.get(name), "give": _how_to_fill(name, cause)}
+        for name in sorted({n for t in templates for n in PLACEHOLDER.findall(t)})
+        if any(f"<{name}>" in line for line in [*(s.cmd for s in kept), *verify])
+    ]
+    return shown
+
+
+_FILLED = {
+    "finding": "filled with the values found",
+    "facts": "filled with what these facts hold",
+    "rule": "as written in the rule",
+}
+_FROM_JOB = "the checkpoint job: pass --params (and --gpus, --budget...)"
+_FROM_FACTS = (
+    "facts these inputs do not hold (the cause did not fire here): give the INPUT where it fires, "
+    "or --path DIR (the checkpoint directory), or fill them in by hand"
+)
+
+
+def _how_to_fill(name: str, cause: Cause) -> str:
+    """What gives a placeholder its value: the job's options, or the facts its expression reads."""
+    expression = cause.vars.get(name)
+    if expression is None:
+        return "nothing: not a var of the rule; fill it in by hand"
+    return _FROM_JOB if expression.startswith("job.") else _FROM_FACTS
+
+
+def render_explanation(data: dict[str, Any]) -> str:
+    lines = [
+        f"{data['id']}: {one_line(data['title'])}",
+        f"  outcome: {data['outcome']}  certainty: {data['certainty']:.2f}",
+        f"  severity: {data['severity']}",
+    ]
+    if data["severity_lowered"]:
+        lowered = data["severity_lowered"]
+        lines[-1] += f" (lowered from {lowered['from']} by {one_line(lowered['by'] or '')})"
+    if data["path"]:
+        mount = data["path"]["mount"]
+        where = f"on {one_line(str(mount))}" if mount else "no mount in the facts holds it"
+        lines.append(f"  path: {one_line(data['path']['given'])} ({where})")
+    lines.append("  required facts:")
+    for item in data["required"]:
+        lines.append(f"    {item['section']}: {item['status']} {one_line(item['detail'])}".rstrip())
+    if data["applies_when"]:
+        lines.append(f"  applies when {_shown(data['applies_when'])}")
+    lines.append("  signals:")
+    for signal in data["signals"]:
+        lines.append(
+            f"    [{signal['state']}] {signal['certainty']:+.2f} {signal['id']}: {one_line(signal['says'])}"
+        )
+        lines.append(f"        when {_shown(signal['when'])}")
+        if signal["evidence"]:
+            lines.append(f"        evidence {_shown(signal['evidence'])}")
+    for var in data["vars"]:
+        lines.append(f"  var {var['name']} = {_shown(var)}")
+    return "\n".join(fit_lines(lines + _command_text(data["commands"]), prose_width(), hanging=4)) + "\n"
+
+
+def _shown(query: dict[str, Any]) -> str:
+    """``expression → value`` (a long value cut)."""
+    if "error" in query:
+        return f"{query['expression']} → error: {query['error']}"
+    text = json.dumps(query["value"], default=str)
+    return f"{query['expression']} → " + one_line(text if len(text) <= 300 else text[:300] + "…")
+
+
+def _command_text(commands: dict[str, Any]) -> list[str]:
+    if not commands["remediation"] and not commands["verify"]:
+        return []
+    heading = (
+        "filled with the values found" if commands["filled"] == "values found" else "as written in the rule"
+    )
+    lines = ["", f"  commands ({heading}):"]
+    lines += command_lines(commands["remediation"], commands["verify"], indent="    ")
+    if commands["left_out"]:
+        lines.append(f"  ({commands['left_out']} command(s) that change the host left out: --read-only)")
+    by_source: dict[str, list[str]] = {}
+    for item in commands["unfilled"]:
+        by_source.setdefault(item["give"], []).append(f"<{item['name']}>")
+    lines += [f"  {', '.join(names)} unfilled: from {give}" for give, names in by_source.items()]
+    return lines
 
 
 def probes_table(width: int | None = None) -> str:

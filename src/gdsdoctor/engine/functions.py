@@ -21,6 +21,8 @@ from jmespath import functions
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
+from gdsdoctor.patterns import forbidden_constructs
+
 
 def version_key(value: str) -> tuple[int, ...] | None:
     numbers = re.findall(r"\d+", str(value))
@@ -141,12 +143,26 @@ def expression_problems(compiled: ParsedResult) -> list[str]:
                 and pattern.get("type") == "literal"
                 and isinstance(pattern.get("value"), str)
             ):
-                try:
-                    re.compile(pattern["value"])
-                except re.error as error:
-                    problems.append(f"regex(): {pattern['value']!r} is not a regular expression ({error})")
+                problems += _pattern_problems(pattern["value"])
         stack.extend((child, depth + 1) for child in children)
     return problems
+
+
+def _pattern_problems(pattern: str) -> list[str]:
+    """A literal ``regex()`` pattern that does not compile, or that uses what CPython before 3.11.5
+    matches wrongly without an error (possessive quantifiers, atomic groups: 3.10 refuses them,
+    3.11.0-3.11.4 answer wrongly), so that a site rule gives the same answer on every Python."""
+    forbidden = forbidden_constructs(pattern)
+    if forbidden:
+        return [
+            f"regex(): {pattern!r} uses a {', a '.join(forbidden)}, which Python before 3.11.5 matches "
+            "wrongly (3.10 refuses it): write it without (docs/security-patterns.md)"
+        ]
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return [f"regex(): {pattern!r} is not a regular expression ({error})"]
+    return []
 
 
 def truthy(value: Any) -> bool:

@@ -1,7 +1,8 @@
 """The checkpoint job the user describes (``--params 70B`` and friends, or a site config).
 
 Section ``job``: ``params``, ``preset``, ``bytes_per_param``, ``checkpoint_bytes``,
-``interval_s``, ``budget_fraction``, ``gpus``, and from a site config ``checkpoints_kept`` (how many
+``interval_s``, ``budget_fraction``, ``gpus``, ``params_text`` and ``budget_text`` (``70B``, ``2%``:
+as the commands a finding suggests write them), and from a site config ``checkpoints_kept`` (how many
 checkpoints the retention keeps on the filesystem, default 1: the space the job needs free is
 ``checkpoint_bytes × checkpoints_kept``), ``gpus_per_node`` (default: the GPUs the node lists) and
 ``async_buffers`` (staging buffers of an asynchronous save, default 2). It is ``not_collected``
@@ -64,6 +65,11 @@ def job_section(options: dict[str, Any] | None) -> dict[str, Any]:
     except estimate.EstimateError as error:
         return {"status": "unparsable", "detail": str(error)}
     section["checkpoint_bytes"] = round(params * section["bytes_per_param"])
+    from gdsdoctor.checkpoint.units import fraction_argument, params_argument
+
+    # as a command line takes them, for the commands a finding suggests (`estimate --params 70B`)
+    section["params_text"] = params_argument(params)
+    section["budget_text"] = fraction_argument(section["budget_fraction"])
     return {"status": "ok", **section}
 
 

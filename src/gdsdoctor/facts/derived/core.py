@@ -285,6 +285,7 @@ def checkpoint_stall(facts: dict[str, Any]) -> dict[str, Any] | None:
         "text": {
             "checkpoint": estimate.format_bytes(result.total_bytes),
             "write_rate": estimate.format_rate(write["bytes_per_s"]),
+            "write_rate_argument": estimate.rate_argument(write["bytes_per_s"]),  # 1.62MB/s: --throughput
             "stall": estimate.format_duration(result.stall_s),
             "share": f"{result.wall_fraction:.1%}",
             "budget": f"{job['budget_fraction']:.1%}",
