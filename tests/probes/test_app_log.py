@@ -224,6 +224,9 @@ def test_enomem_from_nccl_and_ucx_and_the_limit_the_log_states() -> None:
     assert [(e["kind"], e["api"], e["src"]["line"]) for e in nccl["errors"]] == [
         ("rdma_enomem", "ibv_create_cq", 1),
         ("rdma_enomem", "ibv_create_cq", 6),
+        # the proxy's own warnings after the failure: the NCCL family's reader (app_log_nccl)
+        ("nccl_warn", None, 16),
+        ("nccl_warn", None, 18),
     ]
     assert nccl["memlock"] is None  # NCCL does not print the limit
     ucx = parse("ucx-8746--ibv-create-cq-enomem-memlock-64k.log")

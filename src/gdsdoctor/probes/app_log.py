@@ -64,6 +64,7 @@ from gdsdoctor.probes.app_log_ckpt import signature as checkpoint_signature
 from gdsdoctor.probes.app_log_gdr import gdr_error
 from gdsdoctor.probes.app_log_gdr import signature as gdr_signature
 from gdsdoctor.probes.app_log_launch import launch_record, launcher_error
+from gdsdoctor.probes.app_log_nccl import nccl_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.app_log_saves import saves, timer_line
@@ -187,6 +188,7 @@ def _signature(line: str) -> bool:
         or (_OPERATOR_CTR.search(line) and _OPERATOR_FAIL.search(line))
         or _GDSIO_IO_FAILED.search(line)
         or rdma_signature(line)
+        or nccl_error(0, line, "", benign=error_lines.job_benign(line)) is not None
         or checkpoint_signature(line)
         or gdr_signature(line)
         or launch_record(line) is not None
@@ -262,6 +264,7 @@ def _line_error(line_no: int, line: str, artifact: str) -> dict[str, Any] | None
         or _gdsio_error(line_no, line, artifact)
         or gdr_error(line_no, line, artifact)
         or rdma_error(line_no, line, artifact)
+        or nccl_error(line_no, line, artifact, benign=error_lines.job_benign(line))
         or checkpoint_error(line_no, line, artifact)
         or launcher_error(line_no, line, artifact)
     )

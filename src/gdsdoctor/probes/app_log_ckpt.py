@@ -64,6 +64,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes.app_log_save import save_frame, saving_path
 from gdsdoctor.probes.base import src
 
 ERRNO_KINDS = {28: "ckpt_enospc", 122: "ckpt_edquot", 5: "ckpt_eio", 116: "ckpt_estale", 30: "ckpt_erofs",
@@ -102,6 +103,19 @@ _STREAM_WRITER = lazy_compile(
     r"PytorchStreamWriter failed writing (?:file )?(?P<record>\S{1,200})"
     r"|\bunexpected pos \d{1,20} vs \d{1,20}"
 )
+# torch's writer failing to open its file, or torch.save's check of the parent directory (no errno):
+# "File /ckpt/step-10/model.pt cannot be opened.", "Parent directory /ckpt/step-10 does not exist."
+_OPEN_FAILED = lazy_compile(
+    r"\bFile (?P<path>\S{1,500}) cannot be opened\.|\bParent directory (?P<parent>\S{1,500}) does not exist\."
+)
+# CUDA's errors as frameworks print them (other than out of memory: ``gpu_oom``): the runtime's text
+# (torch's "CUDA error: an illegal memory access was encountered"), an enum's name (cudaError_t,
+# CUresult), cuBLAS's status
+_CUDA_ERROR = lazy_compile(
+    r"\bCUDA (?:driver )?error: (?P<text>[a-z][\w ,'-]{2,100}?)(?:\.|\n|$| at | when | in |\s{2})"
+    r"|\b(?P<name>cudaError(?!Memory)[A-Z]\w{2,40}|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]{3,40}"
+    r"|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]{3,30})\b"
+)
 _TRUNCATED = lazy_compile(
     r"\bunexpected EOF(?:, expected \d{1,20} more bytes)?\. The file might be corrupted"
     r"|PytorchStreamReader failed reading zip archive: failed finding central directory"
@@ -109,9 +123,6 @@ _TRUNCATED = lazy_compile(
 _DCP = lazy_compile(
     r"\btorch\.distributed\.checkpoint\.api\.CheckpointException\b|^\s*CheckpointException ranks:"
 )
-_WATCHDOG = lazy_compile(r"Watchdog caught collective operation timeout: WorkNCCL\(")
-_WORK_OP = lazy_compile(r"\bOpType=(?P<op>\w{1,40})")
-_WORK_TIMEOUT = lazy_compile(r"\bTimeout\(ms\)=(?P<timeout>\d{1,12})")
 _OOM_KILL = lazy_compile(
     r"\b(?:Memory cgroup out of memory|Out of memory): Killed process "
     r"(?P<pid>\d{1,10}) \((?P<comm>[^)\n]{1,64})\)"
@@ -153,11 +164,24 @@ _ASYNC_MARKER = lazy_compile(
 SAVE_WINDOW = 400  # lines: a traceback of a deep framework stack, or a watchdog's frames, stays within it
 _HINTS = ("Errno", "os error", "Os { code", "failed with", "unable to write to file", "Pytorch", "unexpected",
           "CheckpointException", "Watchdog", "Killed", "-9", "SIGKILL", "-512", "out of memory",
-          "OUT_OF_MEMORY", "MemoryAllocation", "Out of memory")  # fmt: skip
+          "OUT_OF_MEMORY", "MemoryAllocation", "Out of memory", "cannot be opened",
+          "does not exist", "CUDA", "cudaError", "CUBLAS")  # fmt: skip
 
 
 def _record(**fields: Any) -> dict[str, Any]:
-    keys = ("errno", "path", "op", "timeout_ms", "pid", "process", "gpu", "request", "scratch")
+    keys = (
+        "errno",
+        "path",
+        "op",
+        "timeout_ms",
+        "pid",
+        "process",
+        "gpu",
+        "request",
+        "scratch",
+        "why",
+        "cuda_error",
+    )
     return {key: fields.get(key) for key in keys}
 
 
@@ -174,14 +198,14 @@ def _errno_of_message(message: str) -> int | None:
 
 
 def _errno_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
+    # an errno without a kind of its own (ENOTCONN from a FUSE mount gone, EOPNOTSUPP) is still the
+    # job's error, with its path and save: ``errno_error``
     if match := _PY_ERRNO.search(line):
         errno = int(match["errno"])
-        kind = ERRNO_KINDS.get(errno)
-        return (kind, "python", _record(errno=errno, path=match["path"])) if kind else None
+        return ERRNO_KINDS.get(errno, "errno_error"), "python", _record(errno=errno, path=match["path"])
     if match := _RUST_ERRNO.search(line):
         errno = int(match["errno"] or match["errno2"])
-        kind = ERRNO_KINDS.get(errno)
-        return (kind, "rust", _record(errno=errno)) if kind else None
+        return ERRNO_KINDS.get(errno, "errno_error"), "rust", _record(errno=errno)
     if match := _TORCH_SHM_WRITE.search(line):
         errno = int(match["errno"]) if match["errno"] else _errno_of_message(match["msg"] or "")
         kind = ERRNO_KINDS.get(errno) if errno else None
@@ -195,21 +219,21 @@ def _errno_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
 
 def _framework_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
     if _STREAM_WRITER.search(line):
-        return "ckpt_write_failed", "torch", _record()
+        return "ckpt_write_failed", "torch", _record(why="write")
+    if match := _OPEN_FAILED.search(line):
+        why = "open" if match["path"] else "no_parent"
+        return "ckpt_write_failed", "torch", _record(path=match["path"] or match["parent"], why=why)
     if _TRUNCATED.search(line):
         return "ckpt_truncated", "torch", _record()
     if _DCP.search(line):
         return "ckpt_dcp_failed", "torch", _record()
-    if match := _WATCHDOG.search(line):
-        work = line[match.end() :]  # WorkNCCL(SeqNum=…, OpType=…, Timeout(ms)=…) ran for … milliseconds
-        op, timeout = _WORK_OP.search(work), _WORK_TIMEOUT.search(work)
-        timeout_ms = int(timeout["timeout"]) if timeout else None
-        return "collective_timeout", "nccl", _record(op=op["op"] if op else None, timeout_ms=timeout_ms)
     return None
 
 
 def _gpu_error(line: str) -> tuple[str, str, dict[str, Any]] | None:
     if not _GPU_OOM.search(line):
+        if match := _CUDA_ERROR.search(line):
+            return "cuda_error", "cuda", _record(cuda_error=(match["name"] or match["text"]).strip())
         return None
     request, gpu = _GPU_OOM_REQUEST.search(line), _GPU_OOM_GPU.search(line)
     source = "nccl" if "Cuda failure" in line else "torch"
@@ -294,32 +318,95 @@ def scratch_of(path: str | None, frames: list[str]) -> str | None:
 
 
 def _place(lines: Iterable[tuple[int, str]], errors: list[dict[str, Any]]) -> None:
-    """Give each ENOSPC/EDQUOT/EIO error the path its traceback's writing frame names
-    (``ckpt.frame_path``, when its own line names none) and ``ckpt.scratch``."""
+    """Give each checkpoint error the save its traceback shows (``ckpt.save``: the framework's save
+    frame and the path it wrote, app_log_save); each ENOSPC/EDQUOT/EIO error the path its
+    traceback's writing frame names (``ckpt.frame_path``, when its own line names none) and
+    ``ckpt.scratch``. A chained traceback below the error (``During handling of the above
+    exception``) holds the frames that called the failed write: the save is completed from them."""
     wanted = {
         e["src"]["line"]: e
         for e in errors
-        if isinstance(e.get("ckpt"), dict)
-        and e["ckpt"].get("errno") in _PLACED_ERRNOS
-        and isinstance(e.get("src"), dict)
+        if isinstance(e.get("ckpt"), dict) and isinstance(e.get("src"), dict)
     }
     if not wanted:
         return
     window: list[tuple[int, str]] = []
+    saving: tuple[int, str] | None = None  # the last "Saving … to PATH" line: (number, path)
+    chains: list[_Chain] = []
     for number, line in lines:
+        chains = [chain for chain in chains if chain.feed(number, line)]
         if number in wanted:
-            error = wanted[number]
             frames = _traceback_above(window)
-            code = [f for f in frames if not _FRAME_LINE.search(f)]  # the frames' source lines
-            frame_path = next((m["path"] for f in reversed(code) if (m := _PATH_LITERAL.search(f))), None)
-            ckpt = error["ckpt"]
-            ckpt["frame_path"] = frame_path if not ckpt.get("path") else None
-            ckpt["scratch"] = ckpt.get("scratch") or scratch_of(
-                ckpt.get("path") or frame_path, [*frames, line]
-            )
+            recent = saving[1] if saving and number - saving[0] <= SAVE_WINDOW else None
+            ckpt = wanted[number]["ckpt"]
+            _place_one(ckpt, frames, line, recent)
+            chains.append(_Chain(ckpt, number))
+        if path := saving_path(line):
+            saving = (number, path)
         window.append((number, line))
         if len(window) > TRACEBACK_WINDOW:
             window.pop(0)
+    for chain in chains:
+        chain.close()
+
+
+_CHAINED = lazy_compile(
+    r"During handling of the above exception, another exception occurred"
+    r"|The above exception was the direct cause"
+)
+_EXCEPTION_LINE = lazy_compile(r"^(?:\[rank\d{1,6}\]:\s*)?[A-Za-z_][\w.]{0,120}(?::|$)")
+CHAIN_GAP = 3  # lines between an exception and the chained traceback's header
+
+
+class _Chain:
+    """The traceback chained below an error, read as the lines come: its frames complete the save."""
+
+    def __init__(self, ckpt: dict[str, Any], at: int) -> None:
+        self.ckpt, self.at, self.collecting = ckpt, at, False
+        self.frames: list[str] = []
+
+    def feed(self, number: int, line: str) -> bool:
+        """Read one more line; False once the chained traceback ended (or never began)."""
+        if not self.collecting:
+            self.collecting = bool(_CHAINED.search(line))
+            return self.collecting or number - self.at <= CHAIN_GAP
+        if (
+            _FRAME_LINE.search(line)
+            or line.startswith((" ", "\t"))
+            or not line.strip()
+            or _TRACEBACK_START.search(line)
+        ):
+            self.frames.append(line)
+            return number - self.at <= TRACEBACK_WINDOW or self.close()
+        if _EXCEPTION_LINE.search(line):
+            return self.close()
+        self.frames.append(line)
+        return number - self.at <= TRACEBACK_WINDOW or self.close()
+
+    def close(self) -> bool:
+        outer = save_frame(self.frames)
+        if outer is None:
+            return False
+        save = self.ckpt.get("save") or {"framework": None, "function": None, "writer": None, "path": None}
+        save.update(
+            framework=outer["framework"], function=outer["function"], writer=save["writer"] or outer["writer"]
+        )
+        self.ckpt["save"] = save
+        return False
+
+
+def _place_one(ckpt: dict[str, Any], frames: list[str], line: str, saving: str | None) -> None:
+    code = [f for f in frames if not _FRAME_LINE.search(f)]  # the frames' source lines
+    frame_path = next((m["path"] for f in reversed(code) if (m := _PATH_LITERAL.search(f))), None)
+    save = save_frame(frames)
+    if save is not None or saving is not None:
+        save = save or {"framework": None, "function": None, "writer": None, "path": None}
+        save["path"] = ckpt.get("path") or frame_path or saving
+    ckpt["save"] = save
+    if ckpt.get("errno") not in _PLACED_ERRNOS:
+        return
+    ckpt["frame_path"] = frame_path if not ckpt.get("path") else None
+    ckpt["scratch"] = ckpt.get("scratch") or scratch_of(ckpt.get("path") or frame_path, [*frames, line])
 
 
 def _traceback_above(window: list[tuple[int, str]]) -> list[str]:

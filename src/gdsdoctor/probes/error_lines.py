@@ -206,10 +206,17 @@ KIND_FAMILY: dict[str, str] = {
     **dict.fromkeys(("rdma_local_protection_error", "rdma_retry_exceeded", "rdma_completion_error",
                      "rdma_enomem", "rdma_verbs_failed"), "rdma"),
     **dict.fromkeys(("ckpt_enospc", "ckpt_edquot", "ckpt_eio", "ckpt_estale", "ckpt_erofs", "ckpt_eacces",
-                     "ckpt_write_failed", "ckpt_truncated", "ckpt_dcp_failed"), "traceback"),
-    "collective_timeout": "nccl",
+                     "ckpt_write_failed", "ckpt_truncated", "ckpt_dcp_failed", "errno_error"), "traceback"),
+    **dict.fromkeys(("collective_timeout", "collective_hang", "nccl_warn", "nccl_cuda_failure", "nccl_error"),
+                    "nccl"),
+    "cuda_error": "gpu",
     "launcher_exit": "launcher",
 }  # fmt: skip
+
+
+def job_benign(line: str) -> bool:
+    """A healthy line of a job's output that looks like an error (``_JOB_BENIGN``)."""
+    return bool(_JOB_BENIGN.search(line))
 
 
 def of_event(kind: str, details: dict[str, Any] | None = None) -> str | None:
