@@ -118,7 +118,7 @@ def test_an_nccl_plugin_note_is_no_warning_of_a_failure() -> None:
             "save_checkpoint",
             "torch.save",
         ),
-        ("piper-311--lightning-atomic-save-enotconn.log", 10, "lightning", "atomic_save", "lightning"),
+        ("piper-311--lightning-atomic-save-enotconn.log", 8, "lightning", "atomic_save", "lightning"),
         ("dreambooth-45--torch-save-unexpected-pos-lightning.log", 18, "torch.save", "save", "torch.save"),
     ],
 )
@@ -130,7 +130,7 @@ def test_the_save_frame_of_a_checkpoint_error(
 
 
 def test_an_errno_without_a_kind_of_its_own_is_still_the_jobs_error() -> None:
-    error = _by_line(SAVE / "piper-311--lightning-atomic-save-enotconn.log")[10]
+    error = _by_line(SAVE / "piper-311--lightning-atomic-save-enotconn.log")[8]
     assert (error["kind"], error["errno"]) == ("errno_error", 107)
 
 
