@@ -295,6 +295,7 @@ def test_slurm_drains_on_the_nodes_own_fault_only(tmp_path: Path) -> None:
     assert _healthcheck(tmp_path, "ib-ofed-node-without-nvmeof") is None
     reason = _healthcheck(tmp_path, "nvidia-fs-missing-lsmod")
     assert reason is not None and reason.startswith("Reason=gdsdoctor: nvidia-fs-not-loaded: ")
+    assert len(reason) <= len("Reason=") + 64  # the drain reason's limit (report/oneline.py)
 
 
 def test_report_json_keeps_the_contract_fields() -> None:
