@@ -68,7 +68,7 @@ from gdsdoctor.probes.app_log_nccl import nccl_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
 from gdsdoctor.probes.app_log_saves import saves, timer_line
-from gdsdoctor.probes.base import Probe, numbered_lines, src
+from gdsdoctor.probes.base import Probe, head_lines, numbered_lines, src
 
 # CUfileOpError: CU_FILE_<NAME> = 5000 + n (there is no 5032).
 CODES: dict[int, str] = {
@@ -199,7 +199,7 @@ def _signature(line: str) -> bool:
 
 def recognise_app_log(text: str) -> bool:
     """An application's output with a cuFile failure or compat banner, not a cufile.log."""
-    lines = text.split("\n")[:RECOGNISE_LINES]
+    lines = head_lines(text, RECOGNISE_LINES)
     if any(_CUFILE_LOG_LINE.search(line) for line in lines):
         return False
     return any(_signature(line) for line in lines)

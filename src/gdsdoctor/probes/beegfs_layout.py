@@ -30,7 +30,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, head_lines, numbered_lines, src
 from gdsdoctor.probes.lfs_layout import combine_layouts, layout_component
 from gdsdoctor.probes.text import size_bytes
 
@@ -92,7 +92,7 @@ def parse_entryinfo(text: str, artifact: str) -> Section:
 
 
 def recognise_entryinfo(text: str) -> bool:
-    head = text.split("\n")[:40]
+    head = head_lines(text, 40)
     return any(_START.match(line) for line in head) and any(_COUNT.match(line) for line in head)
 
 

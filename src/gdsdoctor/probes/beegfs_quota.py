@@ -26,7 +26,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, head_lines, numbered_lines, src
 from gdsdoctor.probes.fs_targets import combine_quotas, quota_entry
 from gdsdoctor.probes.text import size_bytes
 
@@ -91,7 +91,7 @@ def parse_getquota(text: str, artifact: str) -> Section:
 
 
 def recognise_getquota(text: str) -> bool:
-    return any(_TITLE.match(line) for line in text.split("\n")[:40])
+    return any(_TITLE.match(line) for line in head_lines(text, 40))
 
 
 PROBE = Probe(

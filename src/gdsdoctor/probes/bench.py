@@ -45,7 +45,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.fio_text import looks_like_fio_text, read_text
 
 GIB = 2**30
@@ -267,11 +267,11 @@ def _fio_text_section(text: str, artifact: str) -> Section:
 
 
 def _has_json_line(text: str) -> bool:
-    return any(line.lstrip().startswith("{") for line in text.split("\n", 2000)[:2000])
+    return any(line.lstrip().startswith("{") for line in head_lines(text, 2000))
 
 
 def recognise_fio(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     return ('"fio version"' in head and "{" in head) or looks_like_fio_text(text)
 
 
@@ -393,7 +393,7 @@ def parse_gdsio(text: str, artifact: str) -> Section:
 
 
 def recognise_gdsio(text: str) -> bool:
-    head = text.split("\n")[:100]
+    head = head_lines(text, 100)
     if any(_GDSIO_RUN.search(line) or _GDSIO_RESULT.search(line) for line in head):
         return True
     has_command = any(_GDSIO_COMMAND.search(line) and "gdsio -" in line for line in head)

@@ -21,7 +21,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 
 _LINE = lazy_compile(r'^(?P<device>/dev/[^\s:]+):(?P<pairs>(?:\s+[A-Z_]+="[^"]*")+)\s*$')
 _PAIR = lazy_compile(r'(?<![A-Z_])([A-Z_]+)="([^"]*)"')  # a run of capitals tried once
@@ -44,7 +44,7 @@ def parse_blkid(text: str, artifact: str) -> Section:
 
 
 def recognise_blkid(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n", 200)[:200] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 200) if line.strip()]
     lines = [line for line in lines if not line.startswith(("$", "#"))]
     return bool(lines) and all(_LINE.match(line) for line in lines)
 

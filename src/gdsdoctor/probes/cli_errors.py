@@ -48,7 +48,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_status
-from gdsdoctor.probes.base import Probe, Section, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, head_lines, numbered_lines, src
 
 # strerror(3) texts these commands print, and the errno each names (glibc's wording)
 STRERROR = {
@@ -230,7 +230,7 @@ def _error_of(stripped: str, artifact: str, number: int, line: str) -> dict[str,
 def recognise(text: str) -> bool:
     """Error lines of these commands make the paste (its prompts and other chatter aside), or a
     numa_node read with its value."""
-    lines = [line.strip() for line in text.split("\n")[:200] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 200) if line.strip()]
     hits = sum(1 for line in lines if any(pattern.match(line) for _, _, pattern in _ERRORS))
     numa = any(_NUMA_PATH.search(line) for line in lines) and any(_NUMA_VALUE.match(line) for line in lines)
     others = [line for line in lines if not _PROMPT.match(line) and not _NUMA_VALUE.match(line)]

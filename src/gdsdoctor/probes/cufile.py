@@ -48,7 +48,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.host_io import read_under_root, same_kernel
 from gdsdoctor.probes.nvidia_fs import parse_pairs, snake_key
@@ -290,7 +290,7 @@ def _is_cufile(body: str) -> bool:
 
 
 def recognise_cufile_json(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if re.search(r'^ "reader": "', head, re.MULTILINE):
         return False  # a gdsdoctor reader's artifact (the udev one has "properties" objects)
     keys = re.findall(
@@ -377,7 +377,7 @@ def parse_cufile_env(text: str, artifact: str) -> Section:
 
 
 def recognise_cufile_env(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:100] if line.strip()]
+    lines = [line for line in head_lines(text, 100) if line.strip()]
     good = [line for line in lines if env_line(line, _ENV_NAME.match)]
     return bool(good) and len(good) >= 0.5 * len(lines)
 
@@ -549,7 +549,7 @@ def _entry(
 
 
 def recognise_cufile_log(text: str) -> bool:
-    for line in text.split("\n")[:100]:
+    for line in head_lines(text, 100):
         match = _LOG_LINE.match(line)
         if match and (match["pid"] or (match["component"].startswith("cufio") and match["message"])):
             return True
@@ -652,7 +652,7 @@ def _gds_stats_line(dump: dict[str, Any], line: str, line_src: dict[str, Any]) -
 
 
 def recognise_gds_stats(text: str) -> bool:
-    return any(_STATS_VERSION.match(line.strip()) for line in text.split("\n")[:100])
+    return any(_STATS_VERSION.match(line.strip()) for line in head_lines(text, 100))
 
 
 PROBES: tuple[Probe, ...] = (

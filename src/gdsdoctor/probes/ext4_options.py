@@ -25,7 +25,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import list_inside, read_regular_file, resolve_in_root
 
 EXT4_PROC = "/proc/fs/ext4"
@@ -78,7 +78,7 @@ def parse_ext4_options(text: str, artifact: str) -> Section:
 
 
 def recognise_ext4_options(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n")[:50] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 50) if line.strip()]
     return bool(lines) and all(_LINE.match(line) for line in lines)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import numbered_lines, src
+from gdsdoctor.probes.base import head_lines, numbered_lines, src
 
 _HEADER = lazy_compile(
     r"^\s*(?P<name>\S[^:]*?): \(g=(?P<group>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
@@ -67,7 +67,7 @@ def looks_like_fio_text(text: str) -> bool:
     """A result block, or a run-status summary line, within the first lines."""
     return any(
         _RESULT.match(line) or _GROUP_LINE.match(line) or _OLD_GROUP_LINE.match(line)
-        for line in text.split("\n", 400)[:400]
+        for line in head_lines(text, 400)
     )
 
 

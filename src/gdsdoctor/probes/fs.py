@@ -32,7 +32,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import mounts as mount_table
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.mounts import lines_from, mounts_cut, split_options, unescape
 from gdsdoctor.probes.text import size_bytes
 
@@ -87,7 +87,7 @@ def parse_mountinfo(text: str, artifact: str) -> Section:
 
 
 def recognise_mountinfo(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$ ")]
+    lines = [line for line in head_lines(text, 100) if line.strip() and not line.startswith("$ ")]
     good = [line for line in lines if _MOUNTINFO.match(line.strip())]
     return bool(good) and len(good) >= 0.8 * len(lines)
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.text import size_bytes
 
 _LFS_HEADER = lazy_compile(
@@ -315,17 +315,17 @@ def combine_quotas(sections: Sequence[Section]) -> Section:
 
 
 def recognise_lfs_df(text: str) -> bool:
-    return any(_LFS_HEADER.match(line) for line in text.split("\n")[:40])
+    return any(_LFS_HEADER.match(line) for line in head_lines(text, 40))
 
 
 def recognise_beegfs_df(text: str) -> bool:
-    head = text.split("\n")[:40]
+    head = head_lines(text, 40)
     sections = any(_BEEGFS_SECTION.match(line) for line in head)
     return sections and any(_BEEGFS_HEADER.match(line) or _BEEGFS8_HEADER.match(line) for line in head)
 
 
 def recognise_quota(text: str) -> bool:
-    return any(_QUOTA_HEADER.match(line) or _QUOTA_COLUMNS.match(line) for line in text.split("\n")[:40])
+    return any(_QUOTA_HEADER.match(line) or _QUOTA_COLUMNS.match(line) for line in head_lines(text, 40))
 
 
 PROBES: tuple[Probe, ...] = (

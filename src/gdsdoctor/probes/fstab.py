@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.errors import ParseError
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.mounts import FSTAB_ENTRY, looks_like_fstab, split_options, unescape
 
 _ENTRY = FSTAB_ENTRY
@@ -90,7 +90,7 @@ def _is_data(entry: dict[str, Any]) -> bool:
 
 
 def recognise(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:300] if line.strip()]
+    lines = [line for line in head_lines(text, 300) if line.strip()]
     fields = [line.strip() for line in lines if not line.lstrip().startswith(("#", "$"))]
     entries = sum(1 for line in fields if _ENTRY.match(line))
     return entries > 0 and entries >= 2 * (len(fields) - entries) and looks_like_fstab(lines)

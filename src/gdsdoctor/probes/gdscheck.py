@@ -47,7 +47,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 
 MIB = 1024 * 1024
 
@@ -455,7 +455,7 @@ _RECOGNISE = lazy_compile(
 
 
 def recognise(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     return bool(_RECOGNISE.search(head))
 
 

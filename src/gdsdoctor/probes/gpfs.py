@@ -30,7 +30,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, head_lines, numbered_lines, src
 from gdsdoctor.probes.fs_targets import combine_quotas, quota_entry
 from gdsdoctor.probes.text import size_bytes
 
@@ -99,7 +99,7 @@ def parse_mmlsquota(text: str, artifact: str) -> Section:
 
 
 def recognise_mmlsquota(text: str) -> bool:
-    head = text.split("\n")[:40]
+    head = head_lines(text, 40)
     return any(_TITLE.match(line) for line in head) and any(_COLUMNS.match(line) for line in head)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvidia_smi_failures, nvidia_smi_text
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.gpu_records import Q_FIELDS, new_gpu, normalise_bus_id
 
 # --- nvidia-smi -q ------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def parse_nvidia_smi_q(text: str, artifact: str) -> Section:
 
 
 def recognise_nvidia_smi_q(text: str) -> bool:
-    head = text.split("\n")[:100]
+    head = head_lines(text, 100)
     has_log = any("==NVSMI LOG==" in line for line in head)
     has_gpu = any(_GPU_HEADER.match(line.rstrip()) for line in head)
     has_keys = any(
@@ -266,7 +266,7 @@ def parse_nvidia_topo(text: str, artifact: str) -> Section:
 
 
 def recognise_nvidia_topo(text: str) -> bool:
-    lines = [strip_ansi(line) for line in text.split("\n")[:100]]
+    lines = [strip_ansi(line) for line in head_lines(text, 100)]
     if not any(topo_header(line) for line in lines):
         return False
     rows = [line.split() for line in lines]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import numbered_lines, src
+from gdsdoctor.probes.base import head_lines, numbered_lines, src
 
 _LINK = lazy_compile(
     r"^(?:\d+:\s+)?(?P<name>[^\s:@]+)(?:@\S+)?:\s+<(?P<flags>[A-Z0-9_,-]*)>\s+mtu\s+(?P<mtu>\d+)\b(?P<rest>.*)$"
@@ -36,12 +36,12 @@ _LINK_TYPE = lazy_compile(r"^link/(?P<type>[a-z0-9_]+)\b")
 
 
 def looks_like_ip_link(text: str) -> bool:
-    return any(_LINK.match(line.strip()) for line in text.split("\n", 400)[:400])
+    return any(_LINK.match(line.strip()) for line in head_lines(text, 400))
 
 
 def looks_like_ip_oneline_addr(text: str) -> bool:
     """``ip -o addr``: every address line names its interface (no header lines)."""
-    lines = [line.strip() for line in text.split("\n", 400)[:400] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 400) if line.strip()]
     return bool(lines) and all((found := _INET.match(line)) and found["name"] for line in lines)
 
 

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from gdsdoctor.errors import ParseError
-from gdsdoctor.probes.base import Probe, Section, Source
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines
 from gdsdoctor.probes.cufile import env_line, env_variables
 
 NAMES = (
@@ -59,7 +59,7 @@ def parse(text: str, artifact: str) -> Section:
 
 
 def recognise(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:50] if line.strip()]
+    lines = [line for line in head_lines(text, 50) if line.strip()]
     return bool(lines) and all(env_line(line, _WANTED.__contains__) for line in lines)
 
 

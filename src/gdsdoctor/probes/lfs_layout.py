@@ -31,7 +31,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Section, numbered_lines, src
+from gdsdoctor.probes.base import Section, head_lines, numbered_lines, src
 
 # a directory's default (and each PFL template component): one line, pattern and pool optional
 _TEMPLATE = lazy_compile(
@@ -163,5 +163,5 @@ def combine_layouts(sections: Sequence[Section]) -> Section:
 
 
 def recognise_getstripe(text: str) -> bool:
-    head = text.split("\n")[:60]
+    head = head_lines(text, 60)
     return any(_TEMPLATE.match(line) or _LMM.match(line) for line in head)

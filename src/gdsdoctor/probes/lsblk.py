@@ -30,7 +30,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, src
 from gdsdoctor.probes.text import json_key, line_finder, load_pasted_json, size_bytes, text_or_none, to_bool
 
 COLUMNS_FULL = (
@@ -205,7 +205,7 @@ def _parse_table(text: str, artifact: str) -> list[dict[str, Any]]:
 
 
 def parse(text: str, artifact: str) -> Section:
-    head = text.split("\n")[:20]
+    head = head_lines(text, 20)
     if any(line.lstrip().startswith("{") for line in head):
         devices, layout = _parse_json(text, artifact), "json"
     elif any(_TABLE_HEADER.match(line) for line in head):
@@ -228,7 +228,7 @@ _COLUMNS = frozenset(
 def recognise(text: str) -> bool:
     """lsblk's JSON, a table whose header (``-t``, ``-f``, ``-l`` or plain) names two more of its
     columns after NAME, or ``-P`` pairs with NAME and another of its columns, in any order."""
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if '"blockdevices"' in head:
         return True
     for line in head.split("\n")[:5]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Section, numbered_lines, src
+from gdsdoctor.probes.base import Section, head_lines, numbered_lines, src
 from gdsdoctor.probes.pci_records import lspci_kind, new_lspci_device
 
 _FIELD = lazy_compile(r"^\s*([A-Za-z]+):\s*(.*?)\s*$")
@@ -43,7 +43,7 @@ _NVIDIA = "10de"
 
 def is_vmm(text: str) -> bool:
     """Stanzas of ``Key:<tab>value`` lines, the first key ``Slot`` (or the old ``Device`` address)."""
-    lines = [line for line in text.split("\n")[:200] if line.strip()]
+    lines = [line for line in head_lines(text, 200) if line.strip()]
     if not lines:
         return False
     first = _FIELD.match(lines[0])

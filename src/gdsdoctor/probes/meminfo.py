@@ -18,7 +18,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 
 _LINE = lazy_compile(r"^(?P<key>[A-Za-z][\w()]{0,40}):\s+(?P<value>\d{1,20})(?:\s+(?P<unit>kB))?\s*$")
 _FIELDS = {
@@ -48,7 +48,7 @@ def parse_meminfo(text: str, artifact: str) -> Section:
 
 
 def recognise_meminfo(text: str) -> bool:
-    head = [line.strip() for line in text.split("\n")[:5] if line.strip()]
+    head = [line.strip() for line in head_lines(text, 5) if line.strip()]
     return bool(head) and head[0].startswith("MemTotal:") and all(_LINE.match(line) for line in head)
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import list_inside, read_regular_file, resolve_in_root
 from gdsdoctor.probes.text import json_bytes, load_reader_json
 
@@ -104,7 +104,7 @@ def parse(text: str, artifact: str) -> Section:
 
 
 def recognise(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:50] if line.strip()]
+    lines = [line for line in head_lines(text, 50) if line.strip()]
     if not lines:
         return False
     if _LSMOD_HEADER.match(lines[0]):

@@ -32,7 +32,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 
 _OCTAL = lazy_compile(r"\\([0-7]{3})")
 _LINE = lazy_compile(r"^(\S+) (\S+) (\S+) (\S+) (\d+) (\d+)\s*$")
@@ -207,7 +207,7 @@ def recognise(text: str) -> bool:
     """Mount lines make most of the text; the lines that are not are skipped (and named) by the
     parser, and the detection scores how many lines each reader explains. An fstab shares the
     line format and is the fstab reader's."""
-    lines = [line for line in text.split("\n")[:200] if line.strip()]
+    lines = [line for line in head_lines(text, 200) if line.strip()]
     if looks_like_fstab(lines):
         return False
     columns = next((found for line in lines if (found := findmnt_columns(line))), None)

@@ -41,7 +41,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError, Unavailable
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.gdscheck import MIB, content_lines
 from gdsdoctor.probes.host_io import read_under_root
 
@@ -61,7 +61,7 @@ def parse_version(text: str, artifact: str) -> Section:
 
 
 def recognise_version(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:5] if line.strip() and not line.lstrip().startswith("$")]
+    lines = [line for line in head_lines(text, 5) if line.strip() and not line.lstrip().startswith("$")]
     return len(lines) == 1 and bool(_VERSION.match(lines[0]))
 
 
@@ -101,7 +101,7 @@ def parse_modules(text: str, artifact: str) -> Section:
 
 
 def recognise_modules(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:50] if line.strip() and not line.lstrip().startswith("$")]
+    lines = [line for line in head_lines(text, 50) if line.strip() and not line.lstrip().startswith("$")]
     matches = [_MODULE.match(line) for line in lines]
     return bool(lines) and all(matches) and any(m["name"] in _FS_MODULE_NAMES for m in matches if m)
 
@@ -217,7 +217,7 @@ def _stats_header(section: dict[str, Any], line: str, line_src: dict[str, Any]) 
 
 
 def recognise_stats(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     return bool(re.search(r"NVFS statistics\s*\(ver:|NVFS Driver\s*\(version:", head))
 
 
@@ -268,7 +268,7 @@ def parse_devices(text: str, artifact: str) -> Section:
 
 
 def recognise_devices(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:80] if line.strip() and not line.lstrip().startswith("$")]
+    lines = [line for line in head_lines(text, 80) if line.strip() and not line.lstrip().startswith("$")]
     hits = [line for line in lines if _DEV_PATH.search(line)]
     return bool(hits) and len(hits) >= 0.8 * len(lines)
 
@@ -300,7 +300,7 @@ def parse_nvidia_driver(text: str, artifact: str) -> Section:
 
 
 def recognise_nvidia_driver(text: str) -> bool:
-    return any("NVRM version:" in line for line in text.split("\n")[:20])
+    return any("NVRM version:" in line for line in head_lines(text, 20))
 
 
 _MODINFO = lazy_compile(r"^(?P<key>[a-z_][\w.]*):\s*(?P<value>.*?)\s*$")
@@ -351,7 +351,7 @@ def modinfo_recogniser(module: str) -> Callable[[str], bool]:
     name = re.compile(rf"^name:\s*{re.escape(module)}\s*$", re.M)
 
     def recognise(text: str) -> bool:
-        head = "\n".join(text.split("\n")[:100])
+        head = "\n".join(head_lines(text, 100))
         return bool(ko.search(head) or (name.search(head) and "vermagic:" in head))
 
     return recognise
@@ -393,7 +393,7 @@ def parse_dkms_status(text: str, artifact: str) -> Section:
 
 
 def recognise_dkms_status(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n")[:100] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 100) if line.strip()]
     lines = [line for line in lines if not line.startswith("$")]
     good = [line for line in lines if _DKMS_NEW.match(line) or _DKMS_OLD.match(line)]
     states = {"added", "built", "installed", "installed-weak", "broken"}
@@ -462,7 +462,7 @@ def _looks_like_build(text: str) -> bool:
 
 
 def recognise_build_log(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if _DKMS_HEADER.search(head):
         return True
     nvfs = re.search(r"nvidia-fs\.ko|nvidia-fs/|nvfs-\w+\.[co]\b", head)

@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import numbered_lines, src
+from gdsdoctor.probes.base import head_lines, numbered_lines, src
 from gdsdoctor.probes.gpu_records import normalise_bus_id
 
 _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
@@ -97,7 +97,7 @@ def _failure(line: str) -> dict[str, Any] | None:
 def only_failures(text: str) -> bool:
     """True when the output's meaningful lines are all failure messages (what nvidia-smi prints
     when it shows no GPU): a shell prompt with the command before them is allowed."""
-    lines = [line for line in text.split("\n")[:_HEAD_LINES] if line.strip()]
+    lines = [line for line in head_lines(text, _HEAD_LINES) if line.strip()]
     if not lines or len(text) > 4096:
         return False
     meaningful = [

@@ -22,7 +22,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Section, numbered_lines, src
+from gdsdoctor.probes.base import Section, head_lines, numbered_lines, src
 from gdsdoctor.probes.gpu_records import new_gpu, normalise_bus_id
 
 _TABLE_HEAD = lazy_compile(
@@ -61,7 +61,7 @@ _CSV_FIELDS = {
 
 def layout_of(text: str) -> str | None:
     """``table``, ``list`` or ``csv`` when the text is one of these outputs, else None."""
-    lines = [line for line in text.split("\n")[:200] if line.strip()]
+    lines = [line for line in head_lines(text, 200) if line.strip()]
     if not lines:
         return None
     if any(_TABLE_HEAD.search(line) for line in lines[:20]) and any(_TABLE_GPU.match(line) for line in lines):

@@ -74,7 +74,7 @@ from gdsdoctor.errors import ParseError
 from gdsdoctor.model import ArtifactStatus
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import nvme_kv_text, nvme_list_text
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.text import (
     json_key,
     line_finder,
@@ -280,7 +280,7 @@ def parse_list(text: str, artifact: str) -> Section:
 
 
 def recognise_list(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if nvme_list_text.is_text(head):
         return True
     return bool(re.search(r'"Devices"\s*:', head)) and bool(
@@ -441,12 +441,12 @@ def _with_counts(subsystems: list[dict[str, Any]], paths: list[dict[str, Any]]) 
 
 
 def parse_subsys(text: str, artifact: str) -> Section:
-    starts_json = any(line.lstrip().startswith(("{", "[")) for line in text.split("\n")[:20])
+    starts_json = any(line.lstrip().startswith(("{", "[")) for line in head_lines(text, 20))
     return _parse_subsys_json(text, artifact) if starts_json else _parse_subsys_text(text, artifact)
 
 
 def recognise_subsys(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if re.search(r'"Subsystems"\s*:', head) and re.search(r'"(NQN|Paths)"\s*:', head):
         return not re.search(r'"Devices"\s*:', head)
     return any(_SUBSYS_LINE.match(line.strip()) for line in head.split("\n"))
@@ -560,7 +560,7 @@ def _first_per_device(sections: Sequence[Section], key: str) -> Section:
 
 
 def recognise_smart(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     return bool(
         re.search(r'"critical_warning"\s*:', head)
         and re.search(r'"(temperature|avail_spare)"\s*:', head, re.I)
@@ -640,7 +640,7 @@ def combine_id_ctrl(sections: Sequence[Section]) -> Section:
 
 
 def recognise_id_ctrl(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     return all(re.search(json_key(key), head) for key in ("vid", "sn", "mn", "fr")) or (
         nvme_kv_text.is_id_ctrl_text(text)
     )
@@ -736,7 +736,7 @@ def parse_id_ns(text: str, artifact: str) -> Section:
 
 
 def recognise_id_ns(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if any(_ID_NS_HEADER.match(line.strip()) for line in head.split("\n")):
         return True
     return '"lbafs"' in head and '"flbas"' in head  # the keys, quoted as JSON quotes them
@@ -800,12 +800,12 @@ def _parse_discover_text(text: str, artifact: str) -> Section:
 
 
 def parse_discover(text: str, artifact: str) -> Section:
-    starts_json = any(line.lstrip().startswith("{") for line in text.split("\n")[:20])
+    starts_json = any(line.lstrip().startswith("{") for line in head_lines(text, 20))
     return _parse_discover_json(text, artifact) if starts_json else _parse_discover_text(text, artifact)
 
 
 def recognise_discover(text: str) -> bool:
-    head = "\n".join(text.split("\n")[:100])
+    head = "\n".join(head_lines(text, 100))
     if "Discovery Log Number of Records" in head or "Discovery Log Entry" in head:
         return True
     return bool(re.search(r'"records"\s*:', head) and re.search(r'"trtype"\s*:', head))

@@ -41,7 +41,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import MISSING, read_in_root
 from gdsdoctor.probes.text import line_finder, load_pasted_json
 
@@ -163,7 +163,7 @@ def _hide_keys(line: str) -> str:
 
 def recognise_discovery_conf(text: str) -> bool:
     lines = [
-        line.strip() for line in text.split("\n")[:100] if line.strip() and not line.strip().startswith("#")
+        line.strip() for line in head_lines(text, 100) if line.strip() and not line.strip().startswith("#")
     ]
     return bool(lines) and all(
         re.match(r"^--?(?:t|transport)[ =]", line) for line in lines if not line.startswith("$")

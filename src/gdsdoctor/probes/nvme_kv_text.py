@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import numbered_lines
+from gdsdoctor.probes.base import head_lines, numbered_lines
 
 # A block's header, naming its device (nvme smart-log) or not (smartctl's section, id-ctrl), and
 # the command line before a block that names the device when its header does not.
@@ -102,7 +102,7 @@ def id_ctrl_blocks(text: str) -> list[Block]:
 
 
 def _has_header(text: str, header: re.Pattern[str]) -> bool:
-    return any(header.match(line.strip()) for line in text.split("\n", 400)[:400])
+    return any(header.match(line.strip()) for line in head_lines(text, 400))
 
 
 def _blocks(text: str, header: re.Pattern[str], command: re.Pattern[str]) -> list[Block]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Section, src
+from gdsdoctor.probes.base import Section, head_lines, src
 
 _RULE = lazy_compile(r"^\s*-{3,}(?:\s+-{2,})+\s*$")
 _USAGE = lazy_compile(r"(?<![\d.])([\d.]+)\s*([KMGTP]?B)\s*/\s*([\d.]+)\s*([KMGTP]?B)")
@@ -49,7 +49,7 @@ def tables(text: str) -> list[tuple[list[str], list[tuple[int, str, Row]]]]:
 
 
 def is_text(text: str) -> bool:
-    return any(_kind(names) for names, _ in tables("\n".join(text.split("\n")[:60])))
+    return any(_kind(names) for names, _ in tables("\n".join(head_lines(text, 60))))
 
 
 def _kind(names: list[str]) -> str | None:

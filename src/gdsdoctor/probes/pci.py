@@ -56,7 +56,7 @@ from typing import Any
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import lspci_vmm
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import (
     BDF,
     MISSING,
@@ -375,7 +375,7 @@ def parse_lspci(text: str, artifact: str) -> Section:
 def recognise_lspci(text: str) -> bool:
     if lspci_vmm.is_vmm(text):
         return True
-    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]
+    lines = [line for line in head_lines(text, 100) if line.strip() and not line.startswith("$")]
     headers = sum(1 for line in lines if _HEADER.match(line))
     known = sum(1 for line in lines if (m := _KEYED.match(line)) and m[1] in _LSPCI_KEYS)
     if headers:
@@ -446,7 +446,7 @@ def parse_lspci_tree(text: str, artifact: str) -> Section:
 
 
 def recognise_lspci_tree(text: str) -> bool:
-    lines = [line for line in text.split("\n")[:100] if line.strip() and not line.startswith("$")]
+    lines = [line for line in head_lines(text, 100) if line.strip() and not line.startswith("$")]
     return bool(lines) and bool(_TREE_ROOT.match(lines[0]))
 
 
@@ -532,7 +532,7 @@ def parse_numa(text: str, artifact: str) -> Section:
 
 
 def recognise_numactl(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n")[:100]]
+    lines = [line.strip() for line in head_lines(text, 100)]
     return any(line.startswith("available:") and "nodes" in line for line in lines) and any(
         _NUMACTL_CPUS.match(line) for line in lines
     )

@@ -62,7 +62,7 @@ from typing import Any
 
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import (
     MISSING,
     attrs_inside,
@@ -516,7 +516,7 @@ def parse_ibdev2netdev(text: str, artifact: str) -> Section:
 
 def ib_format(text: str) -> str | None:
     """Which infiniband format a text is (first ~100 lines), or None."""
-    head = text.split("\n")[:100]
+    head = head_lines(text, 100)
     for line in head:
         stripped = line.strip()
         if _IBSTAT_CA.match(stripped) and "CA '" in line[:4]:
@@ -671,7 +671,7 @@ def parse_mlnx_qos(text: str, artifact: str) -> Section:
 
 
 def recognise_mlnx_qos(text: str) -> bool:
-    head = text.split("\n")[:100]
+    head = head_lines(text, 100)
     return any(line.strip().startswith("Priority trust state:") for line in head) and any(
         line.strip() == "PFC configuration:" for line in head
     )
@@ -721,7 +721,7 @@ def parse_memlock(text: str, artifact: str) -> Section:
 
 
 def recognise_memlock(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n")[:100] if line.strip()]
+    lines = [line.strip() for line in head_lines(text, 100) if line.strip()]
     if any(_LIMITS_LINE.match(line) for line in lines):
         return True
     return (

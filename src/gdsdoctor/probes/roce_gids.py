@@ -31,7 +31,7 @@ from typing import Any
 from gdsdoctor.compat import ipv6_text
 from gdsdoctor.errors import ParseError
 from gdsdoctor.patterns import lazy_compile
-from gdsdoctor.probes.base import Probe, Section, Source, numbered_lines, src
+from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.host_io import MISSING, attrs_inside, list_inside, real_inside
 from gdsdoctor.probes.text import json_bytes, load_reader_json, provenance_finder, reader_items, to_int
 
@@ -170,7 +170,7 @@ def parse_roce_gids(text: str, artifact: str) -> Section:
 
 
 def recognise_roce_gids(text: str) -> bool:
-    return any(_SHOW_GIDS_HEADER.match(line.strip()) for line in text.split("\n", 40)[:40])
+    return any(_SHOW_GIDS_HEADER.match(line.strip()) for line in head_lines(text, 40))
 
 
 PROBES: tuple[Probe, ...] = (

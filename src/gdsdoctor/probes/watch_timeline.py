@@ -27,7 +27,7 @@ from gdsdoctor.checkpoint.phases import (
 )
 from gdsdoctor.checkpoint.records import ARTIFACT, FORMAT, MAX_RECORDS
 from gdsdoctor.errors import EstimateError, ParseError
-from gdsdoctor.probes.base import Section, src
+from gdsdoctor.probes.base import Section, head_lines, src
 
 
 def read_records(text: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], int]:
@@ -36,7 +36,7 @@ def read_records(text: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[
     samples: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     skipped = 0
-    for number, raw in enumerate(text.split("\n")[:MAX_RECORDS], start=1):
+    for number, raw in enumerate(head_lines(text, MAX_RECORDS), start=1):
         if not raw.strip():
             continue
         try:
