@@ -27,8 +27,21 @@ from gdsdoctor.probes import nvme_cli
 
 DATA = Path(__file__).parent / "data" / "sos"
 HOTSOS = DATA / "hotsos-openstack"
+COREOS = DATA / "coreos-master1"
 # The plugins holding what the probes read; the others cost seconds and give nothing here.
-PLUGINS = "kernel,block,filesys,pci,nvme,host,date,release"
+PLUGINS = "kernel,block,filesys,pci,nvme,host,date,release,memory,networking,systemd,devices,numa"
+# What a sos report holds of each source a live check reads, by the file sos writes (the one the
+# facts cite). Sections read only where this machine has them: ext4_options needs an ext4
+# mount, nvme_discovery_conf /etc/nvme/discovery.conf, nvmf_autoconnect systemd's unit files.
+SOS_FILES = {
+    "meminfo": "proc/meminfo",
+    "fstab": "etc/fstab",
+    "df_i": "sos_commands/filesys/df_-ali_-x_autofs",
+    "blkid": "sos_commands/block/blkid_-c_.dev.null",
+    "ip_addr": "sos_commands/networking/ip_-d_address",
+    "nvme_discovery_conf": "etc/nvme/discovery.conf",
+    "nvmf_autoconnect": "sos_commands/systemd/systemctl_list-unit-files",
+}
 
 
 @pytest.fixture(scope="module")
@@ -508,3 +521,127 @@ def test_redacting_the_report_of_this_machine_leaves_no_uname_naming_it(
     assert unames and all(re.match(r"Linux host\d+ ", u) for u in unames), unames
     assert not any(re.search(rf"\b{re.escape(node)}\b", u) for u in unames)
     assert _ids(analyze_paths([copy])) == _ids(analyze_paths([source]))  # the same diagnosis
+
+
+# --- everything a sos report holds that a live check reads ----------------------------------
+
+
+def test_the_real_report_is_read_for_each_source_check_reads(real_sos: tuple[Path, Path, Capture]) -> None:
+    """Each source a live check read here and sos wrote is read from the report, and each fact
+    cites the report's own file: before this, meminfo, fstab, df -i, blkid, ip addresses and
+    /etc/nvme were "not in this capture" (12 of the 36 sources check read here; 20 now)."""
+    archive, tree, live = real_sos
+    (top,) = tree.iterdir()
+    live_facts = analyze_capture(live).facts
+    facts = analyze_capture(bundles.read(archive)).facts
+    read_live = {name for name, section in live_facts.items() if _ok(section)}
+    # blkid prints nothing on a machine whose only filesystems are the other tests' loop
+    # devices, detached by the time sos runs: an empty file is not read (never as "none")
+    held = {
+        name: path
+        for name, path in SOS_FILES.items()
+        if (top / path).is_file() and (top / path).stat().st_size
+    }
+    expected = {name: path for name, path in held.items() if name in read_live}
+    if "ext4_options" in read_live:
+        expected["ext4_options"] = next(
+            f"proc/fs/ext4/{device}/options" for device in sorted(live_facts["ext4_options"]["devices"])
+        )
+    assert {"meminfo", "fstab", "df_i", "ip_addr"} <= set(expected)
+    for name, path in expected.items():
+        assert _ok(facts[name]), (name, facts[name])
+        assert facts[name]["artifact"] == path, name
+    assert facts["meminfo"]["src"]["artifact"] == "proc/meminfo" and facts["meminfo"]["mem_total_bytes"] > 0
+    # the same file read the same way: fstab's entries are the live ones (the provenance apart)
+    assert _facts_of(facts, "fstab") == _facts_of(live_facts, "fstab")
+    assert {i["name"] for i in facts["ip_addr"]["interfaces"]} == {
+        i["name"] for i in live_facts["ip_addr"]["interfaces"]
+    }
+    assert facts["df_i"]["counts"] == "inodes" and facts["df_i"]["by_mountpoint"]["/"]["inodes"] > 0
+    if "ext4_options" in expected:
+        assert set(facts["ext4_options"]["devices"]) == set(live_facts["ext4_options"]["devices"])
+    assert sum(_ok(facts.get(name)) for name in read_live) >= 18 + len(
+        expected.keys() & {"blkid", "ext4_options"}
+    )
+
+
+def _ok(section: object) -> bool:
+    return isinstance(section, dict) and section.get("status") == "ok"
+
+
+def _facts_of(facts: dict, section: str) -> object:  # type: ignore[type-arg]
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("artifact", "source", "src")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(facts[section])
+
+
+def test_a_rhcos_report_of_sos_4_is_read_for_its_files() -> None:
+    """A real sos 4 report of a Red Hat CoreOS node (its files as sos wrote them)."""
+    facts = analyze_paths([COREOS]).facts
+    assert facts["meminfo"]["artifact"] == "proc/meminfo" and _ok(facts["meminfo"])
+    assert [e["mountpoint"] for e in facts["fstab"]["entries"]] == ["/", "/boot", "/boot/efi"]
+    assert facts["fstab"]["entries"][0]["src"]["artifact"] == "etc/fstab"
+    assert facts["df_i"]["by_mountpoint"]["/boot"]["inodes"] == 65536
+    assert {d["device"] for d in facts["blkid"]["devices"]} >= {"/dev/sda2", "/dev/sda3"}
+    eth0 = next(i for i in facts["ip_addr"]["interfaces"] if i["name"] == "eth0")
+    assert [a["address"] for a in eth0["addresses"]] == ["172.16.1.10", "fe80::6f03:6200:832a:7582"]
+    assert eth0["addresses"][0]["src"]["artifact"] == "sos_commands/networking/ip_-d_address"
+
+
+def test_the_names_sos_3_and_newer_sos_4_releases_give_are_read(tmp_path: Path) -> None:
+    """Where sos releases name a file differently, each name is read: sos 3's `ip address`
+    and `df -ali`, newer sos 4's /etc/nvme/* copy, `losetup -a` and the kernel plugin's
+    `dkms status`. The outputs are this machine's, made by the real commands."""
+    tree = tmp_path / "sosreport-node-2026-12-01-abc"
+    outputs = {
+        "sos_commands/networking/ip_address": ["ip", "address"],
+        "sos_commands/filesys/df_-ali": ["df", "-ali"],
+    }
+    for name, argv in outputs.items():
+        if shutil.which(argv[0]) is None:
+            pytest.skip(f"{argv[0]} is not installed")
+        _put(tree, name, subprocess.run(argv, capture_output=True, check=True).stdout)
+    hostnqn = (
+        "nqn.2014-08.org.nvmexpress:uuid:3ee3a6a2-6d2b-4d7a-9b3a-0c1f4a6f2f11\n"  # nvme gen-hostnqn's form
+    )
+    _put(tree, "etc/nvme/hostnqn", hostnqn.encode())
+    _put(tree, "etc/nvme/hostid", b"3ee3a6a2-6d2b-4d7a-9b3a-0c1f4a6f2f11\n")
+    _put(
+        tree, "etc/nvme/discovery.conf", b"-t tcp -a 192.0.2.10 -s 4420 --dhchap-secret=DHHC-1:00:c2VjcmV0:\n"
+    )
+    _put(tree, "sos_commands/block/losetup_-a", b"/dev/loop0: []: (/srv/images/ckpt.img)\n")
+    facts = analyze_paths([tree]).facts
+    assert facts["ip_addr"]["artifact"] == "sos_commands/networking/ip_address"
+    assert {i["name"] for i in facts["ip_addr"]["interfaces"]} >= {"lo"}
+    assert facts["df_i"]["artifact"] == "sos_commands/filesys/df_-ali" and facts["df_i"]["counts"] == "inodes"
+    assert facts["nvme_hostnqn"]["hostnqn"] == hostnqn.strip()
+    assert facts["nvme_hostid"]["hostid"] == "3ee3a6a2-6d2b-4d7a-9b3a-0c1f4a6f2f11"
+    [entry] = facts["nvme_discovery_conf"]["entries"]
+    assert entry["traddr"] == "192.0.2.10" and "DHHC" not in entry["src"]["text"]  # the key is never shown
+    assert facts["losetup"]["devices"][0]["back_file"] == "/srv/images/ckpt.img"
+
+
+def test_ext4_options_of_each_device_file_read_as_one_section(tmp_path: Path) -> None:
+    tree = tmp_path / "sosreport-node-2026-12-01-abc"
+    _put(tree, "sos_commands/kernel/uname_-a", b"Linux node 6.1.0 #1 SMP x86_64 GNU/Linux\n")
+    _put(tree, "proc/fs/ext4/nvme0n1p1/options", b"rw\nbsddf\nerrors=continue\ndata=writeback\n")
+    _put(tree, "proc/fs/ext4/vda1/options", b"rw\ndata=ordered\nbarrier\n")
+    section = analyze_paths([tree]).facts["ext4_options"]
+    assert section["devices"]["nvme0n1p1"]["data"] == "writeback"
+    assert section["devices"]["nvme0n1p1"]["src"] == {
+        "artifact": "proc/fs/ext4/nvme0n1p1/options",
+        "line": 4,
+        "text": "data=writeback",
+    }
+    assert section["devices"]["vda1"]["barrier"] is True and section["devices"]["vda1"]["data"] == "ordered"
+
+
+def _put(tree: Path, name: str, data: bytes) -> None:
+    path = tree / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

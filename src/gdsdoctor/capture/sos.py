@@ -32,6 +32,7 @@ from gdsdoctor.capture import bundle
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.errors import BundleError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text, is_blank
+from gdsdoctor.probes import nvme_host
 
 # Facts section -> paths in the report, in order of preference (fnmatch patterns; where a
 # pattern matches several files, in name order). The first one that parses feeds the section.
@@ -44,6 +45,7 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     "etc_default_grub": ("etc/default/grub",),
     "kallsyms": ("proc/kallsyms",),
     "modules": ("proc/modules", "sos_commands/kernel/lsmod", "lsmod"),
+    "meminfo": ("proc/meminfo",),  # memory plugin
     "dmesg": (
         "sos_commands/kernel/dmesg",
         "sos_commands/logs/journalctl_--no-pager_--catalog_--boot",
@@ -52,12 +54,20 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "mounts": ("proc/mounts", "sos_commands/filesys/mount_-l", "mount"),
     "mountinfo": ("proc/self/mountinfo", "proc/1/mountinfo"),
+    "fstab": ("etc/fstab",),
     "df": ("sos_commands/filesys/df_-al_-x_autofs", "sos_commands/filesys/df_-al", "df"),
+    # `df -ali -x autofs` (sos 4), `df -ali` (sos 3)
+    "df_i": ("sos_commands/filesys/df_-ali_-x_autofs", "sos_commands/filesys/df_-ali"),
+    # the filesys plugin copies /proc/fs/: each ext4 device's options file, read as one section
+    "ext4_options": ("proc/fs/ext4/*/options",),
     "lsblk": (
         "sos_commands/block/lsblk_-O_-P",
         "sos_commands/block/lsblk",
         "sos_commands/block/lsblk_-f_-a_-l",
     ),
+    "blkid": ("sos_commands/block/blkid_-c_.dev.null",),
+    "losetup": ("sos_commands/block/losetup_-a",),  # newer sos 4 releases (not Debian's 4.0)
+    "udev": ("sos_commands/devices/udevadm_info_--export-db",),
     "lspci": ("sos_commands/pci/lspci_-nnvv", "sos_commands/pci/lspci_-nvv", "sos_commands/pci/lspci_-vvnn"),
     "lspci_tree": ("sos_commands/pci/lspci_-tv",),
     "nvme_list": ("sos_commands/nvme/nvme_list",),
@@ -76,12 +86,27 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
         "sos_commands/nvme/nvme_id-ctrl_-H_.dev.nvme*",
         "sos_commands/nvme/nvme_id-ctrl_-H/nvme_id-ctrl_-H_.dev.nvme*",
     ),
+    # the nvme plugin copies /etc/nvme/discovery.conf (sos 4.0) or /etc/nvme/* (newer releases)
+    "nvme_hostnqn": ("etc/nvme/hostnqn",),
+    "nvme_hostid": ("etc/nvme/hostid",),
+    "nvme_discovery_conf": ("etc/nvme/discovery.conf",),
+    "nvme_config_json": ("etc/nvme/config.json",),
+    "nvmf_autoconnect": ("sos_commands/systemd/systemctl_list-unit-files",),
     "netdev": (
         "sos_commands/networking/ip_-d_address",
         "sos_commands/networking/ip_address",
         "sos_commands/networking/ip_-s_-d_link",
         "sos_commands/networking/ip_link",
     ),
+    # `ip -d address` (sos 4), `ip address` (sos 3); `ip -o addr` (the `ip_addr` link
+    # at the report's top) as a last resort
+    "ip_addr": (
+        "sos_commands/networking/ip_-d_address",
+        "sos_commands/networking/ip_address",
+        "sos_commands/networking/ip_-o_addr",
+        "ip_addr",
+    ),
+    "numa": ("sos_commands/numa/numactl_--hardware",),
     "infiniband": ("sos_commands/infiniband/ibstat", "sos_commands/infiniband/ibv_devinfo_-v"),
     "nvidia_smi": ("sos_commands/nvidia/nvidia-smi_-q",),
     "nvidia_topo": ("sos_commands/nvidia/nvidia-smi_topo_-m",),
@@ -89,8 +114,15 @@ SOS_SOURCES: dict[str, tuple[str, ...]] = {
     "nvidia_fs_version": ("proc/driver/nvidia-fs/version",),
     "nvidia_fs_modules": ("proc/driver/nvidia-fs/modules",),
     "nvidia_fs_stats": ("proc/driver/nvidia-fs/stats",),
-    "dkms_status": ("sos_commands/dkms/dkms_status",),
+    # the dkms plugin's, or the kernel plugin's (newer sos 4 releases run `dkms status` there)
+    "dkms_status": ("sos_commands/dkms/dkms_status", "sos_commands/kernel/dkms_status"),
     "cufile_json": ("etc/cufile.json",),
+}
+# Copies of the host's files that may hold its secrets (NVMe-oF DH-HMAC-CHAP and TLS keys): read
+# as the live readers read them, the keys' values left out, so no evidence line prints one.
+_WITHOUT_KEYS = {
+    "etc/nvme/discovery.conf": nvme_host.discovery_conf_without_keys,
+    "etc/nvme/config.json": lambda data: nvme_host.config_json_without_keys(data, keep_clean=True),
 }
 # `modinfo` of every loaded module in one file (sos 3.5 and later): cut into one artifact per
 # module for the modinfo probes (``NAME#MODULE``).
@@ -143,7 +175,15 @@ def _directories() -> frozenset[str]:
 
 
 _DIRECTORIES = _directories()
-SELECTION = bundle.Selection(file=_selected, directory=lambda name: name in _DIRECTORIES)
+# a directory named by a pattern (proc/fs/ext4/*: one per device) is entered where it matches
+_DIRECTORY_GLOBS = tuple(d for d in _DIRECTORIES if _is_glob(d))
+
+
+def _entered(name: str) -> bool:
+    return name in _DIRECTORIES or any(fnmatch.fnmatchcase(name, pattern) for pattern in _DIRECTORY_GLOBS)
+
+
+SELECTION = bundle.Selection(file=_selected, directory=_entered)
 
 
 # --- is it one -------------------------------------------------------------------------------
@@ -304,6 +344,8 @@ def _artifact(name: str, members: bundle.Members, exit_code: int | None = None) 
     data = members.files[real]
     if is_blank(data):
         return Artifact(name, ArtifactStatus.MISSING, b"", source, "empty in the sos report")
+    if name in _WITHOUT_KEYS:
+        data = _WITHOUT_KEYS[name](data)
     # a command that failed keeps its output (smartctl and others print a full report with a
     # non-zero exit): its exit code tells a parse failure from the tool's own error message
     return Artifact(name, ArtifactStatus.OK, data, source, exit_code=exit_code)

@@ -5,6 +5,9 @@ options (``_ext4_show_options()`` in fs/ext4/super.c), so a plain ``data=ordered
 ``data=`` there. The per-device file is printed by the same function with every option
 (``ext4_seq_options_show()``): the data mode is read from it. Live, the reader writes one line per
 option in the form ``grep -H . /proc/fs/ext4/*/options`` prints, which is also what a user pastes.
+A sos report holds each device's file as it is (``proc/fs/ext4/vda/options``, one option a
+line): the device is then read from the file's name, and the files are read as one section
+(``combine``).
 
 Section ``ext4_options``::
 
@@ -20,6 +23,7 @@ of the two the file lists (ext4 prints ``barrier`` or ``nobarrier``; null when n
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,9 @@ from gdsdoctor.probes.host_io import list_inside, read_regular_file, resolve_in_
 EXT4_PROC = "/proc/fs/ext4"
 # "/proc/fs/ext4/nvme0n1p1/options:data=ordered" (a device name is one path component)
 _LINE = lazy_compile(r"^/proc/fs/ext4/(?P<device>[^/\s:]{1,64})/options:(?P<option>\S{1,200})\s*$")
+# the file itself, named by its path (a sos report: "proc/fs/ext4/nvme0n1p1/options")
+_FILE = lazy_compile(r"(?:^|/)proc/fs/ext4/(?P<device>[^/\s:]{1,64})/options$")
+_OPTION = lazy_compile(r"^(?P<option>[^\s/:]\S{0,199})$")
 MAX_DEVICES = 256
 
 
@@ -53,11 +60,13 @@ def read_ext4_options(host_root: Path) -> bytes:
 
 def parse_ext4_options(text: str, artifact: str) -> Section:
     devices: dict[str, dict[str, Any]] = {}
+    named = _FILE.search(artifact)  # the device's own file: its lines are its options
     for number, line in numbered_lines(text):
-        match = _LINE.match(line.strip())
+        match = _LINE.match(line.strip()) or (_OPTION.match(line.strip()) if named else None)
         if not match:
             continue
-        entry = devices.setdefault(match["device"], {"options": {}, "src": src(artifact, number, line)})
+        device = match.groupdict().get("device") or named["device"]  # type: ignore[index]
+        entry = devices.setdefault(device, {"options": {}, "src": src(artifact, number, line)})
         key, _, value = match["option"].partition("=")
         entry["options"][key] = value if value else True
         if key == "data":
@@ -74,6 +83,15 @@ def parse_ext4_options(text: str, artifact: str) -> Section:
             barrier=("barrier" in options) if listed else None,
             nobarrier=("nobarrier" in options) if listed else None,
         )
+    return {"devices": devices}
+
+
+def combine(sections: Sequence[Section]) -> Section:
+    """Each device's file of a sos report read as one section (a device once: the first)."""
+    devices: dict[str, Any] = {}
+    for section in sections:
+        for device, entry in section["devices"].items():
+            devices.setdefault(device, entry)
     return {"devices": devices}
 
 
@@ -94,5 +112,6 @@ PROBES: tuple[Probe, ...] = (
         parse=parse_ext4_options,
         recognise=recognise_ext4_options,
         paste_hint="`grep -H . /proc/fs/ext4/*/options`",
+        combine=combine,
     ),
 )

@@ -138,8 +138,12 @@ NOT_READ = "(not-read)"
 def read_discovery_conf(host_root: Path) -> bytes:
     """/etc/nvme/discovery.conf with the values of its key options left out (``_hide_keys``)."""
     data = read_in_root(host_root, "/etc/nvme/discovery.conf", _CONFIG_MAX, raise_denied=True)
-    if data is None:
-        return MISSING
+    return MISSING if data is None else discovery_conf_without_keys(data)
+
+
+def discovery_conf_without_keys(data: bytes) -> bytes:
+    """discovery.conf with the values of its key options replaced (the live reader and a sos
+    report's copy alike: a finding's evidence line must not print a host's secret)."""
     text = data.decode("utf-8", "replace")
     return "\n".join(_hide_keys(line) for line in text.split("\n")).encode()
 
@@ -170,7 +174,13 @@ def recognise_discovery_conf(text: str) -> bool:
     )
 
 
+_UNIT_FILES = lazy_compile(r"^UNIT FILE\s+STATE\b")
+_AUTOCONNECT_ROW = lazy_compile(r"^nvmf-autoconnect\.service\s+(?P<state>[a-z-]{1,20})\b")
+
+
 def parse_autoconnect(text: str, artifact: str) -> Section:
+    if _UNIT_FILES.match(text.lstrip()[:200]):
+        return _from_unit_files(text, artifact)
     values = [(n, v) for n, v in _values(text) if "nvmf-autoconnect" not in v]
     state = values[-1][1] if values else ""
     if state not in _UNIT_STATES:
@@ -178,6 +188,17 @@ def parse_autoconnect(text: str, artifact: str) -> Section:
     number, line = values[-1]
     return {"state": state, "enabled": state in _STARTS_AT_BOOT,
             "src": src(artifact, number, line)}  # fmt: skip
+
+
+def _from_unit_files(text: str, artifact: str) -> Section:
+    """The unit's row of ``systemctl list-unit-files`` (what a sos report's systemd plugin
+    keeps): its STATE column is what ``systemctl is-enabled`` prints."""
+    for number, line in numbered_lines(text):
+        row = _AUTOCONNECT_ROW.match(line)
+        if row and row["state"] in _UNIT_STATES:
+            return {"state": row["state"], "enabled": row["state"] in _STARTS_AT_BOOT,
+                    "src": src(artifact, number, line)}  # fmt: skip
+    raise ParseError("nvmf-autoconnect.service is not among the unit files listed (nvme-cli has no units)")
 
 
 def recognise_autoconnect(text: str) -> bool:
@@ -207,8 +228,14 @@ def read_config_json(host_root: Path) -> bytes:
     """/etc/nvme/config.json with its keys (DH-HMAC-CHAP, TLS) left out: a bundle is shared with
     support, the host's secrets are not; a file that is no JSON is kept out whole."""
     data = read_in_root(host_root, "/etc/nvme/config.json", _CONFIG_MAX, raise_denied=True)
-    if data is None:
-        return MISSING
+    return MISSING if data is None else config_json_without_keys(data)
+
+
+def config_json_without_keys(data: bytes, keep_clean: bool = False) -> bytes:
+    """config.json without its keys (the live reader and a sos report's copy alike); with
+    ``keep_clean``, a file naming no key is kept as it is (its lines are the ones cited)."""
+    if keep_clean and not any(key.encode() in data for key in _SECRETS):
+        return data
     try:
         return json.dumps(_without_secrets(json.loads(data)), indent=2).encode()
     except (ValueError, RecursionError):
