@@ -21,6 +21,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from gdsdoctor import __version__
 from gdsdoctor.cli import diagnose, rules, tools, watch
+from gdsdoctor.cli import diff as diff_command
 from gdsdoctor.cli.common import start_run
 from gdsdoctor.cli.options import UNKNOWN_EXIT
 from gdsdoctor.cli.unknown import answer_unknown
@@ -37,6 +38,7 @@ COMMANDS: dict[str, Callable[..., int] | tuple[str, Table]] = {
     "collect": tools.collect,
     "redact": tools.redact,
     "analyze": diagnose.analyze,
+    "diff": diff_command.diff,
     "explain": rules.explain,
     "topo": tools.topo,
     "probes": tools.probes,

@@ -253,7 +253,7 @@ def analyze(
     no_config: NoConfig = False,
 ) -> int:
     """Analyze a bundle or text files pasted into a ticket (recognized by content), or a fleet."""
-    from gdsdoctor.commands.fleet import expand_inputs, is_fleet
+    from gdsdoctor.commands.fleet import expand_inputs, is_fleet, one_host
     from gdsdoctor.pipeline import analyze_paths
 
     paths = existing(expand_inputs(inputs))
@@ -263,38 +263,46 @@ def analyze(
     job = job_of(params, preset, interval, budget, gpus, config, save, memlock)
     targets = targets_of(output)
     since = since_of(since)
+    notes: list[str] = []
     if fleet or is_fleet(paths):
-        if npd:
-            raise UserError("--npd reports on one node; a fleet summary has no NPD form")
-        return _fleet(
-            paths, path, rules_dir or [], jobs, fmt, targets, fail_on, job, verbose, deadline, config
-        )
+        summary = _fleet_summary(paths, path, rules_dir or [], jobs, job, deadline, config)
+        newest = None if fleet else one_host(summary)
+        if newest is None:
+            if npd:
+                raise UserError("--npd reports on one node; a fleet summary has no NPD form")
+            return _finish_fleet(summary, fmt, targets, fail_on, verbose)
+        paths, notes = [Path(newest["bundle"])], [_newest_note(summary, newest)]
     acknowledgements = config.get("acknowledge") or ()
     report = analyze_paths(
         paths, path, rules_dir or [], job, deadline, acknowledgements, since, site=config
     ).report
+    report["source"]["notes"][:0] = notes
     return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
 
 
-def _fleet(
+def _newest_note(summary: dict[str, Any], newest: dict[str, Any]) -> str:
+    """Captures of one host are never a fleet: the newest is analysed, and ``diff`` compares."""
+    others = [n["bundle"] for n in summary["nodes"] if n is not newest]
+    when = f", taken {newest['created']}" if newest.get("created") else ""
+    return (
+        f"{len(summary['nodes'])} captures of host {newest['host']}: this is the newest, {newest['bundle']}"
+        f"{when}; `gdsdoctor diff {others[-1]} {newest['bundle']}` compares them"
+    )
+
+
+def _fleet_summary(
     paths: list[Path],
     path: str | None,
     rules_dirs: list[Path],
     jobs: int | None,
-    fmt: str | None,
-    targets: list[tuple[str, str]],
-    fail_on: str | None,
     job: dict[str, Any] | None = None,
-    verbose: bool = False,
     deadline: float = DEFAULT_DEADLINE_S,
     site: dict[str, Any] | None = None,
-) -> int:
+) -> dict[str, Any]:
     from gdsdoctor.commands import fleet
 
-    _check_fleet_formats(fmt, targets)
     with _progress(len(paths)) as advance:
-        summary = fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job, deadline, site)
-    return _finish_fleet(fleet.apply_fail_on(summary, fail_on), fmt, targets, verbose)
+        return fleet.analyse_fleet(paths, path, rules_dirs, jobs, advance, job, deadline, site)
 
 
 def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> None:
@@ -306,10 +314,16 @@ def _check_fleet_formats(fmt: str | None, targets: list[tuple[str, str]]) -> Non
 
 
 def _finish_fleet(
-    summary: dict[str, Any], fmt: str | None, targets: list[tuple[str, str]], verbose: bool = False
+    summary: dict[str, Any],
+    fmt: str | None,
+    targets: list[tuple[str, str]],
+    fail_on: str | None = None,
+    verbose: bool = False,
 ) -> int:
     from gdsdoctor.commands import fleet
 
+    _check_fleet_formats(fmt, targets)
+    summary = fleet.apply_fail_on(summary, fail_on)
     for target_format, target in targets:
         write_output(fleet.render(summary, target_format, verbose=verbose), target)
     shown = fmt if fmt is not None else (None if targets else "text")
@@ -355,7 +369,7 @@ def fleet_merge(
         merged = fleet.merge(loaded)
     except (ValueError, KeyError, TypeError) as error:
         raise UserError(f"cannot merge: {error}") from None
-    return _finish_fleet(fleet.apply_fail_on(merged, fail_on), fmt, targets)
+    return _finish_fleet(merged, fmt, targets, fail_on)
 
 
 def failing_path_report(command: str, path: str, problem: str, host_root: Path = Path("/")) -> dict:

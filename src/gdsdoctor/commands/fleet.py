@@ -36,6 +36,7 @@ from jmespath.exceptions import JMESPathError
 from gdsdoctor import DEFAULT_DEADLINE_S, FLEET_SCHEMA_VERSION, __version__
 from gdsdoctor.capture.bundles import is_bundle
 from gdsdoctor.commands import fleet_conflicts, fleet_names, fleet_shared
+from gdsdoctor.commands.diff import captured_at
 from gdsdoctor.engine.functions import search
 from gdsdoctor.errors import BundleError, DeadlineError
 from gdsdoctor.pipeline import analyze_paths, rules
@@ -87,8 +88,21 @@ def bundles_in(directory: Path) -> list[Path]:
 
 
 def is_fleet(paths: Sequence[Path]) -> bool:
-    """More than one bundle: analyse each on its own and summarise."""
+    """More than one bundle: analyse each on its own and summarise (unless they are all of one
+    host: :func:`one_host`)."""
     return sum(1 for p in paths if is_bundle(p)) > 1
+
+
+def one_host(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest node record when every bundle of a fleet run names one host (captures of
+    one node, before and after a change, are never a fleet: ``analyze`` reads the newest and
+    ``diff`` compares them); None otherwise. A capture that does not say when it was taken
+    counts as the oldest; among equals, the last given."""
+    nodes = summary["nodes"]
+    hosts = {str(node.get("host") or "").lower() for node in nodes}
+    if len(nodes) < 2 or len(hosts) != 1 or "" in hosts:
+        return None
+    return max(enumerate(nodes), key=lambda item: (str(item[1].get("created") or ""), item[0]))[1]
 
 
 # ---- one node ----------------------------------------------------------------------------
@@ -142,6 +156,7 @@ def node_record(
         "name": host or path.name,
         "host": host,
         "bundle": str(path),
+        "created": captured_at(report),
         "status": summary["status"],
         "reason": summary["reason"],
         "findings": [f["id"] for f in report["findings"]],

@@ -62,13 +62,17 @@ def identity_of(facts: dict[str, Any]) -> dict[str, list[str]]:
 def conflicts(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every value of a unique key that two or more nodes hold, critical first."""
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
+    hosts: dict[tuple[str, str], set[str]] = defaultdict(set)
     for node in nodes:
         for key, values in (node.get("identity") or {}).items():
             for value in values:
                 holders[(key, value)].append(node["name"])
+                hosts[(key, value)].add(str(node.get("host") or "").lower() or node["name"])
     rows = []
     for (key, value), names in sorted(holders.items()):
-        if len(names) < 2 or key not in UNIQUE_KEYS:
+        # two captures of one host (before and after a change) hold its identity twice: that
+        # is one node, not a cloned image
+        if len(names) < 2 or len(hosts[(key, value)]) < 2 or key not in UNIQUE_KEYS:
             continue
         _, severity, meaning = UNIQUE_KEYS[key]
         rows.append({"key": key, "value": value, "severity": severity, "meaning": meaning,
