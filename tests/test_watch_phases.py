@@ -465,3 +465,45 @@ def test_a_network_filesystem_phase_comes_from_its_writers() -> None:
         sample.pop("disks")
     [phase] = analyse(lustre, built, [])["phases"]
     assert phase["bytes"] == 600 * MB
+
+
+def _recorded(name: str, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in (DATA / f"{name}.timeline.jsonl").read_text().splitlines()]
+    for record in records:
+        for key in drop:
+            record.pop(key, None)
+    return parse("\n".join(json.dumps(r) for r in records), "watch/timeline.jsonl")["phases"]
+
+
+@pytest.mark.parametrize("fstype", ["xfs", "ext4"])
+def test_the_devices_own_page_cache_tells_a_direct_writer_from_a_buffered_one(fstype: str) -> None:
+    """fio --direct=1 and --direct=0, 300 MiB each on a loop device: the host's Dirty grew by the
+    315 MB either way (the loop device writes its backing file through the page cache); loop0's
+    own dirtied pages (debugfs bdi) did not for the direct writer, and did for the buffered one,
+    whose pages the device had not even written back when the watch ended."""
+    [direct] = _recorded(f"{fstype}-loop-fio-300mib-direct", drop=("open_writes",))
+    assert direct["io"]["mode"] == "direct" and direct["io"]["by"] == "device"
+    assert not [lim for lim in direct["limiters"] if lim["kind"] == "page_cache"]
+    [buffered] = _recorded(f"{fstype}-loop-fio-300mib-buffered")
+    assert buffered["io"]["mode"] == "buffered" and buffered["io"]["by"] == "device"
+    [cached] = [lim for lim in buffered["limiters"] if lim["kind"] == "page_cache"]
+    assert "loop0's own page cache" in cached["says"]
+    for phase in (direct, buffered):
+        assert abs(phase["bytes"] - 300 * 2**20) < 0.05 * 300 * 2**20
+    # Without the device's counters: the buffered write never reached the device, so no phase; the
+    # direct one is not blamed on the host's counter, which the loop device's backing file moved.
+    assert _recorded(f"{fstype}-loop-fio-300mib-buffered", drop=("bdi",)) == []
+    [blind] = _recorded(f"{fstype}-loop-fio-300mib-direct", drop=("bdi", "open_writes"))
+    assert blind["io"]["mode"] == "unknown" and "loop0 writes its backing file" in blind["io"]["says"]
+
+
+def test_a_phase_record_carries_what_its_chart_needs() -> None:
+    [phase] = _recorded("xfs-collapse")
+    points = phase["series"]
+    assert len(points) >= 5 and [p["t"] for p in points] == sorted(p["t"] for p in points)
+    assert points[0]["t"] < phase["start"] + 1 and points[-1]["t"] >= phase["end"]
+    assert {"t", "bytes_per_s", "errors", "dirty_bytes", "dirty_of", "inflight"} <= set(points[1])
+    peak = max(p["bytes_per_s"] for p in points)
+    assert abs(peak - phase["peak_bytes_per_s"]) < 1  # the same intervals as the phase's
+    [failed] = _recorded("xfs-enospc")
+    assert sum(p["errors"] for p in failed["series"]) >= 1  # the kernel's errors, at their sample

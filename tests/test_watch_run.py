@@ -8,7 +8,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from gdsdoctor.pipeline import analyze_paths
-from gdsdoctor.watch.session import Options, run
+from gdsdoctor.probes import watch_timeline
+from gdsdoctor.watch.session import Options, run, watch
 from tests.loopfs import loop_mount, missing_tools, skip_unless_root_with, tmpfs
 
 # Real kernel, real tools: root (losetup, mount) and fio. Each test takes well under 15 s (~4-7 s
@@ -229,3 +230,75 @@ def test_udev_follower_sees_a_loop_device_change(tmp_path: Path) -> None:
         subprocess.run(["losetup", "-d", device], check=False)
     mine = [e for e in events if e["device"] == Path(device).name]
     assert mine and mine[0]["kind"].startswith("udev_") and mine[0]["subsystem"] == "block"
+
+
+@pytest.fixture(scope="module")
+def debugfs() -> Iterator[None]:
+    """debugfs on /sys/kernel/debug, as systemd mounts it on a node (the devices' own page-cache
+    counters, bdi/MAJ:MIN/stats); mounted for the test when it is not, and unmounted after."""
+    where = Path("/sys/kernel/debug")
+    mounted = False
+    if not (where / "bdi").is_dir():
+        done = subprocess.run(["mount", "-t", "debugfs", "debugfs", str(where)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"debugfs cannot be mounted: {done.stderr.decode(errors='replace').strip()}")
+        mounted = True
+    yield
+    if mounted:
+        subprocess.run(["umount", str(where)], check=False, capture_output=True)
+
+
+def short_write_scenario(fstype: str, direct: bool, work: Path) -> dict[str, Any]:
+    """One fio write of 300 MiB (well under a second on a loop device), direct or buffered, while
+    the watch samples every 0.5 s and streams its records; stopped a second after fio ends."""
+    work.mkdir()
+    mnt = work / "mnt"
+    with loop_mount(fstype, work / "img", 512 * MIB, mnt, MKFS[fstype]):
+        stop = threading.Event()
+        argv = [
+            "fio",
+            "--output-format=json",
+            "--name=ckpt",
+            f"--directory={mnt}",
+            "--filename=ckpt",
+            f"--direct={int(direct)}",
+            "--bs=1M",
+            "--rw=write",
+            "--ioengine=psync",
+            "--size=300m",
+        ]
+        fio = fio_then_stop(argv, stop, after_s=1.0)
+        emitted: list[dict[str, Any]] = []
+        state, _reason = watch(
+            Options(str(mnt), every_s=0.5, duration_s=12.0), lambda r, _s: emitted.append(r), stop
+        )
+    return {"fio": fio, "emitted": emitted, "phases": watch_timeline.parse(state.text(), "t")["phases"]}
+
+
+def test_watch_tells_a_short_direct_write_from_a_buffered_one_on_xfs_and_ext4(
+    tmp_path: Path, debugfs: None
+) -> None:
+    """fio --direct=1 and --direct=0, 300 MiB on XFS and on ext4, the four at once: each write is a
+    phase in the JSON stream, told direct or buffered from the device's own counters or the
+    writer's open file; never from the host's Dirty, which the loop devices' backing files move
+    for every write."""
+    skip_unless_root_with("fio", "mkfs.xfs", "mkfs.ext4")
+    cases = [(fstype, direct) for fstype in FSTYPES for direct in (True, False)]
+    with ThreadPoolExecutor(len(cases)) as pool:
+        futures = {
+            case: pool.submit(short_write_scenario, *case, tmp_path / f"{case[0]}-{case[1]}")
+            for case in cases
+        }
+        results = {case: future.result(timeout=60) for case, future in futures.items()}
+    for (fstype, direct), result in results.items():
+        assert result["fio"]["rc"] == 0, (fstype, direct)
+        streamed = [r for r in result["emitted"] if r["type"] == "phase"]
+        assert len(streamed) == 1, (fstype, direct, len(streamed))  # a 300 MiB write is a phase
+        [phase] = streamed
+        json.dumps(phase)  # as --format json prints it
+        written = fio_written(result["fio"])
+        assert abs(phase["bytes"] - written) <= 0.10 * written, (fstype, direct, phase["bytes"], written)
+        assert phase["io"]["mode"] == ("direct" if direct else "buffered"), (fstype, direct, phase["io"])
+        assert phase["io"]["by"] in ("writers", "device")
+        assert any(p["bytes_per_s"] > 0 for p in phase["series"])
+        assert result["phases"][0]["io"] == phase["io"]

@@ -271,43 +271,78 @@ def line_rate(win: Window, rates: list[float] | None = None) -> list[dict[str, A
 
 
 def page_cache(win: Window) -> list[dict[str, Any]]:
-    """Buffered writes, not direct I/O. The writers' own files are the evidence when the watch saw
-    them (``open_writes``: files on the filesystem open for writing, with or without O_DIRECT);
-    else Dirty + Writeback growing by a good part of what was written, which is the whole host's
-    counter (every device's page cache) and says so."""
+    """Buffered writes, not direct I/O, as :func:`io_mode` tells them."""
+    mode = io_mode(win)
+    if mode["mode"] != "buffered":
+        return []
     phase = win["phase"]
+    # ``writers``: what was seen of them (their files said buffered; unseen: the host's counter).
+    seen = {"writers": "buffered", "device": "device", "host": "unseen"}
+    return [_limiter("page_cache", phase["start"], phase["line"], mode["says"], writers=seen[mode["by"]])]
+
+
+def io_mode(win: Window) -> dict[str, Any]:
+    """How the phase's writes reached the device: ``direct``, ``buffered``, ``mixed`` or
+    ``unknown``, ``by`` which evidence, and a sentence. The best evidence first: the writers' own
+    files (``open_writes``: open for writing on the filesystem, with or without O_DIRECT); then
+    the device's own page-cache counters (``bdi``: pages dirtied on this device alone); last the
+    host's Dirty + Writeback, every device's, which says so, and which cannot tell at all when a
+    device under the filesystem writes its backing file through the page cache (a loop device
+    without direct I/O: its backing file's pages grow with every write, direct or not)."""
+    phase = win["phase"]
+    written = size_text(phase["bytes"])
     # A walk of the open files reports with the sample after the one that started it.
     counted = [*win["samples"], *([win["after"]] if win.get("after") else [])]
     opened = [o for s in counted if isinstance(o := s.get("open_writes"), dict)]
     direct = max((o.get("direct", 0) for o in opened), default=0)
     buffered = max((o.get("buffered", 0) for o in opened), default=0)
-    growth = _cache_growth(win["samples"])
-    grown = f"; dirty and writeback pages (the whole host's) grew by {size_text(growth)}" if growth else ""
-    if buffered and not direct:
+    host = _growth(win["samples"], "mem", ("dirty_bytes", "writeback_bytes"))
+    grown = f"; dirty and writeback pages (the whole host's) grew by {size_text(host)}" if host else ""
+    if buffered or direct:
+        mode = "buffered" if not direct else "direct" if not buffered else "mixed"
+        how = {"buffered": "without O_DIRECT", "direct": "with O_DIRECT", "mixed": "some with O_DIRECT"}
         says = (
-            f"{buffered} file(s) on the checkpoint filesystem were open for writing without O_DIRECT "
-            f"while {size_text(phase['bytes'])} were written{grown}: buffered I/O through the page cache"
+            f"{buffered + direct} file(s) on the checkpoint filesystem were open for writing {how[mode]} "
+            f"while {written} were written"
         )
-        return [_limiter("page_cache", phase["start"], phase["line"], says, writers="buffered")]
-    if direct or buffered:  # the writers opened their files O_DIRECT (or some did): not this one
-        return []
-    if growth is None or growth < max(PAGE_CACHE_MIN_BYTES, PAGE_CACHE_SHARE * phase["bytes"]):
-        return []
+        tail = {"buffered": f"{grown}: buffered I/O through the page cache", "direct": ": direct I/O"}
+        return {"mode": mode, "by": "writers", "says": says + tail.get(mode, "")}
+    device = phase_device(win)
+    own = _growth(counted, "bdi", ("dirtied_bytes",))
+    if own is not None:
+        if own >= PAGE_CACHE_SHARE * phase["bytes"]:
+            says = (
+                f"{size_text(own)} of the {written} written were dirtied in {device}'s own page cache: "
+                "buffered I/O through the page cache, not direct I/O"
+            )
+            return {"mode": "buffered", "by": "device", "says": says}
+        says = f"{written} reached {device} with {size_text(own)} through its own page cache: direct I/O"
+        return {"mode": "direct", "by": "device", "says": says}
+    cached_below = [d for d in win["static"].get("buffered_below", []) if d in win["devices"]]
+    if cached_below:
+        says = (
+            f"{', '.join(cached_below)} writes its backing file through the page cache: the host's "
+            "Dirty and Writeback grow with every write, direct or not, and cannot tell"
+        )
+        return {"mode": "unknown", "by": "host", "says": says}
+    if host is None or host < max(PAGE_CACHE_MIN_BYTES, PAGE_CACHE_SHARE * phase["bytes"]):
+        return {"mode": "unknown", "by": None, "says": ""}
     says = (
-        f"dirty and writeback pages grew by {size_text(growth)} while {size_text(phase['bytes'])} were "
+        f"dirty and writeback pages grew by {size_text(host)} while {written} were "
         "written: buffered I/O through the page cache, not direct I/O (Dirty + Writeback count the "
         "whole host, every device; the writers' files were not seen)"
     )
-    return [_limiter("page_cache", phase["start"], phase["line"], says, writers="unseen")]
+    return {"mode": "buffered", "by": "host", "says": says}
 
 
-def _cache_growth(samples: list[dict[str, Any]]) -> int | None:
-    cached = [
-        m.get("dirty_bytes", 0) + m.get("writeback_bytes", 0)
-        for s in samples
-        if isinstance(m := s.get("mem"), dict)
-    ]
-    return max(cached) - cached[0] if len(cached) >= 2 else None
+def phase_device(win: Window) -> str:
+    return str(win["resolved"].get("top") or "the device")
+
+
+def _growth(samples: list[dict[str, Any]], section: str, keys: tuple[str, ...]) -> int | None:
+    """How far the sum of ``keys`` of a section rose above its first value over the samples."""
+    values = [sum(m.get(k, 0) for k in keys) for s in samples if isinstance(m := s.get(section), dict) and m]
+    return max(values) - values[0] if len(values) >= 2 else None
 
 
 CHECKS: tuple[Callable[[Window], list[dict[str, Any]]], ...] = (

@@ -44,7 +44,9 @@ class Interval(NamedTuple):
         return self.bytes / (self.end - self.start) if self.end > self.start else 0.0
 
 
-Mark = tuple[float, int, int | None]  # a sample's time, bytes written, device busy milliseconds
+# A sample's time, bytes written to the device, its busy milliseconds, and the bytes its own page
+# cache dirtied and wrote back (the debugfs ``bdi`` counters; None where they were not read).
+Mark = tuple[float, int, int | None, int | None, int | None]
 
 
 def mark(sample: dict[str, Any], top: str | None) -> Mark | None:
@@ -54,12 +56,27 @@ def mark(sample: dict[str, Any], top: str | None) -> Mark | None:
         return None
     row = (sample.get("disks") or {}).get(top) if top else None
     busy = row.get("io_ms") if isinstance(row, dict) else None
-    return float(sample["t"]), value, busy if isinstance(busy, int) else None
+    bdi = sample.get("bdi") if top and isinstance(sample.get("bdi"), dict) else {}
+    dirtied, written = bdi.get("dirtied_bytes"), bdi.get("written_bytes")
+    cached = isinstance(dirtied, int) and isinstance(written, int)
+    return (
+        float(sample["t"]),
+        value,
+        busy if isinstance(busy, int) else None,
+        dirtied if cached else None,
+        written if cached else None,
+    )
 
 
 def between(before: Mark | None, after: Mark | None, line: int) -> Interval | None:
     """The interval from one mark to the next (a counter that went backwards, a device removed
-    and re-added, counts from zero); None when either was not measured or time did not move."""
+    and re-added, counts from zero); None when either was not measured or time did not move.
+
+    With the device's own page-cache counters, the interval's bytes are what the writers wrote:
+    the pages they dirtied on it plus what the device wrote beyond its page cache's writeback
+    (direct I/O, metadata). A buffered write then counts when it is written, not 30 s later when
+    the kernel writes it back, and its writeback is not counted a second time; the device's busy
+    time is then not the writer's (it wrote into memory), so it is not used for the edges."""
     if before is None or after is None:
         return None
     span = after[0] - before[0]
@@ -68,7 +85,14 @@ def between(before: Mark | None, after: Mark | None, line: int) -> Interval | No
     busy = None
     if before[2] is not None and after[2] is not None:
         busy = min(span, max(0, after[2] - before[2]) / 1000)
-    return Interval(before[0], after[0], max(0, after[1] - before[1]), line, busy)
+    written = max(0, after[1] - before[1])
+    d0, w0, d1, w1 = before[3], before[4], after[3], after[4]
+    if d0 is not None and w0 is not None and d1 is not None and w1 is not None:
+        dirtied, written_back = max(0, d1 - d0), max(0, w1 - w0)
+        beyond = max(0, written - written_back)
+        written = dirtied + beyond
+        busy = busy if dirtied <= beyond else None
+    return Interval(before[0], after[0], written, line, busy)
 
 
 def write_counter(sample: dict[str, Any], top: str | None) -> int | None:

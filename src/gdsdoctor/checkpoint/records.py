@@ -73,6 +73,7 @@ def sample(record: dict[str, Any], line: int) -> dict[str, Any]:
         ("nfs", counters),
         ("writers", counters),
         ("open_writes", counters),
+        ("bdi", counters),
         ("ctrl", _states),
         ("ana", _states),
     ):
@@ -109,6 +110,7 @@ def header(record: dict[str, Any]) -> dict[str, Any]:
         },
         "static": {
             "queue_depth": {k: v for k, v in counters(static.get("queue_depth")).items() if v > 0},
+            "buffered_below": names(static.get("buffered_below")),
             "line_rates": {
                 k[:MAX_NAME]: rate
                 for k, v in list((static.get("line_rates") or {}).items())[:MAX_ITEMS]

@@ -26,6 +26,7 @@ from gdsdoctor.checkpoint.phases import (
     write_counter,
 )
 from gdsdoctor.checkpoint.records import ARTIFACT, FORMAT, MAX_RECORDS
+from gdsdoctor.checkpoint.series import phase_series
 from gdsdoctor.errors import EstimateError, ParseError
 from gdsdoctor.probes.base import Section, head_lines, src
 
@@ -82,6 +83,9 @@ def analyse(
         phase["limiters"] = limiters.limiters(win)
         phase["events"] = [e for e in win["events"] if limiters.on_device(e, win["devices"])]
         phase["failed"] = any(lim["kind"] == "kernel_errors" for lim in phase["limiters"])
+        phase["io"] = limiters.io_mode(win)
+        phase["queue_depth"] = static.get("queue_depth", {}).get(top) if top else None
+        phase["series"] = phase_series(phase, samples, events, top, win["devices"])
         phase.pop("rates")
         _annotate(phase, top or "the NFS mount", artifact)
     return {

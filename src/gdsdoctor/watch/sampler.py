@@ -71,6 +71,58 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return found
 
 
+_BDI_KEYS = {
+    "BdiDirtied": "dirtied_bytes",
+    "BdiWritten": "written_bytes",
+    "BdiWriteback": "writeback_bytes",
+    "BdiReclaimable": "reclaimable_bytes",
+}
+
+
+def parse_bdi_stats(text: str) -> dict[str, int]:
+    """One device's own page-cache counters (``/sys/kernel/debug/bdi/MAJ:MIN/stats``, kB): the
+    pages dirtied on it and written back from it since boot, and those dirty or under writeback
+    now. Unlike /proc/meminfo's Dirty, they count this device alone: a loop device's backing file,
+    or another disk's writes, do not move them.
+
+    >>> parse_bdi_stats("BdiWriteback:   64 kB\\nBdiDirtied:   1864 kB\\nBdiWritten:  1536 kB\\n")
+    {'writeback_bytes': 65536, 'dirtied_bytes': 1908736, 'written_bytes': 1572864}
+    """
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in _BDI_KEYS and (number := value.split()) and number[0].isdigit():
+            found[_BDI_KEYS[key.strip()]] = int(number[0]) * 1024
+    return found
+
+
+def bdi_stats_path(resolved: dict[str, Any]) -> str | None:
+    """Where the device of the checkpoint's filesystem keeps its page-cache counters (its
+    MAJ:MIN, that of the filesystem's own block device), or None without a block device."""
+    dev = str(resolved.get("dev") or "")
+    if not resolved.get("top") or not re.fullmatch(r"\d+:\d+", dev):
+        return None
+    return f"sys/kernel/debug/bdi/{dev}/stats"
+
+
+def bdi_note(resolved: dict[str, Any], root: Path = Path("/")) -> str | None:
+    """Said once in the header when the device's page-cache counters cannot be read (debugfs not
+    mounted, or not root): direct and buffered writes are then told apart from the writers' open
+    files alone, or from the host's Dirty and Writeback."""
+    relative = bdi_stats_path(resolved)
+    if relative is None:
+        return None
+    try:
+        (root / relative).read_text()
+    except OSError as error:
+        return (
+            f"/{relative}: {error.strerror or type(error).__name__} (debugfs, root): the device's own "
+            "page-cache counters are not read; direct and buffered writes are told from the writers' "
+            "open files, else from the whole host's Dirty and Writeback"
+        )
+    return None
+
+
 def parse_nvfs_stats(text: str) -> dict[str, int]:
     """GDS operation counts and bytes from /proc/driver/nvidia-fs/stats (rates and errors lines)."""
     found: dict[str, int] = {}
@@ -122,6 +174,7 @@ class Sampler:
         # How the writers opened their files: the page cache's evidence for this filesystem alone.
         self.open_writes = OpenWrites(resolved["mount"], root) if resolved.get("mount") else None
         self._written: int | None = None  # the top device's bytes at the last sample
+        self._bdi = bdi_stats_path(resolved)  # None once found unreadable (said in the header)
 
     def _read(self, relative: str) -> str | None:
         try:
@@ -141,6 +194,11 @@ class Sampler:
             sample["disks"] = disks
         if (text := self._read("proc/meminfo")) is not None:
             sample["mem"] = parse_meminfo(text)
+        if self._bdi is not None:
+            try:
+                sample["bdi"] = parse_bdi_stats((self.root / self._bdi).read_text())
+            except OSError:  # the header's note says so (bdi_note)
+                self._bdi = None
         if (text := self._optional("proc/driver/nvidia-fs/stats")) is not None:
             sample["nvfs"] = parse_nvfs_stats(text)
         sample |= self._nvme_states()
@@ -225,8 +283,9 @@ class Sampler:
 
 
 def static_facts(resolved: dict[str, Any], root: Path = Path("/")) -> dict[str, Any]:
-    """What does not change during a watch: queue depths (nr_requests) of the devices and the line
-    rates of their links (PCIe of NVMe controllers, RDMA port rates), for the limiters."""
+    """What does not change during a watch: queue depths (nr_requests) of the devices, the line
+    rates of their links (PCIe of NVMe controllers, RDMA port rates) and the loop devices that
+    write their backing file through the page cache, for the limiters."""
     disks = [n for n in [resolved.get("top"), *resolved.get("below", [])] if n]
     depth = {}
     for name in disks:
@@ -238,7 +297,9 @@ def static_facts(resolved: dict[str, Any], root: Path = Path("/")) -> dict[str, 
         if (rate := pcie_rate(root / f"sys/class/nvme/{controller}/device")) is not None:
             rates[f"{controller} PCIe link"] = rate
     rates |= rdma_rates(root)
-    return {"queue_depth": depth, "line_rates": rates}
+    # A loop device without direct I/O writes its backing file through the host's page cache.
+    buffered = [n for n in disks if _text(root / f"sys/class/block/{n}/loop/dio") == "0"]
+    return {"queue_depth": depth, "line_rates": rates, "buffered_below": buffered}
 
 
 def _text(path: Path) -> str | None:

@@ -94,6 +94,8 @@ def start(options: Options) -> tuple[State, sampler.Sampler, list[Any]]:
         notes.append(
             "kernel log and udev events are followed only on the host itself (not under --host-root)"
         )
+    if (note := sampler.bdi_note(resolved, options.host_root)) is not None:
+        notes.append(note)
     if os.geteuid() != 0:
         notes.append(
             "not root: some counters (nvidia-fs, /dev/kmsg) may be unreadable; they are listed as such"
@@ -173,6 +175,7 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
     for follower in followers:
         with contextlib.suppress(Exception):
             getattr(follower, "close", lambda: None)()
+    _emit_ended_phases(state, emit, final=True)
     unread = [f"{source}: {why}" for source, why in reader.unreadable.items()]
     end = {"type": "end", "t": round(time.time(), 3), "reason": reason, "unreadable": unread}
     state.lines.append(timeline.to_line(end))
@@ -180,10 +183,13 @@ def watch(options: Options, emit: Emit, stop: threading.Event | None = None) -> 
     return state, reason
 
 
-def _emit_ended_phases(state: State, emit: Emit) -> None:
+def _emit_ended_phases(state: State, emit: Emit, final: bool = False) -> None:
     """Each phase once it has ended, analysed as the report will analyse it (limiters, events,
-    collapses with what caused them): the timeline so far is parsed again, once a checkpoint."""
-    ended = sum(1 for p in state.phases if not p["ongoing"])
+    collapses with what caused them): the timeline so far is parsed again, once a checkpoint.
+    When the watch ends (``final``), the phases not yet told are told as they stand: a short write
+    just before Ctrl-C or the end of --duration has not had its 3 quiet seconds, and is still a
+    phase (``ongoing``)."""
+    ended = len(state.phases) if final else sum(1 for p in state.phases if not p["ongoing"])
     if state.reported >= ended:
         return
     analysed = watch_timeline.parse(state.text(), ARTIFACT)["phases"]

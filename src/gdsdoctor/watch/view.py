@@ -32,9 +32,11 @@ def device_rates(state: State) -> list[tuple[str, float]]:
 
 def phase_line(phase: dict[str, Any]) -> str:
     state = "writing" if phase["ongoing"] else f"ended {clock(phase['end'])}"
+    mode = (phase.get("io") or {}).get("mode")  # told once the phase is analysed
+    how = {"direct": ", direct I/O", "buffered": ", buffered (page cache)", "mixed": ", direct and buffered"}
     return (
         f"phase from {clock(phase['start'])} ({state}): {size_text(phase['bytes'])} in "
-        f"{phase['duration_s']:g} s, {rate_text(phase['bytes_per_s'])}"
+        f"{phase['duration_s']:g} s, {rate_text(phase['bytes_per_s'])}{how.get(str(mode), '')}"
     )
 
 
