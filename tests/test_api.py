@@ -37,6 +37,7 @@ def test_public_names_and_signatures_are_stable() -> None:
         "prometheus-fired",
         "oneline",
         "slurm",
+        "html",
     )
     signatures = {
         name: list(inspect.signature(getattr(gd, name)).parameters)

@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,66 @@ def test_markdown_inline_blocks_block_syntax() -> None:
     assert markdown_inline("=== x") == "\\=== x"  # no setext heading underline
     assert markdown_inline("# title") == "\\# title" and markdown_inline("1. item") == "1\\. item"
     assert markdown_inline("a\nb|c") == "a b\\|c"
+
+
+HOSTILE_LABEL = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[2J'
+
+
+class _Tags(HTMLParser):
+    """Every element and attribute of a page, as a browser's parser would see them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_keeps_markup_from_the_facts_inert(hostile_report: dict) -> None:
+    """Autoescaped text and self-escaping pictures: nothing from the facts becomes an element, an
+    attribute, a link or a script, in the report or in the SVG pictures (hostile labels, device
+    names, event messages)."""
+    pytest.importorskip("jinja2")
+    from gdsdoctor.report.html import render_html
+
+    node = {
+        "label": HOSTILE_LABEL,
+        "kind": "gpu",
+        "details": [HOSTILE_LABEL],
+        "flags": [HOSTILE_LABEL],
+        "children": [],
+    }
+    topology = {
+        "tree": {"label": HOSTILE_LABEL, "kind": "host", "details": [], "flags": [], "children": [
+            {"label": HOSTILE_LABEL, "kind": "socket", "details": [], "flags": [], "children": [node]}]},
+        "gpus": [{"gpu": HOSTILE_LABEL, "bdf": HOSTILE_LABEL, "pairs": []}],
+        "problems": [HOSTILE_LABEL],
+        "summary": {"status": "WARNING", "causes": [HOSTILE_LABEL]},
+    }  # fmt: skip
+    event = {"t": 2.0, "kind": HOSTILE_LABEL, "device": HOSTILE_LABEL, "message": HOSTILE_LABEL}
+    phase = {
+        "start": 1.0, "end": 3.0, "bytes": 1, "bytes_per_s": 1.0, "io": {"mode": HOSTILE_LABEL},
+        "collapses": [], "events": [event], "queue_depth": None,
+        "limiters": [{"kind": "kernel_errors", "at": 2.0, "says": HOSTILE_LABEL}],
+        "series": [{"t": 1.0, "bytes_per_s": 0, "errors": 0}, {"t": 2.0, "bytes_per_s": 5, "errors": 1},
+                   {"t": 3.0, "bytes_per_s": 0, "errors": 0, "devices": {HOSTILE_LABEL: 3}}],
+    }  # fmt: skip
+    watch = {"path": HOSTILE_LABEL, "fstype": HOSTILE_LABEL, "device": HOSTILE_LABEL, "phases": [phase]}
+    output = render_html(hostile_report, {"topology": topology, "watch": watch}, verbose=True)
+    assert _injected(output) == []
+    parsed = _Tags()
+    parsed.feed(output)
+    names = {tag for tag, _ in parsed.tags}
+    assert not names & {"script", "img", "iframe", "object", "embed", "link", "base", "form"}
+    attributes = [(name, value or "") for _, attrs in parsed.tags for name, value in attrs.items()]
+    assert not [name for name, _ in attributes if name.startswith("on")]
+    hrefs = [value for name, value in attributes if name in ("href", "src", "xlink:href")]
+    assert all(h.startswith(("#", "https://", "http://")) for h in hrefs), hrefs
+    text = "".join(parsed.text)
+    assert "<script>alert(1)</script>" in text and "/mnt/<script>alert(1)</script>" in text  # shown as text
+    assert "\\x1b[2J" in text

@@ -115,6 +115,39 @@ def degraded_links(tree: FakeSysfs) -> None:
     write(tree.root / "proc/mounts", "/dev/nvme0n1 /mnt/ckpt xfs rw,relatime 0 0")
 
 
+def eight_gpus(tree: FakeSysfs) -> None:
+    """An 8-GPU node of two sockets: per socket four switches, each with a GPU, a NIC and two NVMe
+    drives (8 GPUs, 8 NICs, 16 drives); the last switch's drives trained at x2 (a picture test)."""
+    numa_nodes(tree, 2)
+    mounts = []
+    for index in range(8):
+        node, bus = index // 4, (0x10 if index < 4 else 0x90) + 8 * (index % 4)
+        rp, up = f"0000:{bus:02x}:01.0", f"0000:{bus + 1:02x}:00.0"
+        tree.add_pci(rp, cls=BRIDGE, vendor=INTEL, numa_node=node, driver="pcieport")
+        tree.add_pci(up, parent=rp, cls=BRIDGE, vendor=BROADCOM, device=0xC030, numa_node=node)
+        for port in range(4):
+            tree.add_pci(
+                f"0000:{bus + 2:02x}:0{port}.0", parent=up, cls=BRIDGE, vendor=BROADCOM, numa_node=node
+            )
+        for slot, port, disk in ((3, 0, 2 * index), (6, 3, 2 * index + 1)):
+            drive = f"0000:{bus + slot:02x}:00.0"
+            width = 2 if index == 7 else 4
+            tree.add_pci(drive, parent=f"0000:{bus + 2:02x}:0{port}.0", cls=NVME, vendor=MICRON, device=0x51C3,
+                         numa_node=node, driver="nvme", speed=GEN4, max_speed=GEN4, width=width,
+                         max_width=4)  # fmt: skip
+            tree.add_nvme(f"nvme{disk}", drive, {f"nvme{disk}n1": 15 * TIB})
+            mounts.append(f"/dev/nvme{disk}n1 /mnt/ckpt{disk} xfs rw,relatime 0 0")
+        tree.add_pci(f"0000:{bus + 4:02x}:00.0", parent=f"0000:{bus + 2:02x}:01.0", numa_node=node,
+                     driver="nvidia", speed=GEN5)  # fmt: skip
+        nic = f"0000:{bus + 5:02x}:00.0"
+        tree.add_pci(nic, parent=f"0000:{bus + 2:02x}:02.0", cls=NIC, vendor=MELLANOX, device=0x1021,
+                     numa_node=node, driver="mlx5_core", speed=GEN5)  # fmt: skip
+        tree.add_netdev(f"ens{index + 1}np0", nic, mtu=9000)
+        tree.add_ib(f"mlx5_{index}", nic, {1: ROCE_PORT})
+    (tree.sys / "kernel/iommu_groups").mkdir(parents=True, exist_ok=True)
+    write(tree.root / "proc/mounts", "\n".join(mounts))
+
+
 def nic_in_gen4_slot(tree: FakeSysfs) -> None:
     """A 400 Gb/s ConnectX-7 port behind a Gen4 x16 link (a Gen4 server, or a Gen4 riser)."""
     numa_nodes(tree, 1)

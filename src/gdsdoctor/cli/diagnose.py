@@ -104,7 +104,14 @@ def targets_of(outputs: list[str] | None) -> list[tuple[str, str]]:
 
 # The format an --output PATH's extension names (`-o r.json`): the extensions each format's
 # consumers expect (node_exporter's textfile collector reads *.prom, CI reads JUnit *.xml).
-OUTPUT_SUFFIXES = {".json": "json", ".prom": "prometheus", ".xml": "junit", ".md": "markdown", ".txt": "text"}
+OUTPUT_SUFFIXES = {
+    ".json": "json",
+    ".prom": "prometheus",
+    ".xml": "junit",
+    ".md": "markdown",
+    ".txt": "text",
+    ".html": "html",
+}
 
 
 def _refuse_special(option: str, path: str) -> None:
@@ -135,15 +142,19 @@ def finish(
     fail_on: str | None = None,
     npd: bool = False,
     quiet: bool = False,
+    facts: dict[str, Any] | None = None,
 ) -> int:
     """Write every requested output and return the exit code the report (and --fail-on) says;
-    the last line printed says why (stdout's status line for text and markdown, else stderr)."""
+    the last line printed says why (stdout's status line for text and markdown, else stderr).
+    ``facts``: what the html format draws its pictures from (the topology, a watch record)."""
     from gdsdoctor.report.build import apply_fail_on, exit_line
     from gdsdoctor.report.render import MACHINE_FORMATS, render
 
     report = apply_fail_on(report, fail_on)
+    html = "html" in (fmt, *(f for f, _ in outputs))
+    pictures = pictures_of(report, facts) if html and facts is not None else None
     for target_format, path in outputs:
-        write_output(render(report, target_format, verbose, run_s=run_seconds()), path)
+        write_output(render(report, target_format, verbose, run_s=run_seconds(), pictures=pictures), path)
     if npd:
         from gdsdoctor.report.oneline import npd_result
 
@@ -153,10 +164,23 @@ def finish(
     shown = fmt if fmt is not None else (None if outputs else "text")
     if shown is not None:
         color = shown == "text" and sys.stdout.isatty()
-        sys.stdout.write(render(report, shown, verbose, color=color, quiet=quiet, run_s=run_seconds()))
-    if shown is None or shown in MACHINE_FORMATS:
+        sys.stdout.write(
+            render(report, shown, verbose, color=color, quiet=quiet, run_s=run_seconds(), pictures=pictures)
+        )
+    if shown is None or shown in MACHINE_FORMATS or shown == "html":
         print(exit_line(report), file=sys.stderr)
     return int(report["summary"]["exit_code"])
+
+
+def pictures_of(report: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """What the html report draws beside the findings: the PCIe/NUMA tree ``topo`` draws, with the
+    verdict of its causes, and the ``watch`` section of a recorded timeline."""
+    from gdsdoctor.commands.topology_view import build, verdict
+
+    topology = build(facts)
+    topology.verdict = verdict(report["findings"])
+    watch = facts.get("watch")
+    return {"topology": topology.to_dict(), "watch": watch if isinstance(watch, dict) else None}
 
 
 def check(
@@ -210,10 +234,10 @@ def check(
     with progress_bar() if bench else contextlib.nullcontext(None) as progress:
         measure = None if progress is None else (progress, bench_bytes)
         acknowledgements = config.get("acknowledge") or ()
-        report = run_check(
+        analysis = run_check(
             host_root, path, rules_dir or [], deadline, job, measure, acknowledgements, since, site=config
-        ).report
-    return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
+        )
+    return finish(analysis.report, fmt, verbose, targets, fail_on, npd, quiet, analysis.facts)
 
 
 def analyze(
@@ -273,11 +297,11 @@ def analyze(
             return _finish_fleet(summary, fmt, targets, fail_on, verbose)
         paths, notes = [Path(newest["bundle"])], [_newest_note(summary, newest)]
     acknowledgements = config.get("acknowledge") or ()
-    report = analyze_paths(
+    analysis = analyze_paths(
         paths, path, rules_dir or [], job, deadline, acknowledgements, since, site=config
-    ).report
-    report["source"]["notes"][:0] = notes
-    return finish(report, fmt, verbose, targets, fail_on, npd, quiet)
+    )
+    analysis.report["source"]["notes"][:0] = notes
+    return finish(analysis.report, fmt, verbose, targets, fail_on, npd, quiet, analysis.facts)
 
 
 def _newest_note(summary: dict[str, Any], newest: dict[str, Any]) -> str:

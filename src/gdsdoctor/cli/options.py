@@ -15,7 +15,7 @@ from gdsdoctor.report.render import FORMATS as REPORT_FORMATS
 UNKNOWN_EXIT = 3
 FORMATS = ("text", "json", "markdown")
 FAIL_ON = ("critical", "warning")
-TOPO_FORMATS = ("auto", "rich", "text", "markdown", "json")
+TOPO_FORMATS = ("auto", "rich", "text", "markdown", "json", "svg")
 JOB_PANEL = "Checkpoint job"
 
 # Literal[tuple] is Literal[*tuple]: the choices are the renderers' own names.

@@ -200,8 +200,7 @@ def topo(
             metavar="FORMAT",
             show_default=False,
             help=f"{', '.join(TOPO_FORMATS)}: a rich tree (terminal), plain text or markdown for tickets, "
-            "json "
-            "(default auto: rich on a terminal, else text).",
+            "json, or an SVG picture (default auto: rich on a terminal, else text).",
         ),
     ] = "auto",
 ) -> int:

@@ -69,8 +69,10 @@ def answer_unknown(argv: Sequence[str], message: str, code: int) -> int:
     from gdsdoctor.report.render import FORMATS, MACHINE_FORMATS, render
 
     report = unknown_report(message, "live" if argv[0] == "check" else "files")
+    from gdsdoctor.report.html import available
+
     for name, path in outputs:
-        if name in FORMATS:
+        if name in FORMATS and (name != "html" or available()):  # the extra's absence was said
             _write_quietly(render(report, name, run_s=run_seconds()), path)
     if npd:
         from gdsdoctor.report.oneline import NPD_UNKNOWN, npd_result

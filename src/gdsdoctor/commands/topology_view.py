@@ -47,9 +47,12 @@ class Node:
     details: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # problems, highlighted
     children: list[Node] = field(default_factory=list)
+    # host, socket, root_complex, root_port, switch, switch_port, gpu, nvme, nic, namespace: what a
+    # picture draws it as (report/svg_topology.py)
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "details": self.details, "flags": self.flags,
+        return {"label": self.label, "kind": self.kind, "details": self.details, "flags": self.flags,
                 "children": [c.to_dict() for c in self.children]}  # fmt: skip
 
 
@@ -83,7 +86,7 @@ def build(facts: dict[str, Any]) -> Topology:
     slow_nics = {n["bdf"]: n for n in derived.get("nic_pcie_bottleneck") or []}
     iommu = (derived.get("iommu") or {}).get("mode")
     source = derived.get("source")
-    root = Node(f"host ({source_words(source, bool(devices))})")
+    root = Node(f"host ({source_words(source, bool(devices))})", kind="host")
     root.details.append(f"IOMMU: {iommu or 'unknown'}")
     if iommu == "translated":
         root.flags.append("IOMMU translates DMA: GPUDirect P2P through a root complex fails or slows")
@@ -141,9 +144,9 @@ def socket_nodes(
         members = complexes[complex_name]
         numa = next((d["numa_node"] for d in members if d["numa_node"] is not None), None)
         socket = sockets.setdefault(
-            numa, Node(f"NUMA node {numa}" if numa is not None else "NUMA node unknown")
+            numa, Node(f"NUMA node {numa}" if numa is not None else "NUMA node unknown", kind="socket")
         )
-        complex_node = Node(complex_name)
+        complex_node = Node(complex_name, kind="root_complex")
         socket.children.append(complex_node)
         for device in sorted(members, key=lambda d: d["upstream"] + [d["bdf"]]):
             parent = complex_node
@@ -166,7 +169,7 @@ def bridge_node(bdf: str, depth: int, devices: dict[str, dict[str, Any]], on_pat
     found = devices.get(bdf) or {}
     role = "root port" if depth == 0 else ("switch port" if depth % 2 == 0 else "switch")
     name = short_name(found.get("lspci_name"))
-    node = Node(f"{bdf} {role}" + (f" — {name}" if name else ""))
+    node = Node(f"{bdf} {role}" + (f" — {name}" if name else ""), kind=role.replace(" ", "_"))
     link = link_text(found.get("link") or {})
     if link:
         node.details.append(link)
@@ -185,7 +188,9 @@ def endpoint_node(device: dict[str, Any], link: dict[str, Any] | None) -> Node:
     name = f" {device['name']}" if device.get("name") else ""
     netdevs = f" [{', '.join(map(str, device['netdevs']))}]" if device.get("netdevs") else ""
     model = short_name(device.get("lspci_name")) or short_name(device.get("model"))
-    node = Node(f"{kind}{name} {device['bdf']}{netdevs}" + (f" — {model}" if model else ""))
+    node = Node(
+        f"{kind}{name} {device['bdf']}{netdevs}" + (f" — {model}" if model else ""), kind=device["kind"]
+    )
     text = link_text(device.get("link") or {})
     if text:
         node.details.append(text)
@@ -199,7 +204,7 @@ def endpoint_node(device: dict[str, Any], link: dict[str, Any] | None) -> Node:
         mounts = ", ".join(namespace["mountpoints"]) or "not mounted"
         size = f" {human_bytes(namespace['size_bytes'])}" if namespace.get("size_bytes") else ""
         via = f" (multipath, via {namespace['via']})" if namespace.get("via") else ""
-        node.children.append(Node(f"{namespace['name']}{size}{via} → {mounts}"))
+        node.children.append(Node(f"{namespace['name']}{size}{via} → {mounts}", kind="namespace"))
     return node
 
 
@@ -237,13 +242,24 @@ def human_bytes(size: Any) -> str:
 def gpu_line(gpu: dict[str, Any]) -> dict[str, Any]:
     """One GPU's nearest drive and NIC, with the misplacements as problems."""
     entry: dict[str, Any] = {"gpu": gpu["gpu"], "numa_node": gpu.get("numa_node"), "problems": []}
+    entry["bdf"] = gpu.get("bdf")
     for kind in ("nvme", "nic"):
         pair = gpu.get(f"nearest_{kind}")
         if pair is None:
             entry[kind] = None
             continue
         entry[kind] = f"{pair['other']} — {WORDS[pair['relation']]} ({pair['label']})"
-        if pair["rank"] >= RANK["root_complex"]:
+        misplaced = pair["rank"] >= RANK["root_complex"]
+        entry.setdefault("pairs", []).append(
+            {
+                "kind": kind,
+                "other": pair["other"],
+                "other_bdf": pair.get("other_bdf"),
+                "label": pair["label"],
+                "misplaced": misplaced,
+            }
+        )
+        if misplaced:
             entry["problems"].append(f"{gpu['gpu']}: nearest {entry[kind]}".replace(" — ", " is ", 1))
     return entry
 
@@ -383,6 +399,10 @@ def verdict(findings: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def render(topology: Topology, fmt: str, color: bool) -> str:
+    if fmt == "svg":
+        from gdsdoctor.report.svg_topology import render_svg
+
+        return render_svg(topology.to_dict())
     if fmt == "json":
         return render_json(topology)
     if fmt == "markdown":

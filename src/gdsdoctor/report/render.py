@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMATS = ("text", "json", "markdown", "junit", "prometheus", "prometheus-fired", "oneline", "slurm")
+FORMATS = ("text", "json", "markdown", "junit", "prometheus", "prometheus-fired", "oneline", "slurm", "html")
 MACHINE_FORMATS = frozenset({"json", "junit", "prometheus", "prometheus-fired", "oneline", "slurm"})
 
 
@@ -19,10 +19,12 @@ def render(
     color: bool = False,
     quiet: bool = False,
     run_s: float | None = None,
+    pictures: dict[str, Any] | None = None,
 ) -> str:
     """The report in ``fmt`` (one of :data:`FORMATS`), as the text to print or write; ``quiet``:
     text and markdown give only the findings and the status; ``run_s``: how long the run took,
-    for the Prometheus formats' gdsdoctor_run_duration_seconds."""
+    for the Prometheus formats' gdsdoctor_run_duration_seconds; ``pictures``: what html draws
+    beside the report (``topology``, ``watch``: report/html.py), the other formats ignore them."""
     if fmt == "json":
         from gdsdoctor.report.json_report import render_json
 
@@ -51,6 +53,10 @@ def render(
         from gdsdoctor.report.oneline import render_oneline
 
         return render_oneline(report)
+    if fmt == "html":
+        from gdsdoctor.report.html import render_html
+
+        return render_html(report, pictures, verbose)
     if fmt == "text":
         from gdsdoctor.report.text import render_text
 
