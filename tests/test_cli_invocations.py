@@ -85,7 +85,8 @@ INVOCATIONS: list[tuple[list[str], int | None, str, int | None]] = [
     (["topo", TOPO_BUNDLE, "-f", "markdown"], 1, "text", 0),
     (["topo", TOPO_BUNDLE], 1, "text", 0),
     (["topo", "--host-root", BUNDLE, "-f", "json"], 3, "empty", 1),  # a bundle is no host root: nothing to draw
-    (["topo", TOPO_BUNDLE, "-f", "svg"], 3, "empty", 1),
+    (["topo", TOPO_BUNDLE, "-f", "svg"], 1, "text", 0),  # a picture (issue 34)
+    (["topo", TOPO_BUNDLE, "-f", "png"], 3, "empty", 1),
     (["probes"], 0, "text", 0),
     (["probes", "-f", "markdown"], 0, "text", 0),
     (["probes", "-f", "yaml"], 3, "empty", 1),

@@ -100,7 +100,8 @@ def bdi_stats_path(resolved: dict[str, Any]) -> str | None:
     """Where the device of the checkpoint's filesystem keeps its page-cache counters (its
     MAJ:MIN, that of the filesystem's own block device), or None without a block device."""
     dev = str(resolved.get("dev") or "")
-    if not resolved.get("top") or not re.fullmatch(r"\d+:\d+", dev):
+    major, colon, minor = dev.partition(":")
+    if not resolved.get("top") or not (colon and major.isdigit() and minor.isdigit()):
         return None
     return f"sys/kernel/debug/bdi/{dev}/stats"
 
