@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gdsdoctor import syslog_time
+from gdsdoctor.capture.rewrap import fullwidth_to_ascii, rejoin
 from gdsdoctor.patterns import lazy_compile
 
 # `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
@@ -32,6 +33,18 @@ KNOWN_COMMANDS = frozenset(
     "gdscheck gdscheck.py lsmod modinfo numactl grep ls ofed_info dkms ulimit systemd-detect-virt udevadm "
     "mlnx_qos env fio gdsio gds_stats tail head zcat less more hostnamectl lscpu".split()
 )
+# ...and the commands a collector's section header may name besides them (never a `# cmd` prompt)
+SECTION_COMMANDS = KNOWN_COMMANDS | frozenset(
+    "smartctl show_gids ibdev2netdev rdma nfsstat mountstats lctl lfs blkid lsof sysctl".split()
+)
+# A collector script's section header: the command or file between bars ("=== uname -a ===", "---- cat
+# /proc/mounts ----", "##### lsmod #####", tail's "==> /var/log/syslog <=="); what it names must be a
+# command or a path (section_command: a markdown rule, a diff's "--- a/x", a tool's banner name neither)
+_SECTION = lazy_compile(
+    r"^[ \t]{0,8}(?:={3,20}|-{3,20}|#{3,20}|\*{3,20}|\+{3,20}|==>)(?P<rest>[^=#*+\n-][^\n]{0,299})$"
+)
+_BARS = "=-#*+"
+_FLAG = lazy_compile(r"\s--?[A-Za-z]")  # a command's option ("ibv_devinfo -v", "nvme list -o json")
 _FENCE = lazy_compile(r"^\s*(?:```+|~~~+)\s*(?:[\w+.-]+\s*)?$")
 _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
 _INLINE_SPAN = lazy_compile(r"`([^`\n]{3,400})`")
@@ -97,8 +110,9 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
     or unbalanced by hand hold the output between them, not inside)."""
     if len(text) > MAX_UNWRAP_CHARS or text.count("\n") > MAX_UNWRAP_LINES:
         return [Part(text)]  # a captured file, not a hand-made paste: read as it is, never held as lines
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    removed: list[str] = []
+    ascii_text = fullwidth_to_ascii(text)
+    removed: list[str] = ["full-width punctuation"] if ascii_text != text else []
+    lines = ascii_text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = _unquote(lines, removed)
     if not inside_fences:
         lines = ["" if _FENCE.match(line) else line for line in lines]
@@ -186,6 +200,25 @@ def prompt_command(line: str) -> tuple[str, str] | None:
     return None
 
 
+def section_command(line: str) -> str | None:
+    """The command or file a collector script's section header names, or None."""
+    if "==" not in line and "--" not in line and "##" not in line and "**" not in line and "++" not in line:
+        return None
+    m = _SECTION.match(line)
+    if not m:
+        return None
+    rest = m["rest"].strip().removesuffix(":").strip()
+    name = rest.removesuffix("<==").rstrip(_BARS).strip()  # the closing bar, when there is one
+    if not name or name[0] in _BARS + "<>":
+        return None
+    # what it names must be a command or a file: tools print their own banners between bars
+    # (smartctl's "=== START OF SMART DATA SECTION ===", UCX's "==== backtrace (tid:N) ====")
+    words = name.removeprefix("sudo ").split()
+    first = words[0].rsplit("/", 1)[-1] if words else ""
+    command = first in SECTION_COMMANDS or (len(words) > 1 and _FLAG.search(name) is not None)
+    return name if command or name.startswith(("/", "~")) else None
+
+
 def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
     parts: list[Part] = []
     current = Part("", first_line=start)
@@ -193,17 +226,18 @@ def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
     for offset, line in enumerate(lines):
         # every prompt form ends in $, # or %: a line without one is output (a C test, not 3 patterns)
         prompt = prompt_command(line) if "$" in line or "#" in line or "%" in line else None
-        if prompt is None:
+        section = section_command(line) if prompt is None else None
+        if prompt is None and section is None:
             body.append(line)
             continue
         current.text = "\n".join(body)
         parts.append(current)
-        command, host = prompt
+        command, host = prompt or (section or "", "")
         current = Part(
             "",
             command=command,
             first_line=start + offset + 1,
-            removed=["shell prompt"],
+            removed=["shell prompt" if prompt else "section header"],
             prompts=[(start + offset, line)],
         )
         if host and host.lower() not in _NOT_A_HOST:
@@ -223,6 +257,9 @@ def _clean(part: Part) -> None:
         lines.pop()
     lines = _strip_inline_code(lines, part.removed)
     lines = _journal_export(lines, part)
+    lines, joined = rejoin(lines)  # a mail's or a terminal's wrapping, before the prefixes go
+    if joined:
+        part.removed.append(f"wrapping ({joined} line{'s' if joined > 1 else ''} joined)")
     lines = _log_prefixes(lines, part)
     _json_identity(lines, part)
     part.text = "\n".join(lines)

@@ -34,7 +34,7 @@ from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes import mounts as mount_table
 from gdsdoctor.probes.base import Probe, Section, Source, head_lines, numbered_lines, src
 from gdsdoctor.probes.mounts import lines_from, mounts_cut, split_options, unescape
-from gdsdoctor.probes.text import size_bytes
+from gdsdoctor.probes.text import grouped_int, joined_digit_groups, size_bytes
 
 _MOUNTINFO = lazy_compile(r"^(\d+) (\d+) (\d+):(\d+) (\S+) (\S+) (\S+)((?: \S+)*?) - (\S+) (\S+) (\S+)\s*$")
 
@@ -120,7 +120,7 @@ def _df_bytes(value: str, unit: int | None) -> tuple[int | None, bool]:
     if unit is None:
         return size_bytes(value)
     value = value.rstrip("KMGTPE") if unit > 1 else value  # `df -BM` prints "3780M" under "1M-blocks"
-    count = size_bytes(value)[0] if value.isdecimal() else None
+    count = size_bytes(value)[0] if value.isdecimal() or grouped_int(value) is not None else None
     return (count * unit if count is not None else None), count is not None
 
 
@@ -166,7 +166,7 @@ def _inode_entry(entry: dict[str, Any]) -> dict[str, Any]:
 # block size is the number in the size column's title ("1K-Blöcke", "blocs de 1K", "1K的块",
 # "1-ブロック"), and since coreutils titles every block count "<N>-blocks", a table with no
 # number in its titles holds human sizes (-h: values with a suffix) or inode counts (-i).
-_TITLE_UNIT = lazy_compile(r"(?:^|[\s-])(\d{1,4})([KMGTPE]?)(?=[-\s\u7684]|$)")
+_TITLE_UNIT = lazy_compile(r"(?:^|[\s-])(\d{1,4})([KMGTPE]?)B?(?=[-\s\u7684]|$)")
 _HUMAN_VALUE = lazy_compile(r"^\d+(?:[.,]\d+)?[KMGTPE]$")
 _HEAD_LINES = 50  # where a header is looked for, as recognise_df does
 # `lfs df`: rows of df's shape under English titles of its own, a table of OSTs and MDTs that
@@ -231,6 +231,7 @@ def _header_unit(title: str, rows: list[list[str]], typed: bool) -> tuple[int | 
 
 
 def parse_df(text: str, artifact: str) -> Section:
+    text = joined_digit_groups(text)  # `df --block-size="'1"` in fr_FR: 270 553 174 016 (no-break spaces)
     typed: bool | None = None
     unit: int | None = 1
     inodes = False
@@ -279,6 +280,7 @@ def _english_header_in_head(text: str) -> bool:
 
 
 def recognise_df(text: str) -> bool:
+    text = joined_digit_groups(text)
     if _english_header_in_head(text):
         return True
     header = _translated_header(text)

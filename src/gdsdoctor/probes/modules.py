@@ -35,6 +35,9 @@ from gdsdoctor.probes.host_io import list_inside, read_regular_file, resolve_in_
 from gdsdoctor.probes.text import json_bytes, load_reader_json
 
 _LSMOD_HEADER = lazy_compile(r"^Module\s+Size\s+Used by")
+_LSMOD_BODY = lazy_compile(
+    r"^[a-z][a-z0-9_]{1,55} {2,}\d{3,10} {1,3}\d{1,5}(?: {1,2}[a-z0-9_,\[\]-]{1,500})? *$"
+)
 _LINE = lazy_compile(r"^(?P<name>[A-Za-z0-9_\-]+)\s+(?P<size>\d+)\s+(?P<used>-|\d+(?!\d))(?P<rest>.*)$")
 
 
@@ -112,7 +115,11 @@ def recognise(text: str) -> bool:
     proc_like = [
         line for line in lines if re.match(r"^[a-z0-9_]+ \d+ (\d+|-) \S+ (Live|Loading|Unloading)", line)
     ]
-    return len(proc_like) >= max(1, len(lines) // 2)
+    if len(proc_like) >= max(1, len(lines) // 2):
+        return True
+    # lsmod's body without its header (``lsmod | grep nvidia``): every line name, size, use count and
+    # the users, in lsmod's padded columns
+    return all(_LSMOD_BODY.match(line) for line in lines)
 
 
 PROBE = Probe(

@@ -39,6 +39,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.base import head_lines, numbered_lines
+from gdsdoctor.probes.text import grouped_int
 
 # A block's header, naming its device (nvme smart-log) or not (smartctl's section, id-ctrl), and
 # the command line before a block that names the device when its header does not.
@@ -50,7 +51,9 @@ _ID_CTRL_HEADER = lazy_compile(r"^NVME Identify Controller:\s*$")
 _ID_CTRL_COMMAND = lazy_compile(r"\bnvme\s+id-ctrl\s+(?:\S+\s+)*?/dev/(?P<device>nvme\d+(?:n\d+)?)\b")
 _FIELD = lazy_compile(r"^(?P<key>[A-Za-z](?:[\w .]*[\w.])?)\s*:\s*(?P<value>\S(?:.*\S)?)\s*$")
 _NAMESPACE = lazy_compile(r"^(nvme\d+)n\d+(?:p\d+)?$")
-_NUMBER = lazy_compile(r"^(0x[0-9a-fA-F]+|\d[\d,]*)")
+_NUMBER = lazy_compile(
+    r"^(0x[0-9a-fA-F]+|\d{1,3}(?:([,.'\u00a0\u202f\u2009])\d{3})(?:\2\d{3})*(?![\d.,])|\d[\d,]*)"
+)
 _TEMPERATURE = lazy_compile(
     r"^(?P<value>-?\d+)\s*(?:°\s*)?(?P<unit>[CK])\b(?:.*?\((?P<kelvin>\d+)\s*K)?", re.IGNORECASE
 )
@@ -135,7 +138,13 @@ def _integer(value: str) -> int | None:
     if not match:
         return None
     digits = match[1]
-    return int(digits, 16) if digits.lower().startswith("0x") else int(digits.replace(",", ""))
+    if digits.lower().startswith("0x"):
+        return int(digits, 16)
+    grouped = grouped_int(digits)  # a locale's grouping: "31.459.208", "31 459 208"
+    if grouped is not None:
+        return grouped
+    plain = re.match(r"\d[\d,]*", digits)
+    return int(plain[0].replace(",", "")) if plain else None
 
 
 def _kelvin(value: str) -> int | None:

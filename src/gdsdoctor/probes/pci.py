@@ -380,12 +380,16 @@ def recognise_lspci(text: str) -> bool:
     known = sum(1 for line in lines if (m := _KEYED.match(line)) and m[1] in _LSPCI_KEYS)
     if headers:
         return known >= 1 or headers == len(lines)
-    return bool(lines) and known == len(lines) and all("ACSCtl" in line or "LnkSta" in line for line in lines)
+    # a fragment without its device headers (``lspci -vvv | grep -i acs``, ``… | grep Lnk``): every line
+    # an ACS or link register, or the ACS capability's own header
+    return bool(lines) and known == len(lines) and all(_FRAGMENT_KEY.search(line) for line in lines)
 
 
 _LSPCI_KEYS = frozenset(
-    {"Subsystem", "Control", "Status", "Capabilities", "LnkCap", "LnkSta", "ACSCtl", "Kernel driver in use"}
-)
+    {"Subsystem", "Control", "Status", "Capabilities", "LnkCap", "LnkSta", "ACSCtl", "Kernel driver in use",
+     "ACSCap", "LnkCtl", "LnkCap2", "LnkSta2", "LnkCtl2"}
+)  # fmt: skip
+_FRAGMENT_KEY = lazy_compile(r"\b(?:ACSC(?:tl|ap)|Lnk(?:Cap|Sta|Ctl)2?):|\bAccess Control Services\b")
 
 
 # --- lspci -tv -----------------------------------------------------------------------------------

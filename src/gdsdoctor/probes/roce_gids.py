@@ -17,6 +17,10 @@ a pasted ``show_gids`` (MLNX_OFED's script)::
     DEV     PORT    INDEX   GID                                     IPv4            VER     DEV
     mlx5_0  1       5       0000:0000:0000:0000:0000:ffff:ac13:003c 172.19.0.60     v2      ens1f0
 
+``ibv_devinfo -v``'s GID lines pasted without the rest of the device (``GID[  3]: ::ffff:10.0.0.5,
+RoCE v2``; device and port when the paste keeps their ``hca_id:``/``port:`` lines) are format
+``ibv_devinfo``.
+
 ``show_gids`` printing only its header and ``n_gids_found=0`` is a table with no GID (the
 interface has no address, or the device is not the one the namespace sees).
 """
@@ -88,7 +92,7 @@ def read_roce_gids(host_root: Path) -> bytes:
 
 
 def gid_entry(
-    device: str, port: Any, index: Any, gid: str, version: Any, netdev: Any, source: dict[str, Any]
+    device: str | None, port: Any, index: Any, gid: str, version: Any, netdev: Any, source: dict[str, Any]
 ) -> dict[str, Any] | None:
     """One GID in the section's shape; None for text that is no IPv6-form GID."""
     try:
@@ -163,14 +167,58 @@ def parse_show_gids(text: str, artifact: str) -> Section:
     return {"format": "show_gids", "gids": gids, "n_gids_found": counted}
 
 
+# ``ibv_devinfo -v``'s GID lines, pasted alone or with the port's lines around them: "GID[  3]:
+# ::ffff:200.0.209.6, RoCE v2" (rdma-core prints the type since v20; older ones the GID alone)
+_DEVINFO_GID = lazy_compile(
+    r"^\s*GID\[\s{0,3}(?P<index>\d{1,3})\]:\s+(?P<gid>[0-9a-fA-F:.]{2,45})"
+    r"(?:,\s*(?P<type>[\w/]{1,10}(?: [\w/]{1,10}){0,3}))?\s*$"
+)
+_DEVINFO_HCA = lazy_compile(r"^\s*hca_id:\s+(?P<device>[\w.-]{1,64})\s*$")
+_DEVINFO_PORT = lazy_compile(r"^\s*port:\s+(?P<port>\d{1,3})\s*$")
+_DEVINFO_LINK = lazy_compile(r"^\s*link_layer:\s+(?P<ll>\w+)\s*$")
+
+
+def parse_devinfo_gids(text: str, artifact: str) -> Section:
+    """The GIDs of ``ibv_devinfo -v`` lines (device and port when the paste keeps their lines)."""
+    gids: list[dict[str, Any]] = []
+    device = port = link_layer = None
+    for number, line in numbered_lines(text):
+        if m := _DEVINFO_HCA.match(line):
+            device, port, link_layer = m["device"], None, None
+        elif m := _DEVINFO_PORT.match(line):
+            port = m["port"]
+        elif m := _DEVINFO_LINK.match(line):
+            link_layer = m["ll"]
+        elif m := _DEVINFO_GID.match(line):
+            entry = gid_entry(
+                device, port, m["index"], m["gid"], m["type"], None, src(artifact, number, line)
+            )
+            if entry is not None and m["gid"] not in _UNSET:
+                roce = "Ethernet" if _version(m["type"]) else None  # a RoCE type is printed for RoCE only
+                gids.append(entry | {"link_layer": link_layer or roce})
+    if not gids:
+        raise ParseError("no `GID[ N]: GID` lines (expected ibv_devinfo -v output)")
+    return {"format": "ibv_devinfo", "gids": gids}
+
+
 def parse_roce_gids(text: str, artifact: str) -> Section:
     if text.lstrip().startswith("{"):
         return parse_reader(text, artifact)
+    head = head_lines(text, 40)
+    if not any(_SHOW_GIDS_HEADER.match(line.strip()) for line in head) and any(
+        _DEVINFO_GID.match(x) for x in head
+    ):
+        return parse_devinfo_gids(text, artifact)
     return parse_show_gids(text, artifact)
 
 
 def recognise_roce_gids(text: str) -> bool:
-    return any(_SHOW_GIDS_HEADER.match(line.strip()) for line in head_lines(text, 40))
+    lines = [line for line in head_lines(text, 200) if line.strip()]
+    if any(_SHOW_GIDS_HEADER.match(line.strip()) for line in lines[:40]):
+        return True
+    # ``ibv_devinfo -v``'s GID list without the rest of the device (the whole output is infiniband's)
+    gid_lines = sum(1 for line in lines if _DEVINFO_GID.match(line))
+    return gid_lines > 0 and gid_lines * 2 >= len(lines)
 
 
 PROBES: tuple[Probe, ...] = (

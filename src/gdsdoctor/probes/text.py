@@ -212,6 +212,32 @@ def to_int(value: Any) -> int | None:
     return None
 
 
+# A count with its locale's digit grouping (``df --block-size="'1"``, smartctl's counters): "1,234,567"
+# (en), "1.234.567" (de, es, it), "1'234'567" (de_CH), "1 234 567" with a no-break or thin space (fr, ru,
+# sv). One separator throughout; a dot needs two groups ("1.234" is a decimal in most of the world).
+_GROUPED = lazy_compile(r"^\d{1,3}(?P<sep>[,.'\u2019\u00a0\u202f\u2009])\d{3}(?:(?P=sep)\d{3}){0,6}$")
+
+
+_SPACE_GROUPS = lazy_compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+
+
+def joined_digit_groups(text: str) -> str:
+    """``text`` with a locale's no-break or thin space between digit groups made an apostrophe (one
+    character for one): a table's columns split on blanks, and Python's ``\\s`` matches those spaces."""
+    return _SPACE_GROUPS.sub("'", text) if any(ch in text for ch in "\u00a0\u202f\u2009") else text
+
+
+def grouped_int(value: str) -> int | None:
+    """The integer a digit-grouped number says, or None (a plain integer is ``to_int``'s)."""
+    match = _GROUPED.match(value.strip())
+    if match is None or (match["sep"] == "." and value.count(".") < 2):
+        return None
+    groups = value.strip().split(match["sep"])
+    if match["sep"] == "." and len(groups) == 4 and all(int(g) <= 255 for g in groups):
+        return None  # a dotted IPv4 address, not a count
+    return int("".join(groups))
+
+
 def size_bytes(value: Any) -> tuple[int | None, bool]:
     """(bytes, exact) from 512110190592, "512110190592" or lsblk's human "1.8T" (binary units).
 
@@ -219,6 +245,8 @@ def size_bytes(value: Any) -> tuple[int | None, bool]:
     numbers (nvme-cli 2.1/2.2 int32 overflow) are unknown.
     """
     number = to_int(value)
+    if number is None and isinstance(value, str):
+        number = grouped_int(value)
     if number is not None:
         return (number, True) if number >= 0 else (None, False)
     if isinstance(value, float) and value >= 0:
