@@ -364,6 +364,13 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"^\s*\[<[0-9a-f]{8,16}>\] \((?P<function>" + _STORAGE_FUNCTION + r")\) from \[<[0-9a-f]{8,16}>\] "
         r"\(\w+\+0x[0-9a-f]+/0x[0-9a-f]+\)",
     )),
+    # The system going down (kernel/reboot.c "reboot: Restarting system" / "Power down"; systemd's
+    # shutdown binary logs to the kernel log once the journal is gone): not a failure, the moment
+    # the NVMe-oF teardown is judged against (facts/derived/fabrics_teardown.py)
+    ("system_shutdown", ("reboot:", "systemd-shutdown"), (
+        r"^reboot: (?P<step>Restarting system|Power down|System halted)",
+        r"^systemd-shutdown\[\d{1,7}\]: (?P<step>Syncing filesystems and block devices|Sending SIGTERM to remaining processes|Unmounting file systems|Detaching (?:loop|DM|MD) devices|Rebooting|Powering off)",
+    )),
     # Lifecycle markers: what the kernel says when an object begins anew or recovers. They are
     # not events of a failure (the parser keeps them apart, in the section's ``lifecycle``):
     # gdsdoctor.facts.lifecycle judges the events before them as history.

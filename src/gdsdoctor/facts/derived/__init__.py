@@ -16,6 +16,8 @@ and one key per concern, each written by its own module, which documents its key
   pasted session, and the paths (portals, host interfaces) to each subsystem;
 - ``derived.fabrics_locality`` (fabrics_locality.py): which NIC carries each NVMe-oF controller
   and where it sits against each GPU (the topology model's GPU × NIC pairs);
+- ``derived.fabrics_teardown`` (fabrics_teardown.py): NVMe-oF controllers torn down after their
+  network was gone (a disconnect or a shutdown without a route: the host's shutdown order);
 - ``derived.roce_gids`` (roce_gids.py): the GID a configured index or an NVMe-oF RDMA source
   address names, against its RoCE version;
 - ``derived.topology`` (topology.py): PCIe placement, links, AER/ACS/IOMMU, RDMA ports,
@@ -56,6 +58,7 @@ from gdsdoctor.facts.derived import (
     error_lines,
     fabrics,
     fabrics_locality,
+    fabrics_teardown,
     gates,
     gds,
     host_memory,
@@ -93,6 +96,7 @@ def derive(
     derived["checkpoint_host"] = host_memory.derive(facts)
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
     derived["netfs"] = netfs.derive(facts)
+    derived["fabrics_teardown"] = fabrics_teardown.derive(facts)
     derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
     derived["checkpoint_errors"] = job_errors.derive(facts, target_path)
     derived["checkpoint_saves"] = job_saves.derive(facts)
