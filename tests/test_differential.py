@@ -73,12 +73,21 @@ def test_the_kernel_log_and_lspci_read_healthy_rule_out_their_candidates_of_a_wa
     states = _states(_symptom(report, "collective-timeout"))
     assert states["acs-redirect-on-gpu-path"] == "ruled_out"  # lspci -vvv: ACS redirect off
     assert states["netfs-server-unreachable"] == states["checkpoint-save-oom-killed"] == "ruled_out"
-    # every known candidate ruled out: still not OK (an unknown cause), never CRITICAL
-    assert _symptom(report, "collective-timeout")["state"] == "unexplained"
-    assert (
-        report["summary"]["status"] == "UNKNOWN"
-        and "every known candidate ruled out" in report["summary"]["reason"]
-    )
+    # the log names no save at all (an excerpt of the timeout): only the lines before it can tell
+    still_open = [cause for cause, state in states.items() if state != "ruled_out"]
+    assert still_open == ["checkpoint-collective-timeout-during-save"]
+    assert report["summary"]["status"] == "UNKNOWN"  # not OK, and never CRITICAL
+
+
+def test_every_known_candidate_ruled_out_is_unexplained_and_never_ok() -> None:
+    # srun's "task 0: Killed" in Slurm's own output (no CANCELLED line), a kernel log without an
+    # OOM kill, a job that saves synchronously: no known cause is left
+    killed = DATA / "app_log_launch" / "slurm-arjunausers-48--task-killed.log"
+    report = analyze_paths([killed, HEALTHY_DMESG], job={"params": "1B", "save": "sync"}).report
+    symptom = _symptom(report, "rank-killed-sigkill")
+    assert symptom["state"] == "unexplained", _states(symptom)
+    assert report["summary"]["status"] == "UNKNOWN"
+    assert "every known candidate ruled out" in report["summary"]["reason"]
 
 
 def test_without_lspci_acs_stays_open_and_its_command_is_lspci() -> None:
