@@ -27,6 +27,7 @@ def test_public_names_and_signatures_are_stable() -> None:
         "analyze_fleet",
         "analyze_texts",
         "check",
+        "diff",
     }
     assert gd.FORMATS == (
         "text",
@@ -41,7 +42,7 @@ def test_public_names_and_signatures_are_stable() -> None:
     )
     signatures = {
         name: list(inspect.signature(getattr(gd, name)).parameters)
-        for name in ("check", "analyze", "analyze_texts", "analyze_fleet")
+        for name in ("check", "analyze", "analyze_texts", "analyze_fleet", "diff")
     }
     assert signatures == {
         # site (the site config's node: and status:, issue 31) was added last: positions unchanged
@@ -49,6 +50,7 @@ def test_public_names_and_signatures_are_stable() -> None:
         "analyze": ["paths", "path", "rules_dirs", "job", "deadline_s", "since", "site"],
         "analyze_texts": ["texts", "path", "rules_dirs", "job"],
         "analyze_fleet": ["paths", "path", "rules_dirs", "jobs", "job"],
+        "diff": ["before", "after", "path", "rules_dirs", "job", "site"],
     }
     for name in ("status", "exit_code", "reason", "findings", "inconclusive"):
         assert isinstance(inspect.getattr_static(gd.Report, name), property)

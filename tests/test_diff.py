@@ -71,6 +71,16 @@ def test_a_fix_resolves_its_findings_and_shows_the_facts_it_moved() -> None:
     assert "Resolved (" in render(document, "markdown")
 
 
+def test_the_python_api_gives_the_same_document() -> None:
+    import gdsdoctor.api as gd
+
+    document = gd.diff(NOT_CONFIGURED, CONFIGURED)
+    jsonschema.validate(document, SCHEMA)
+    assert _ids(document["findings"]["resolved"]) >= FIXED
+    with pytest.raises(gd.GdsdoctorError):
+        gd.diff(NOT_CONFIGURED, FIXTURES / "no-such-fixture")
+
+
 def test_the_change_undone_is_worse_and_says_why() -> None:
     document = _diff(CONFIGURED, NOT_CONFIGURED)
     assert _ids(document["findings"]["new"]) >= FIXED and not document["findings"]["resolved"]

@@ -28,6 +28,9 @@ from gdsdoctor.probes import nvme_cli
 DATA = Path(__file__).parent / "data" / "sos"
 HOTSOS = DATA / "hotsos-openstack"
 COREOS = DATA / "coreos-master1"
+UDEV_DB = DATA.parent / "udev" / "export-db-oracle-sda.txt"
+NUMACTL = DATA.parent / "pci" / "numactl-hardware.asus-esc8000a-e12.txt"
+DKMS = Path(__file__).resolve().parents[1] / "fixtures" / "gds-nvfs-healthy" / "files" / "dkms-status.txt"
 # The plugins holding what the probes read; the others cost seconds and give nothing here.
 PLUGINS = "kernel,block,filesys,pci,nvme,host,date,release,memory,networking,systemd,devices,numa"
 # What a sos report holds of each source a live check reads, by the file sos writes (the one the
@@ -615,6 +618,10 @@ def test_the_names_sos_3_and_newer_sos_4_releases_give_are_read(tmp_path: Path) 
         tree, "etc/nvme/discovery.conf", b"-t tcp -a 192.0.2.10 -s 4420 --dhchap-secret=DHHC-1:00:c2VjcmV0:\n"
     )
     _put(tree, "sos_commands/block/losetup_-a", b"/dev/loop0: []: (/srv/images/ckpt.img)\n")
+    # real outputs of the commands the devices, numa and kernel plugins run (tests/data, fixtures)
+    _put(tree, "sos_commands/devices/udevadm_info_--export-db", (UDEV_DB).read_bytes())
+    _put(tree, "sos_commands/numa/numactl_--hardware", NUMACTL.read_bytes())
+    _put(tree, "sos_commands/kernel/dkms_status", DKMS.read_bytes())
     facts = analyze_paths([tree]).facts
     assert facts["ip_addr"]["artifact"] == "sos_commands/networking/ip_address"
     assert {i["name"] for i in facts["ip_addr"]["interfaces"]} >= {"lo"}
@@ -624,6 +631,12 @@ def test_the_names_sos_3_and_newer_sos_4_releases_give_are_read(tmp_path: Path) 
     [entry] = facts["nvme_discovery_conf"]["entries"]
     assert entry["traddr"] == "192.0.2.10" and "DHHC" not in entry["src"]["text"]  # the key is never shown
     assert facts["losetup"]["devices"][0]["back_file"] == "/srv/images/ckpt.img"
+    for section, path in (
+        ("udev", "sos_commands/devices/udevadm_info_--export-db"),
+        ("numa", "sos_commands/numa/numactl_--hardware"),
+        ("dkms_status", "sos_commands/kernel/dkms_status"),
+    ):
+        assert _ok(facts[section]) and facts[section]["artifact"] == path, (section, facts[section])
 
 
 def test_ext4_options_of_each_device_file_read_as_one_section(tmp_path: Path) -> None:
@@ -645,3 +658,21 @@ def _put(tree: Path, name: str, data: bytes) -> None:
     path = tree / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+
+
+def test_diff_of_a_bundle_and_the_sos_report_of_this_machine(
+    real_sos: tuple[Path, Path, Capture], tmp_path: Path
+) -> None:
+    """Two kinds of capture of one node: what both read is compared, what only the bundle read
+    (sysfs, the job's environment) is listed once and never reported as a change."""
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.commands.diff import diff_paths
+
+    archive, _, live = real_sos
+    bundle = write_bundle(live, tmp_path / "node.tar.gz")
+    document = diff_paths(bundle, archive)
+    assert document["host"] == os.uname().nodename and document["after"]["kind"] == "sos"
+    assert {"pci", "udev"} & set(document["sections"]["only_before"])
+    # every source the report read, the bundle read too: nothing is "only in AFTER" but what moved
+    assert set(document["sections"]["only_after"]) <= {"blkid", "losetup"}, document["sections"]
+    assert not [row for row in document["facts"] if row["fact"] in ("kernel", "OS", "kernel command line")]

@@ -36,6 +36,7 @@ __all__ = [
     "analyze_fleet",
     "analyze_texts",
     "check",
+    "diff",
 ]
 
 PathLike = str | Path
@@ -181,6 +182,22 @@ def analyze_fleet(
         raise
     except ValueError as error:
         raise UserError(str(error)) from None
+
+
+def diff(
+    before: PathLike,
+    after: PathLike,
+    path: PathLike | None = None,
+    rules_dirs: Sequence[PathLike] = (),
+    job: Mapping[str, Any] | None = None,
+    site: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Two captures of one node compared, before and after a change: the document of ``diff
+    --format json`` (``schemas/diff.schema.json``: findings resolved, new, changed, unchanged,
+    the facts that changed, ``summary.exit_code``). Two hosts raise a UserError."""
+    from gdsdoctor.commands.diff import diff_paths
+
+    return diff_paths(Path(before), Path(after), _str(path), _paths(rules_dirs), _job(job), site=_site(site))
 
 
 def _run(analyse: Any) -> Report:

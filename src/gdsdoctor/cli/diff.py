@@ -20,14 +20,17 @@ from gdsdoctor.cli.options import (
 )
 from gdsdoctor.errors import UserError
 
-Capture = Annotated[
+_WHAT = (
+    "a bundle (.tar.gz or directory), a sos report, an nvidia-bug-report log, a folder of pasted "
+    "outputs or one paste"
+)
+Before = Annotated[
     Path,
-    typer.Argument(
-        metavar="CAPTURE",
-        help="A bundle (.tar.gz or directory), a sos report, an nvidia-bug-report log, a folder of "
-        "pasted outputs or one paste.",
-        show_default=False,
-    ),
+    typer.Argument(metavar="BEFORE", help=f"The capture before the change: {_WHAT}.", show_default=False),
+]
+After = Annotated[
+    Path,
+    typer.Argument(metavar="AFTER", help=f"The capture after it, of one node: {_WHAT}.", show_default=False),
 ]
 Outputs = Annotated[
     list[str] | None,
@@ -42,8 +45,8 @@ Outputs = Annotated[
 
 
 def diff(
-    before: Capture,
-    after: Capture,
+    before: Before,
+    after: After,
     path: TargetPath = None,
     fmt: Format = "text",
     output: Outputs = None,

@@ -58,6 +58,9 @@ def diff_paths(
     site: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Analyse both captures and compare them (the diff document, docs/usage.md "diff")."""
+    for path in (before, after):
+        if not path.exists():
+            raise UserError(f"{path}: no such file or directory")
     sides = [
         analyze_paths([path], target_path, rules_dirs, job, deadline_s, acknowledgements, since, site)
         for path in (before, after)

@@ -15,6 +15,10 @@ The JSON summary is *mergeable*: it keeps one small record per node and everythi
 recomputed from those records, so ``gdsdoctor fleet merge a.json b.json`` over the shards of
 a Slurm array job gives the same summary as one run over all bundles.
 
+Captures of one host are never a fleet: when every bundle names one host, ``analyze`` reads
+the newest (:func:`one_host`) and points at ``diff``; in a fleet of several hosts, two captures
+of one host never make a shared identity (fleet_conflicts.py).
+
 The fleet status is the worst node status, in the order CRITICAL > UNKNOWN > WARNING > OK
 (Icinga's "worst state"): one unreadable bundle must not hide a critical node, and must not
 look healthy either. A shared condition and a shared identity count once, at their severity:
