@@ -174,6 +174,7 @@ def _check_page(browser: chromium.Browser, name: str, page: Path, report: dict[s
         shown = browser.evaluate("document.body.innerText")
         missing = [f["id"] for f in report["findings"] if f["id"] not in shown]
         assert missing == [] and report["summary"]["status"] in shown, (name, width)
+        assert not report["inconclusive"] or "Inconclusive:" in shown  # the list a reader acts on
         assert browser.evaluate("document.scripts.length") == 0
         pictures = browser.evaluate(
             "[...document.querySelectorAll('figure svg')].map(s => s.getBBox().width > 0)"

@@ -293,12 +293,17 @@ def test_watch_tells_a_short_direct_write_from_a_buffered_one_on_xfs_and_ext4(
     for (fstype, direct), result in results.items():
         assert result["fio"]["rc"] == 0, (fstype, direct)
         streamed = [r for r in result["emitted"] if r["type"] == "phase"]
-        assert len(streamed) == 1, (fstype, direct, len(streamed))  # a 300 MiB write is a phase
-        [phase] = streamed
-        json.dumps(phase)  # as --format json prints it
+        assert streamed, (fstype, direct)  # a 300 MiB write is a phase (one, unless a loaded host split it)
+        json.dumps(streamed)  # as --format json prints them
         written = fio_written(result["fio"])
-        assert abs(phase["bytes"] - written) <= 0.10 * written, (fstype, direct, phase["bytes"], written)
-        assert phase["io"]["mode"] == ("direct" if direct else "buffered"), (fstype, direct, phase["io"])
-        assert phase["io"]["by"] in ("writers", "device")
-        assert any(p["bytes_per_s"] > 0 for p in phase["series"])
+        seen = sum(phase["bytes"] for phase in streamed)
+        assert abs(seen - written) <= 0.10 * written, (fstype, direct, seen, written)
+        mode = "direct" if direct else "buffered"
+        for phase in streamed:
+            assert phase["io"]["mode"] == mode and phase["io"]["by"] in ("writers", "device"), (
+                fstype,
+                phase["io"],
+            )
+            assert any(p["bytes_per_s"] > 0 for p in phase["series"])
+        phase = streamed[0]
         assert result["phases"][0]["io"] == phase["io"]
