@@ -5,6 +5,7 @@ tests/data/dmesg/SOURCES.md)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,26 @@ def test_gdrdrvs_kernel_lines_are_its_own_not_nvidia_fss() -> None:
     }
     assert CAUSE in found
     assert not found & {"nvidia-driver-proprietary-refused", "nvidia-fs-unversioned-nvidia-p2p-symbols"}
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("copylat-pin-buffer-code-22.gdrcopy-184.log", [(7, "gdr_pin_failed", 22, None)]),
+        ("gdrcopy-sanity-gdrdrv-not-loaded.gdrcopy-234.log",
+         [(3, "gdr_open_failed", None, None), (4, "gdr_open_failed", None, None), (5, "gdr_open_failed", None, None)]),
+        ("gdrcopy-sanity-summary-tokens-570.gdrcopy-324.log",
+         [(2, "gdr_pin_failed", None, None),
+          (3, "gdrcopy_tests_failed", None, {"total": 28, "passed": 25, "failed": 1, "waived": 2})]),
+    ],
+)  # fmt: skip
+def test_gdrcopys_own_tools_output(name: str, expected: list[tuple[Any, ...]]) -> None:
+    text = (DATA / "app_log_gdr" / name).read_text()
+    assert app_log.recognise_app_log(text)
+    errors = app_log.parse_app_log(text, name)["errors"]
+    assert [(e["src"]["line"], e["kind"], e["ret"], e["gdrcopy"]) for e in errors] == expected
+
+
+def test_a_sanity_run_that_passed_is_no_error() -> None:
+    text = (DATA / "app_log_gdr" / "gdrcopy-sanity-all-passed--near-miss.gdrcopy-299.log").read_text()
+    assert not app_log.recognise_app_log(text)
