@@ -167,6 +167,10 @@ def test_a_terminals_cut_is_joined_mid_word() -> None:
         # an indented trace under a kernel line
         ["[ 5123.123456] INFO: task python:1234 blocked for more than 120 seconds.",
          " __schedule+0x2d1/0x830", " schedule+0x36/0x80"],
+        # a padded header and its first row, both as wide: no cut mid-word between them
+        ["Filesystem                                   1K-blocks      Used Available Use%  Mounted on",
+         "/dev/mapper/ubuntu--vg-ubuntu--lv--root-part 101590008 100000000   1590008  99% /mnt/ckpt_a",
+         "/dev/mapper/ubuntu--vg-ubuntu--lv--root-part 101590008 100000000   1590008  99% /mnt/ckpt_b"],
         # lfs quota's indented, padded table
         ["Disk quotas for usr normandf (uid 1471600598):",
          "     Filesystem    used   quota   limit   grace   files   quota   limit   grace",
@@ -215,3 +219,13 @@ def test_full_width_punctuation_is_read_as_ascii() -> None:
     error = app_log.parse_app_log(unwrap(typed)[0].text, "x")["errors"][0]
     assert (error["kind"], error["errno"]) == ("ckpt_enospc", 28)
     assert fullwidth_to_ascii("plain ASCII") == "plain ASCII"
+
+
+def test_a_terminals_cut_without_a_log_prefix_is_joined_where_it_cut_a_word() -> None:
+    text = (DATA / "tickets_fresh" / "open-r1-620-wrapped-watchdog.txt").read_text()
+    part = unwrap(text)[0]
+    assert "collective operation timeout" in part.text and "before timing out." in part.text
+    errors = app_log.parse_app_log(part.text, "x")["errors"]
+    assert [(e["kind"], e["nccl"]["op"], e["nccl"]["timeout_ms"]) for e in errors] == [
+        ("collective_timeout", "BROADCAST", 1800000)
+    ]

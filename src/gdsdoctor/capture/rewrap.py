@@ -8,8 +8,9 @@ prefix, is read as nothing. Two signals, one per way of wrapping:
 - *soft* (mail): most lines of the block start with one log prefix (a kernel timestamp, a syslog or
   ISO time, ``[rankN]:``, NCCL's ``host:pid:tid [dev]``, glog's ``E0325 20:57:27``); a line
   without it, not indented, right after a long prefixed line, is that line's end: joined with a space;
-- *hard* (terminal): several lines have exactly the block's longest length and the line after each
-  starts unlike them (not the same first-token shape: a table's rows all start alike): joined as is.
+- *hard* (terminal): several lines have exactly the block's longest length, each cut mid-word (a
+  letter or digit on both sides of the cut) and the line after each starts unlike them (not the same
+  first-token shape: a table's rows all start alike): joined as is.
 
 The joined line takes the first line's place and the continuation's line becomes blank, so every
 line keeps its number in the paste (the facts cite the pasted lines).
@@ -117,16 +118,21 @@ def _soft(out: list[str], filled: list[str]) -> int:
 
 def _hard(out: list[str], filled: list[str]) -> int:
     width = max(len(line) for line in filled)
-    # a cut line starts where a line starts (a table's padded rows are indented, or alike)
-    at_width = [i for i, line in enumerate(out) if len(line) == width and not line[:1].isspace()]
-    if width < HARD_MIN or len(at_width) < 2 or len(at_width) > 0.6 * len(filled):
+    at_width = [i for i, line in enumerate(out) if len(line) == width]
+    if width < HARD_MIN or len(at_width) < 2:
         return 0
-    joined = 0
-    for i in reversed(at_width):  # from the end: a line cut twice joins its last piece first
-        nxt = out[i + 1] if i + 1 < len(out) else ""
-        if not nxt.strip() or nxt[:1].isspace() or _shape(nxt) == _shape(out[i]) or _prefix(nxt) is not None:
+    raw, joined, head, continued = list(out), 0, 0, False
+    for i, line in enumerate(raw[:-1]):
+        head = head if continued else i  # the line a run of cut pieces belongs to
+        continued = False
+        nxt = raw[i + 1]
+        if len(line) != width or raw[head][:1].isspace() or not nxt.strip() or nxt[:1].isspace():
             continue
-        out[i] = out[i] + nxt
+        if _shape(nxt) == _shape(raw[head]) or _prefix(nxt) is not None:
+            continue  # a table's next row, or the log's next line
+        if not (line[-1].isalnum() and nxt[0].isalnum()):
+            continue  # cut mid-word: a table's padded header and its first row are not
+        out[head] += nxt
         out[i + 1] = ""
-        joined += 1
+        joined, continued = joined + 1, True
     return joined

@@ -153,7 +153,8 @@ _SAVE_MARKER = lazy_compile(
     r"\bSaving (?:model )?checkpoint|\bsave_checkpoint\b|\btorch\.save\(|\bdcp\.(?:async_)?save\b"
     r"|\basync_save\b|serialization\.py\", line \d{1,6}, in (?:save|_save)\b"
     r"|torch/distributed/checkpoint/|\bcheckpoint_hook\b"
-    r"|\bstaging if async\b|\bsave_pretrained\b|\b_save_checkpoint\b",
+    r"|\bstaging if async\b|\bsave_pretrained\b|\b_save_checkpoint\b"
+    r"|\bmegatron[./]core[./]dist_checkpointing\b",  # Megatron's checkpoint package, as logger or frame
     re.IGNORECASE,
 )
 _ASYNC_MARKER = lazy_compile(

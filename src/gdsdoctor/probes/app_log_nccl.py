@@ -56,7 +56,7 @@ from gdsdoctor.probes.base import src
 
 # NCCL's debug prefix (debug.cc): "HOST:PID:TID [CUDADEV] [FILE:LINE ]NCCL LEVEL message"
 _HEADER = lazy_compile(
-    r"(?P<host>[\w.-]{1,64}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>\d{1,3})\] "
+    r"(?<![\w.-])(?P<host>[\w.-]{1,64}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>\d{1,3})\] "
     r"(?:(?P<file>[\w./-]{1,120}:\d{1,6}) )?NCCL (?P<level>WARN|ABORT)\b ?(?P<msg>.{0,500})"
 )
 _LEVEL = lazy_compile(r"\bNCCL (?:WARN|ABORT)\b ?(?P<msg>.{0,500})")
