@@ -171,6 +171,10 @@ def test_a_terminals_cut_is_joined_mid_word() -> None:
         ["Filesystem                                   1K-blocks      Used Available Use%  Mounted on",
          "/dev/mapper/ubuntu--vg-ubuntu--lv--root-part 101590008 100000000   1590008  99% /mnt/ckpt_a",
          "/dev/mapper/ubuntu--vg-ubuntu--lv--root-part 101590008 100000000   1590008  99% /mnt/ckpt_b"],
+        # a mount table whose rows reach one width, then a shorter row
+        ["overlay /run/containerd/io.containerd.runtime.v2.task/k8s.io/c1/rootfs overlay rw,relatime 0 0",
+         "overlay /run/containerd/io.containerd.runtime.v2.task/k8s.io/c2/rootfs overlay rw,relatime 0 0",
+         "s3fs /mnt/ckpt fuse.s3fs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0"],
         # lfs quota's indented, padded table
         ["Disk quotas for usr normandf (uid 1471600598):",
          "     Filesystem    used   quota   limit   grace   files   quota   limit   grace",

@@ -116,10 +116,22 @@ def _soft(out: list[str], filled: list[str]) -> int:
     return joined
 
 
+def _run_head(lines: list[str], i: int, width: int) -> int:
+    """The first line of the run of full-width lines ``i`` ends (a line cut twice is two pieces)."""
+    while i > 0 and len(lines[i - 1]) == width:
+        i -= 1
+    return i
+
+
 def _hard(out: list[str], filled: list[str]) -> int:
     width = max(len(line) for line in filled)
     at_width = [i for i, line in enumerate(out) if len(line) == width]
     if width < HARD_MIN or len(at_width) < 2:
+        return 0
+    # a terminal wraps every line that reaches its width: one such line followed by a line like
+    # itself (a table's next row: a mount table's, df's) makes the width a table's, not a terminal's
+    rows = (i for i in at_width if i + 1 < len(out))
+    if any(_shape(out[i + 1]) == _shape(out[_run_head(out, i, width)]) for i in rows):
         return 0
     raw, joined, head, continued = list(out), 0, 0, False
     for i, line in enumerate(raw[:-1]):
