@@ -42,6 +42,11 @@ Measures (medians of --repeat runs, wall clock):
    a command past its 0.5 s timeout killed with its group, ``analyze --deadline 1`` of a bundle
    slow to parse (100k NVMe subsystems) ending UNKNOWN, and ``check --deadline 3`` with a probe
    that hangs ignoring SIGTERM: seconds from start to return, against the deadline plus a margin.
+10. Where the work grows (issue 36), each figure with the machine's load beside it: a fleet of
+   this host's bundles at ``-j`` with a quiet kernel log (target >= 100 bundles/s) and with 1,400
+   kernel events each (>= 40/s); a 100k-line kernel log (scripts/incident_logs.py) analysed in
+   a bundle and pasted, in MB/s of CPU beside a Python loop that only matches each line's
+   timestamp (>= 20 MB/s and >= 12% of that floor), and the paste against the bundle (<= 1.2x).
 
 Commands run from a wheel built from this checkout and installed into a temporary directory, as
 users run gdsdoctor: the wheel carries the rules parsed and linted (hatch_build.py), where a
@@ -84,7 +89,7 @@ SOS_PLUGINS = "block,filesys,kernel,nvme,pci,networking,infiniband,nvidia"
 
 Row = tuple[str, str, str]  # what, measured, target / verdict
 SECTIONS = ("check", "analyze", "rules", "collect", "watch", "sos", "install", "regex", "hostile")
-SECTIONS += ("deadlines",)
+SECTIONS += ("deadlines", "events")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -860,6 +865,119 @@ def _within(seconds: float, bound: float) -> str:
     return f"< {bound:g} s: {verdict(seconds < bound)}"
 
 
+# ---- 10. where the work grows: event-heavy fleets, big kernel logs, pastes (issue 36) -------------
+
+EVENT_FLEET = 100  # bundles of each fleet (--events-fleet)
+EVENTS_PER_NODE = 1_400  # kernel events in each bundle of the event-heavy fleet
+BIG_LOG_LINES = 100_000  # the kernel log read as a bundle and as a paste (--big-log)
+
+
+def _load() -> str:
+    """The machine's load beside a figure: on a shared machine CPU time is what compares."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _with_log(capture: Any, text: str) -> Any:
+    """This host's capture with ``text`` as its kernel log."""
+    from gdsdoctor.capture.capture import Capture
+    from gdsdoctor.model import Artifact, ArtifactStatus
+
+    name = (capture.assignments.get("dmesg") or ["cmd/dmesg.txt"])[0]
+    node = Capture(
+        capture.origin,
+        {**capture.artifacts, name: Artifact(name, ArtifactStatus.OK, text.encode())},
+        {**{k: list(v) for k, v in capture.assignments.items()}, "dmesg": [name]},
+        dict(capture.host),
+        capture.options,
+        capture.notes,
+        capture.label,
+    )
+    return node
+
+
+def line_loop_floor(text: str) -> float:
+    """CPU seconds of the least a reader of the log must do in Python: a loop over its lines
+    matching each one's timestamp (the yardstick of the kernel-log goal)."""
+    import re
+
+    stamp = re.compile(r"\[\s*(\d+\.\d+)\]")
+
+    def loop() -> None:
+        for line in text.split("\n"):
+            stamp.match(line)
+
+    return best(loop, samples=3)
+
+
+def bench_events(repeat: int, fleet_size: int, jobs: int, log_lines: int, work: Path) -> list[Row]:
+    """Issue 36's goals, each with its load: a fleet of this host's bundles at ``-j jobs``, with
+    a quiet kernel log and with EVENTS_PER_NODE events each (a fleet after an incident); a big
+    kernel log (scripts/incident_logs.py: an NVMe incident storm in a tenth of its lines) read
+    in a bundle and pasted, in MB/s of CPU beside the line-loop floor; the paste against the
+    bundle."""
+    import incident_logs
+
+    from gdsdoctor.capture.bundle import write_bundle
+    from gdsdoctor.pipeline import analyze_paths
+
+    capture = typical_capture()
+    rows: list[Row] = []
+    fleets = {
+        "a quiet kernel log": incident_logs.incident_log(2_000, event_share=0.0),
+        f"{EVENTS_PER_NODE:,} kernel events": incident_logs.events_log(EVENTS_PER_NODE),
+    }
+    targets = {"a quiet kernel log": 100, f"{EVENTS_PER_NODE:,} kernel events": 40}
+    for label, text in fleets.items():
+        root = work / f"fleet-{targets[label]}"
+        root.mkdir(parents=True, exist_ok=True)
+        node = _with_log(capture, text)
+        for index in range(fleet_size):
+            node.host = {**capture.host, "hostname": f"gpu{index:05d}"}
+            write_bundle(node, root / f"gpu{index:05d}.tar.gz")
+        load = _load()
+        seconds, cpu, _ = fleet_run(
+            gdsdoctor("analyze", str(root), "-j", str(jobs), "-o", f"json={work / (root.name + '.json')}")
+        )
+        rate, idle_rate = fleet_size / seconds, fleet_size / cpu * jobs
+        rows.append(
+            (
+                f"fleet of {fleet_size} bundles with {label}, `-j {jobs}`",
+                f"{rate:.0f} bundles/s wall, {cpu / fleet_size * 1000:.0f} ms CPU a bundle"
+                f" ({idle_rate:.0f}/s on {jobs} idle cores); {load}",
+                f">= {targets[label]}/s: wall {verdict(rate >= targets[label])},"
+                f" idle cores {verdict(idle_rate >= targets[label])}",
+            )
+        )
+    text = incident_logs.incident_log(log_lines)
+    size_mb = len(text) / 1e6
+    bundle = write_bundle(_with_log(capture, text), work / "big-log.tar.gz")
+    paste = work / "dmesg.txt"
+    paste.write_text(text)
+    analyze_paths([bundle])  # rules loaded, patterns compiled
+    load = _load()
+    in_bundle = best(lambda: analyze_paths([bundle]), samples=repeat)
+    pasted = best(lambda: analyze_paths([paste]), samples=repeat)
+    floor = line_loop_floor(text)
+    for where, seconds in (("in a bundle", in_bundle), ("pasted", pasted)):
+        rate, share = size_mb / seconds, floor / seconds
+        rows.append(
+            (
+                f"kernel log of {log_lines:,} lines ({size_mb:.1f} MB) {where}, whole analysis (CPU)",
+                f"{seconds * 1000:.0f} ms = {rate:.1f} MB/s = {share:.1%} of the line-loop floor"
+                f" ({size_mb / floor:.0f} MB/s); {load}",
+                f">= 20 MB/s and >= 12% of the floor: {verdict(rate >= 20 and share >= 0.12)}",
+            )
+        )
+    rows.append(
+        (
+            "the same kernel log pasted against in a bundle (CPU)",
+            f"{pasted / in_bundle:.2f}x; {load}",
+            f"<= 1.2x: {verdict(pasted / in_bundle <= 1.2)}",
+        )
+    )
+    return rows
+
+
 def install_wheel(work: Path) -> str:
     """Build this checkout's wheel (its build hook writes the parsed rules into it) and install
     it, without dependencies (this interpreter has them), into a directory of ``work``."""
@@ -899,6 +1017,12 @@ def main() -> None:
         "--big", type=int, default=BIG, help="items of the large node (mounts, devices, events)"
     )
     parser.add_argument(
+        "--events-fleet", type=int, default=EVENT_FLEET, help="bundles of each fleet of section 10"
+    )
+    parser.add_argument(
+        "--big-log", type=int, default=BIG_LOG_LINES, help="lines of the kernel log of section 10"
+    )
+    parser.add_argument(
         "--source",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -935,6 +1059,13 @@ def main() -> None:
             "regex": lambda: bench_regex(1024 if args.quick else 16384, not args.quick),
             "hostile": lambda: bench_hostile(0.01 if args.quick else 1.0, work, not args.quick),
             "deadlines": lambda: bench_deadlines(work, 1_000 if args.quick else 100_000),
+            "events": lambda: bench_events(
+                repeat,
+                2 if args.quick else args.events_fleet,
+                args.jobs,
+                2_000 if args.quick else args.big_log,
+                work,
+            ),
         }
         for name, section in sections.items():
             if name in args.skip:

@@ -230,7 +230,7 @@ def test_cli_fleet_refuses_node_formats(bundles: list[Path]) -> None:
 # The benchmark's sections a smoke run covers, one run each so that they spread over the
 # suite's workers (collect and sos make real sos reports, ~20 s: not smoke; install is skipped
 # by --quick itself).
-BENCHMARK_SECTIONS = ["check", "analyze", "rules", "watch", "regex", "hostile", "deadlines"]
+BENCHMARK_SECTIONS = ["check", "analyze", "rules", "watch", "regex", "hostile", "deadlines", "events"]
 ALL_SECTIONS = [*BENCHMARK_SECTIONS, "collect", "sos", "install"]
 
 

@@ -290,12 +290,13 @@ def load_inputs(
     from gdsdoctor.capture import bundles as kinds  # tarfile: not for `check`
     from gdsdoctor.errors import BundleError
 
-    bundles = [p for p in paths if kinds.is_bundle(p)]
+    found = {p: kinds.kind(p) for p in paths}  # each input's kind, asked once (capture/bundles.py)
+    bundles = [p for p in paths if found[p]]
     if bundles and len(paths) > 1:
         raise BundleError("give either one bundle or several pasted files, not both")
     doing(f"reading {bundles[0] if bundles else 'the inputs'}")
     if bundles:
-        capture = kinds.read(bundles[0])
+        capture = kinds.read(bundles[0], found[bundles[0]])
     else:
         left_out: list[str] = []  # hard links in a folder: named in the notes
         folders = {p: kinds.pasted_files(p, left_out) for p in paths if p.is_dir()}

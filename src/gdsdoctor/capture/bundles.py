@@ -17,10 +17,13 @@ MAX_PASTE_FILES = 1000  # files of a folder of pastes read at most
 
 def kind(path: Path) -> str:
     """``bundle``, ``sos`` or ``nvidia-bug-report``, or "" for anything else (a paste, a folder
-    of pastes or of bundles)."""
-    if bundle.is_bundle(path) and not sos.is_sos_report(path):
+    of pastes or of bundles). Telling a sos archive apart decompresses its first members (all
+    of a small bundle's), so it is asked once here, and callers that read a bundle pass the
+    kind on (``read``) rather than ask again."""
+    sos_report = sos.is_sos_report(path)
+    if bundle.is_bundle(path) and not sos_report:
         return "bundle"
-    if sos.is_sos_report(path):
+    if sos_report:
         return "sos"
     if nvidia_bug_report.is_bug_report(path):
         return "nvidia-bug-report"
@@ -31,9 +34,10 @@ def is_bundle(path: Path) -> bool:
     return bool(kind(path))
 
 
-def read(path: Path) -> Capture:
-    """The capture of one bundle of any kind; raises BundleError if it is unusable."""
-    found = kind(path)
+def read(path: Path, found: str | None = None) -> Capture:
+    """The capture of one bundle of any kind (``found``: its ``kind``, when the caller asked
+    already); raises BundleError if it is unusable."""
+    found = kind(path) if found is None else found
     if found == "sos":
         return sos.read_sos(path)
     if found == "nvidia-bug-report":

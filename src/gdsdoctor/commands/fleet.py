@@ -28,6 +28,7 @@ they do not set any node's status, but they are the fleet's problem.
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 from collections import Counter, defaultdict
@@ -93,8 +94,9 @@ def bundles_in(directory: Path) -> list[Path]:
 
 def is_fleet(paths: Sequence[Path]) -> bool:
     """More than one bundle: analyse each on its own and summarise (unless they are all of one
-    host: :func:`one_host`)."""
-    return sum(1 for p in paths if is_bundle(p)) > 1
+    host: :func:`one_host`). Asked of the inputs until two are bundles: each question may
+    decompress an archive's head (capture/bundles.kind)."""
+    return next(itertools.islice((p for p in paths if is_bundle(p)), 1, None), None) is not None
 
 
 def one_host(summary: dict[str, Any]) -> dict[str, Any] | None:
