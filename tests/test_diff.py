@@ -101,6 +101,7 @@ def test_one_capture_against_itself_is_all_unchanged() -> None:
         "exit_code": report["summary"]["exit_code"],
         "worse": False,
         "worse_because": [],
+        "not_judged_after": [],
     }
 
 
@@ -258,3 +259,32 @@ def test_analyze_of_two_captures_of_one_host_reads_the_newest(
     assert "nodes" not in report and report["findings"] == newest["findings"]
     [note] = [n for n in report["source"]["notes"] if "captures of host" in n]
     assert f"this is the newest, {after}" in note and f"gdsdoctor diff {before} {after}" in note
+
+
+def test_a_finding_after_cannot_judge_is_not_resolved() -> None:
+    # BEFORE: a shut-down XFS seen in stat's EIO; AFTER: stat answers, and no kernel log says
+    # whether the filesystem is still shut down. The path failure is resolved (judged clear);
+    # the filesystem cause is not judged, never "resolved" (blindness is not a fix).
+    document = _diff(
+        FIXTURES / "checkpoint-path-eio-xfs-shutdown",
+        FIXTURES / "checkpoint-path-answers",
+    )
+    assert "checkpoint-path-fails" in _ids(document["findings"]["resolved"])
+    assert SHUTDOWN not in _ids(document["findings"]["resolved"])
+    assert SHUTDOWN in _ids(document["findings"]["unjudged"])
+    shown = render(document, "text")
+    assert "Fired in BEFORE, not judged in AFTER (its capture lacks the data) (1)" in shown
+    # AFTER alone is OK, but it cannot show the critical fixed: the diff is UNKNOWN, never OK
+    assert document["after"]["status"] == "OK"
+    assert (document["summary"]["status"], document["summary"]["exit_code"]) == ("UNKNOWN", 3)
+    assert document["summary"]["not_judged_after"] == [f"{SHUTDOWN} (critical)"]
+    assert f"AFTER cannot judge {SHUTDOWN} (critical)" in shown.splitlines()[-1]
+
+
+def test_a_new_info_finding_is_listed_and_not_worse() -> None:
+    # An info finding sets no status (docs/rules.md "Status"): a GPU application's Xid is new
+    # in AFTER, listed, and the node that stays OK exits 0.
+    document = _diff(FIXTURES / "capacity-plenty", FIXTURES / "gpu-xid-application-error-not-storage")
+    [xid] = [f for f in document["findings"]["new"] if f["id"] == "gpu-xid-not-storage"]
+    assert xid["severity"] == "info" and xid["counted"] is True
+    assert document["summary"] == {**document["summary"], "worse": False, "exit_code": 0}

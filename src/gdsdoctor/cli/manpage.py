@@ -37,6 +37,7 @@ EXAMPLES = (
     ("gdsdoctor analyze node.tar.gz --path /mnt/ckpt", "Analyze that bundle elsewhere, as check would."),
     ("gdsdoctor analyze gdscheck.txt dmesg.txt mounts.txt", "Analyze outputs pasted into a ticket."),
     ("gdsdoctor analyze bundles/ -f json > fleet.json", "A fleet: causes with their nodes, outliers."),
+    ("gdsdoctor diff before.tar.gz after.tar.gz", "What a change on one node fixed, and what it broke."),
     ("gdsdoctor explain nvidia-fs-not-loaded --read-only",
      "Why a cause fired or not, and its read-only commands."),
     ("gdsdoctor explain checkpoint-stall-over-budget fio.json --params 70B -f json",

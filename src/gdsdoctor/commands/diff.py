@@ -71,10 +71,15 @@ def diff_paths(
 def compare(before: Analysis, after: Analysis, before_label: str, after_label: str) -> dict[str, Any]:
     """The diff document of two analyses of one node; raises UserError for two hosts."""
     host = _one_host(before.report, after.report, before_label, after_label)
-    findings = _findings(before.report["findings"], after.report["findings"], after.report.get("history"))
+    findings = _findings(
+        before.report["findings"],
+        after.report["findings"],
+        after.report.get("history"),
+        {i["id"] for i in after.report.get("inconclusive") or []},
+    )
     worse = _worse(before.report, after.report, findings)
-    status = after.report["summary"]["status"]
-    exit_code = max(EXIT_CODES[status], 1) if worse and status == "OK" else EXIT_CODES[status]
+    unsettled = [f"{f['id']} ({f['severity']})" for f in findings["unjudged"] if _weight(f) > 0]
+    status = _status(after.report["summary"]["status"], worse, unsettled)
     return {
         "kind": DIFF_KIND,
         "schema_version": DIFF_SCHEMA_VERSION,
@@ -88,12 +93,24 @@ def compare(before: Analysis, after: Analysis, before_label: str, after_label: s
         "sections": diff_facts.sections_read_once(before.facts, after.facts),
         "notes": _notes(before.report, after.report),
         "summary": {
-            "status": "WARNING" if exit_code == 1 and status == "OK" else status,
-            "exit_code": exit_code,
+            "status": status,
+            "exit_code": EXIT_CODES[status],
             "worse": bool(worse),
             "worse_because": worse,
+            "not_judged_after": unsettled,
         },
     }
+
+
+def _status(after: str, worse: list[str], unsettled: list[str]) -> str:
+    """AFTER's status, unless AFTER is OK: then WARNING when the change made something worse,
+    else UNKNOWN when AFTER cannot judge a counted finding of BEFORE (its capture lacks the
+    data): a fix is not shown by a capture that cannot see the fault."""
+    if after != "OK":
+        return after
+    if worse:
+        return "WARNING"
+    return "UNKNOWN" if unsettled else "OK"
 
 
 def _one_host(before: dict[str, Any], after: dict[str, Any], before_label: str, after_label: str) -> str:
@@ -138,18 +155,27 @@ def _brief(finding: dict[str, Any]) -> dict[str, Any]:
 
 
 def _findings(
-    before: list[dict[str, Any]], after: list[dict[str, Any]], history: list[dict[str, Any]] | None
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    history: list[dict[str, Any]] | None,
+    unjudged_after: set[str],
 ) -> dict[str, list[dict[str, Any]]]:
+    """Each finding of either side in one bucket. One that AFTER could not judge (its capture
+    lacks what decides it) is not resolved: blindness is not health."""
     old = {f["id"]: _brief(f) for f in before}
     new = {f["id"]: _brief(f) for f in after}
     recovered = {h.get("id") for h in history or [] if isinstance(h, dict)}
+    gone = [key for key in old if key not in new]
     changed = [
         {"id": key, "title": new[key]["title"], "before": old[key], "after": new[key]}
         for key in new
         if key in old and _state(old[key]) != _state(new[key])
     ]
     return {
-        "resolved": [{**old[key], "in_history": key in recovered} for key in old if key not in new],
+        "resolved": [
+            {**old[key], "in_history": key in recovered} for key in gone if key not in unjudged_after
+        ],
+        "unjudged": [old[key] for key in gone if key in unjudged_after],
         "new": [new[key] for key in new if key not in old],
         "changed": changed,
         "unchanged": [new[key] for key in new if key in old and _state(old[key]) == _state(new[key])],
@@ -161,13 +187,14 @@ def _state(finding: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _weight(finding: dict[str, Any] | None) -> int:
-    """How much a finding weighs on the node: 0 nothing (not counted: another scope, or set
-    apart), 1 an info finding, 2 a warning or a critical candidate, 3 a critical."""
-    if not finding or not finding.get("counted", True):
+    """How much a finding weighs on the node: 0 nothing (an info finding, which sets no status,
+    or one not counted: another scope, or set apart), 1 a warning or a critical candidate, 2 a
+    critical."""
+    if not finding or not finding.get("counted", True) or finding["severity"] == "info":
         return 0
     if finding["severity"] == "critical":
-        return 2 if finding.get("candidate") else 3
-    return 2 if finding["severity"] == "warning" else 1
+        return 1 if finding.get("candidate") else 2
+    return 1
 
 
 def _worse(before: dict[str, Any], after: dict[str, Any], findings: dict[str, list]) -> list[str]:

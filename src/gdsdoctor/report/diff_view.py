@@ -19,6 +19,10 @@ def outline(document: dict[str, Any]) -> Iterator[Block]:
         yield _side_line(side.upper(), document[side])
     findings = document["findings"]
     yield from _findings("Resolved", findings["resolved"], "ok")
+    if findings["unjudged"]:
+        # fired before and not judged after: the AFTER capture cannot say it was fixed
+        said = "Fired in BEFORE, not judged in AFTER (its capture lacks the data)"
+        yield from _findings(said, findings["unjudged"], "")
     yield from _findings("New", findings["new"], "")
     if findings["changed"]:
         yield Heading(f"Changed ({len(findings['changed'])})")
@@ -109,6 +113,8 @@ def _unjudged(document: dict[str, Any]) -> Iterator[Block]:
 def _status_line(document: dict[str, Any]) -> Line:
     summary = document["summary"]
     why = "; ".join(summary["worse_because"]) if summary["worse"] else "nothing got worse"
+    if summary["not_judged_after"]:
+        why += "; AFTER cannot judge " + ", ".join(summary["not_judged_after"])
     return Line(
         (
             ("Diff status: ", "bold"),
