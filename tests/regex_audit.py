@@ -463,6 +463,27 @@ def slowest(found: Found, top: int = SIZES[-1]) -> tuple[float, int, str] | None
             seconds = _time(compiled, text)
             if seconds > budget_s(size):
                 seconds = min(seconds, *(_time(compiled, text) for _ in range(4)))  # a pause, not the pattern
-                if seconds > budget_s(size):
+                if seconds > budget_s(size) and not _grows_linearly(
+                    compiled, (prefix, unit, ending), size, seconds
+                ):
                     return seconds, len(text), repr(prefix + unit * 3 + "…" + ending)
     return None
+
+
+# How much more time four times the text may take before the growth is called superlinear:
+# linear is 4, quadratic 16. Past 20 budgets a pattern fails however it grows.
+LINEAR_GROWTH = 8.0
+HARD_CAP_BUDGETS = 20
+
+
+def _grows_linearly(
+    compiled: re.Pattern[str], attack: tuple[str, str, str], size: int, seconds: float
+) -> bool:
+    """Whether a pattern over the budget at ``size`` is only slow, not superlinear: its time
+    grows at most LINEAR_GROWTH times from a quarter of the text. A loaded machine slows a large
+    pattern's constant factor past the budget (its CPU time too: caches and clocks are shared);
+    it does not change how the time grows, which is what makes a pattern a denial of service."""
+    if size < 1024 or seconds > HARD_CAP_BUDGETS * budget_s(size):
+        return False
+    quarter = min(_time(compiled, _text(*attack, size // 4)) for _ in range(5))
+    return seconds <= LINEAR_GROWTH * max(quarter, 1e-6)
