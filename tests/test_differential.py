@@ -45,6 +45,8 @@ def _table(symptom_id: str) -> list[str]:
 # Each symptom on a real sample alone: every candidate of the table is listed with its command.
 ALONE = [
     ("collective-timeout", [WATCHDOG], {}),
+    # a process group that stopped answering (vLLM's engine RPC timed out): the same symptom
+    ("collective-timeout", [DATA / "app_log_nccl" / "vllm-46611--shm-wait-rpc-timeout.log"], {}),
     ("collective-timeout-during-save", [SAVE_THEN_WATCHDOG], {}),
     ("rank-killed-sigkill", [SIGKILL], {}),
     ("save-failed-without-errno", [STREAM_WRITER], {}),
@@ -52,7 +54,9 @@ ALONE = [
 ]
 
 
-@pytest.mark.parametrize(("symptom_id", "inputs", "job"), ALONE, ids=[a[0] for a in ALONE])
+@pytest.mark.parametrize(
+    ("symptom_id", "inputs", "job"), ALONE, ids=[f"{a[0]}-{a[1][0].stem}" for a in ALONE]
+)
 def test_each_symptom_lists_its_candidates_with_the_command_that_settles_each(
     symptom_id: str, inputs: list[Path], job: dict
 ) -> None:
