@@ -288,3 +288,15 @@ def test_a_new_info_finding_is_listed_and_not_worse() -> None:
     [xid] = [f for f in document["findings"]["new"] if f["id"] == "gpu-xid-not-storage"]
     assert xid["severity"] == "info" and xid["counted"] is True
     assert document["summary"] == {**document["summary"], "worse": False, "exit_code": 0}
+
+
+def test_the_html_diff_sets_before_beside_after_and_escapes_the_input() -> None:
+    pytest.importorskip("jinja2")
+    document = _diff(NOT_CONFIGURED, CONFIGURED)
+    document["findings"]["resolved"][0]["title"] = "<script>alert(1)</script>"
+    page = render(document, "html")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    for row in document["findings"]["resolved"]:
+        assert f'<td class="id">{row["id"]}</td>' in page
+    assert "<th>BEFORE</th><th>AFTER</th>" in page and "resolved" in page
+    assert "['172.16.8.11', '172.16.8.12']" in page.replace("&#39;", "'")  # a fact side by side

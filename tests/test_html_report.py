@@ -159,6 +159,7 @@ def test_the_html_report_in_chromium(tmp_path: Path, eight_gpus: Any) -> None:
     try:
         for name, (page, report) in _pages(tmp_path, eight_gpus).items():
             _check_page(browser, name, page, report)
+        _check_diff_page(browser, tmp_path)
         _check_the_checks(browser, tmp_path)
     finally:
         browser.close()
@@ -183,6 +184,27 @@ def _check_page(browser: chromium.Browser, name: str, page: Path, report: dict[s
         shot = browser.screenshot(page.with_name(f"{name}-{width}.png"))
         assert shot.stat().st_size > 10_000
         print(f"screenshot: {shot}")
+
+
+def _check_diff_page(browser: chromium.Browser, folder: Path) -> None:
+    """`diff --format html`: BEFORE and AFTER side by side, every finding of either capture on
+    the page, at both widths, with no error, request or overflow."""
+    from gdsdoctor.commands.diff import diff_paths, render
+
+    document = diff_paths(
+        FIXTURES / "gds-wekafs-rdma-not-configured", FIXTURES / "gds-wekafs-rdma-configured"
+    )
+    page = folder / "diff.html"
+    page.write_text(render(document, "html"))
+    ids = [row["id"] for rows in document["findings"].values() for row in rows]
+    for width in WIDTHS:
+        browser.open(page, width)
+        assert browser.errors() == [] and browser.requests(page) == [], width
+        layout = browser.evaluate(chromium.OVERFLOW_CHECK)
+        assert layout["scrollWidth"] <= layout["width"] and layout["out"] == [], (width, layout)
+        shown = browser.evaluate("document.body.innerText")
+        assert ids and [i for i in ids if i not in shown] == [] and "BEFORE" in shown and "AFTER" in shown
+        print(f"screenshot: {browser.screenshot(page.with_name(f'diff-{width}.png'))}")
 
 
 def _check_the_checks(browser: chromium.Browser, folder: Path) -> None:

@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -11,7 +11,6 @@ from gdsdoctor.cli.diagnose import job_of, since_of, site_config_of, targets_of,
 from gdsdoctor.cli.options import (
     DEFAULT_DEADLINE_S,
     Deadline,
-    Format,
     NoConfig,
     RulesDirs,
     Since,
@@ -32,13 +31,24 @@ After = Annotated[
     Path,
     typer.Argument(metavar="AFTER", help=f"The capture after it, of one node: {_WHAT}.", show_default=False),
 ]
+DiffFormat = Annotated[
+    Literal["text", "json", "markdown", "html"],  # commands/diff.py DIFF_FORMATS
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        show_default=False,
+        help="Output format: text, json, markdown, html (BEFORE and AFTER side by side; "
+        "pip install 'gdsdoctor[html]') (default text).",
+    ),
+]
 Outputs = Annotated[
     list[str] | None,
     typer.Option(
         "--output",
         "-o",
         metavar="[FORMAT=]PATH",
-        help="Also write the diff to PATH, atomically, as FORMAT (text, json, markdown) or as its "
+        help="Also write the diff to PATH, atomically, as FORMAT (text, json, markdown, html) or as its "
         "extension says: e.g. -o change.json; repeatable; PATH - is stdout.",
     ),
 ]
@@ -48,7 +58,7 @@ def diff(
     before: Before,
     after: After,
     path: TargetPath = None,
-    fmt: Format = "text",
+    fmt: DiffFormat = "text",
     output: Outputs = None,
     rules_dir: RulesDirs = None,
     deadline: Deadline = DEFAULT_DEADLINE_S,

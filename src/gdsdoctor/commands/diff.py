@@ -39,7 +39,7 @@ from gdsdoctor.pipeline import Analysis, analyze_paths
 
 DIFF_KIND = "gdsdoctor.diff"
 DIFF_SCHEMA_VERSION = "1.0"
-DIFF_FORMATS = ("text", "json", "markdown")
+DIFF_FORMATS = ("text", "json", "markdown", "html")
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")  # later is worse (the fleet's order)
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -236,6 +236,10 @@ def render(document: dict[str, Any], fmt: str, color: bool = False) -> str:
         return json.dumps(document, indent=2, ensure_ascii=True) + "\n"
     from gdsdoctor.report import diff_view
 
+    if fmt == "html":  # the optional extra gdsdoctor[html]; without it, one line (UserError)
+        from gdsdoctor.report.html import render_diff_html
+
+        return render_diff_html(document)
     if fmt == "markdown":
         from gdsdoctor.report.markdown import render_markdown_blocks
 

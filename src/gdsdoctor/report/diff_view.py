@@ -110,6 +110,47 @@ def _unjudged(document: dict[str, Any]) -> Iterator[Block]:
             yield Line(((f"Read only in {side}: ", "bold"), (", ".join(sections[key]), "dim")))
 
 
+_CHANGES = (
+    ("resolved", "resolved", "ok"),
+    ("unjudged", "not judged in AFTER", "unknown"),
+    ("new", "new", "critical"),
+    ("changed", "changed", "warning"),
+    ("unchanged", "unchanged", "dim"),
+)
+
+
+def diff_rows(findings: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per finding of either capture, BEFORE's state beside AFTER's (the HTML page's
+    table): what changed, then the state in each (absent where it did not fire)."""
+    rows = []
+    for key, change, style in _CHANGES:
+        for row in findings[key]:
+            before, after = {
+                "resolved": (row, None),
+                "unjudged": (row, None),
+                "new": (None, row),
+                "changed": (row.get("before"), row.get("after")),
+                "unchanged": (row, row),
+            }[key]
+            rows.append(
+                {
+                    "change": change + (" (recovered)" if row.get("in_history") else ""),
+                    "change_class": style,
+                    "id": row["id"],
+                    "title": row["title"],
+                    "before": before and {"severity": before["severity"], "said": _state(before)},
+                    "after": after and {"severity": after["severity"], "said": _state(after)},
+                    "after_absent": "not judged" if key == "unjudged" else "—",
+                }
+            )
+    return rows
+
+
+def status_text(document: dict[str, Any]) -> str:
+    """The status line's words (text, Markdown and HTML say the same)."""
+    return "".join(text for text, _ in _status_line(document).spans)
+
+
 def _status_line(document: dict[str, Any]) -> Line:
     summary = document["summary"]
     why = "; ".join(summary["worse_because"]) if summary["worse"] else "nothing got worse"

@@ -13,7 +13,8 @@ SVG pictures are the only markup passed through, and they escape their own text 
 
 Jinja2 is the optional extra ``gdsdoctor[html]`` (docs/html.md says why it and not another): a
 node's install stays without it, and asking for html there says, in one line, how to get it.
-A before/after ``diff`` page can extend the template: its ``{% block diff %}`` is empty here.
+``gdsdoctor diff --format html`` is a page of its own (templates/diff.html.j2, render_diff_html):
+BEFORE and AFTER side by side, with the same styles (templates/_style.html.j2).
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ def render_html(report: dict[str, Any], pictures: dict[str, Any] | None = None, 
     """The report as one HTML page; ``pictures``: ``topology`` (a ``topo --format json``
     document) and ``watch`` (the facts section of a recorded timeline), either may be absent."""
     try:
-        import jinja2
         import markupsafe  # Jinja2's own dependency: the type of text passed through unescaped
     except ImportError:
         raise UserError(MISSING) from None
@@ -64,18 +64,7 @@ def render_html(report: dict[str, Any], pictures: dict[str, Any] | None = None, 
 
     pictures = pictures or {}
     markup = markupsafe.Markup
-    environment = jinja2.Environment(
-        # Every value printed shows control and invisible characters as escapes, as the other
-        # formats do (report/escape.py), then autoescape makes it text; the pictures pass as they are.
-        finalize=lambda value: (
-            value if isinstance(value, markup) or not isinstance(value, str) else visible(value)
-        ),
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    environment = _environment()
     topology = pictures.get("topology")
     watch = pictures.get("watch")
     has_topology = bool(topology and ((topology.get("tree") or {}).get("children") or topology.get("gpus")))
@@ -89,6 +78,76 @@ def render_html(report: dict[str, Any], pictures: dict[str, Any] | None = None, 
         blocks=[_block(b) for b in outline(report, verbose)],
         topology_svg=markup(topology_svg(topology)) if has_topology else None,
         timeline_svg=markup(timeline_svg(watch)) if has_timeline else None,
+    )
+
+
+def render_diff_html(document: dict[str, Any]) -> str:
+    """``gdsdoctor diff`` as one page: the two captures side by side, each finding's state in
+    BEFORE and in AFTER, the facts that moved (commands/diff.py makes the document)."""
+    from gdsdoctor.report.diff_view import diff_rows, status_text
+
+    summary = document["summary"]
+    sides = {
+        side: {**document[side], "status_class": STATUS_STYLE.get(document[side]["status"], "unknown")}
+        for side in ("before", "after")
+    }
+    return (
+        _environment()
+        .get_template("diff.html.j2")
+        .render(
+            host=document.get("host"),
+            tool=document["tool"],
+            schema_version=document["schema_version"],
+            summary=summary,
+            status_class=STATUS_STYLE.get(summary["status"], "unknown"),
+            status_line=status_text(document),
+            rows=diff_rows(document["findings"]),
+            facts=[_fact_row(row) for row in document["facts"]],
+            unjudged=_unjudged_lines(document),
+            notes=document.get("notes") or [],
+            **sides,
+        )
+    )
+
+
+def _fact_row(row: dict[str, Any]) -> dict[str, str]:
+    name = row["fact"] if row["key"] is None else f"{row['fact']} {row['key']}"
+    return {
+        "name": name,
+        "before": "(absent)" if row["before"] is None else str(row["before"]),
+        "after": "(absent)" if row["after"] is None else str(row["after"]),
+    }
+
+
+def _unjudged_lines(document: dict[str, Any]) -> list[str]:
+    lines = []
+    if document["inconclusive"]["new"]:
+        unjudged = ", ".join(document["inconclusive"]["new"])
+        lines.append(f"Not judged in AFTER (its capture lacks the data): {unjudged}")
+    for side, key in (("BEFORE", "only_before"), ("AFTER", "only_after")):
+        if document["sections"][key]:
+            lines.append(f"Read only in {side}: " + ", ".join(document["sections"][key]))
+    return lines
+
+
+def _environment() -> Any:
+    try:
+        import jinja2
+        import markupsafe
+    except ImportError:
+        raise UserError(MISSING) from None
+    markup = markupsafe.Markup
+    return jinja2.Environment(
+        # Every value printed shows control and invisible characters as escapes, as the other
+        # formats do (report/escape.py), then autoescape makes it text; the pictures pass as they are.
+        finalize=lambda value: (
+            value if isinstance(value, markup) or not isinstance(value, str) else visible(value)
+        ),
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
 
 
