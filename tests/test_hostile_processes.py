@@ -86,7 +86,14 @@ def start_cli(args: list[str], path: Path, cwd: Path) -> subprocess.Popen[str]:
         text=True,
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO / "src"), "PATH": str(path)},
+        # A runner started under nohup hands its children SIGHUP ignored, and gdsdoctor rightly
+        # keeps an ignored signal ignored (signals.py); these tests are about one delivered.
+        preexec_fn=_hangup_delivered,
     )
+
+
+def _hangup_delivered() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def wait_for_lines(record: Path, count: int, within: float = 15.0) -> None:
