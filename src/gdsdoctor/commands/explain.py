@@ -12,15 +12,15 @@ from jmespath.exceptions import JMESPathError
 
 from gdsdoctor.capture.live import capture_live
 from gdsdoctor.commands.catalogue import step_records
-from gdsdoctor.engine.evaluate import CauseResult, Outcome, evaluate_cause, render_command
+from gdsdoctor.engine.evaluate import CauseResult, Outcome, render_command
 from gdsdoctor.engine.functions import search
 from gdsdoctor.engine.rules import PLACEHOLDER, Cause, Signal
 from gdsdoctor.errors import UserError, did_you_mean
-from gdsdoctor.facts.document import build_facts
-from gdsdoctor.pipeline import HOW_TO_COLLECT, apply_site, load_inputs, require_target, rules
+from gdsdoctor.pipeline import analyze_capture, apply_site, load_inputs, require_target, rules
 from gdsdoctor.probes import ANALYSED_PROBES
 from gdsdoctor.report.escape import one_line
 from gdsdoctor.report.outline import command_lines
+from gdsdoctor.report.verdicts import verdicts
 from gdsdoctor.textwidth import fit_lines, prose_width, table
 
 
@@ -69,9 +69,13 @@ def explanation(
         if job:
             capture.options["job"] = job
     apply_site(capture, site)
-    facts = build_facts(capture)
-    result = evaluate_cause(cause, facts, HOW_TO_COLLECT)
-    lowered = result.cause.severity != cause.severity  # severity_at_most lowered it for these facts
+    # the whole analysis, as check and analyze run it: the cause judged with the same ranking,
+    # --path narrowing, acknowledgements and intent, so explain never contradicts the report
+    analysis = analyze_capture(capture, rules_dirs, acknowledgements=(site or {}).get("acknowledge") or ())
+    facts = analysis.facts
+    (result,) = [r for r in analysis.results if r.cause.id == cause_id]
+    before_narrowing = result.narrowed["from"] if result.narrowed else result.cause.severity
+    lowered = before_narrowing != cause.severity  # severity_at_most lowered it for these facts
     data: dict[str, Any] = {
         "id": cause.id,
         "title": cause.title,
@@ -79,6 +83,7 @@ def explanation(
         "certainty": result.certainty,
         "severity": result.cause.severity,
         "severity_lowered": {"from": cause.severity, "by": cause.severity_at_most} if lowered else None,
+        "in_report": in_report(analysis.report, result),
         "path": None,
         "required": [
             {"section": section, "status": (facts.get(section) or {}).get("status", "absent")}
@@ -96,6 +101,62 @@ def explanation(
         mount = (facts["derived"].get("target_mount") or {}).get("mountpoint")
         data["path"] = {"given": path, "mount": mount}
     return data
+
+
+def in_report(report: dict[str, Any], result: CauseResult) -> dict[str, Any]:
+    """Where check/analyze put the cause in their report over the same inputs, and whether it
+    sets the status: its rank among the findings, scope, candidate, the finding that explains
+    it, an acknowledgement, --path narrowing, history, or the capability the node does not use."""
+    cause_id = result.cause.id
+    (verdict,) = [v for v in verdicts(report) if v.id == cause_id]
+    finding = verdict.finding or {}
+    ranked = [f["id"] for f in report["findings"]]
+    past = [f for f in report.get("history", []) if f["id"] == cause_id]
+    not_used = [
+        u["line"] for u in report["summary"].get("not_used", []) if u["capability"] in result.not_used
+    ]
+    return {
+        "outcome": verdict.outcome,
+        "rank": ranked.index(cause_id) + 1 if cause_id in ranked else None,
+        "of": len(ranked),
+        "sets_status": verdict.fails,
+        "scope": verdict.scope,
+        "candidate": verdict.candidate,
+        "explained_by": finding.get("explained_by") or None,
+        "acknowledged": verdict.acknowledged,
+        "narrowed": result.narrowed,
+        "history": past[0].get("history_reason") if past else None,
+        "not_used": not_used[0] if not_used else None,
+        "status": report["summary"]["status"],
+        "exit_code": report["summary"]["exit_code"],
+    }
+
+
+def _placement_lines(placed: dict[str, Any]) -> list[str]:
+    """``in_report`` as the lines under the outcome."""
+    status = f"the report's status is {placed['status']} (exit {placed['exit_code']})"
+    if placed["rank"] is not None:
+        sets = "sets the status" if placed["sets_status"] else "does not set the status"
+        said = f"finding {placed['rank']} of {placed['of']}, {placed['scope']} scope: {sets}"
+    elif placed["acknowledged"]:
+        said = f"set apart by the site's acknowledgement {placed['acknowledged'].get('id')}: not counted"
+    elif placed["not_used"]:
+        said = placed["not_used"]
+    else:
+        said = {"clear": "clear", "inconclusive": "inconclusive: listed with what to collect"}.get(
+            placed["outcome"], placed["outcome"].replace("_", " ")
+        )
+    lines = [f"  in the report: {one_line(said)}; {status}"]
+    if placed["candidate"]:
+        lines.append("    a candidate: critical below the certainty floor, so it caps the status at WARNING")
+    if placed["explained_by"]:
+        lines.append(f"    folded under {one_line(str(placed['explained_by']))}, which explains it")
+    if placed["narrowed"]:
+        narrowed = placed["narrowed"]
+        lines.append(f"    capped at warning (from {narrowed['from']}): {one_line(narrowed['reason'])}")
+    if placed["history"]:
+        lines.append(f"    also in history: {one_line(placed['history'])}")
+    return lines
 
 
 def _query(expression: str, facts: dict[str, Any]) -> dict[str, Any]:
@@ -171,9 +232,11 @@ def render_explanation(data: dict[str, Any]) -> str:
         f"  outcome: {data['outcome']}  certainty: {data['certainty']:.2f}",
         f"  severity: {data['severity']}",
     ]
+    placement = _placement_lines(data["in_report"])
     if data["severity_lowered"]:
         lowered = data["severity_lowered"]
         lines[-1] += f" (lowered from {lowered['from']} by {one_line(lowered['by'] or '')})"
+    lines += placement
     if data["path"]:
         mount = data["path"]["mount"]
         where = f"on {one_line(str(mount))}" if mount else "no mount in the facts holds it"
@@ -207,10 +270,7 @@ def _shown(query: dict[str, Any]) -> str:
 def _command_text(commands: dict[str, Any]) -> list[str]:
     if not commands["remediation"] and not commands["verify"]:
         return []
-    heading = (
-        "filled with the values found" if commands["filled"] == "values found" else "as written in the rule"
-    )
-    lines = ["", f"  commands ({heading}):"]
+    lines = ["", f"  commands ({_FILLED[commands['filled']]}):"]
     lines += command_lines(commands["remediation"], commands["verify"], indent="    ")
     if commands["left_out"]:
         lines.append(f"  ({commands['left_out']} command(s) that change the host left out: --read-only)")
