@@ -67,6 +67,8 @@ from gdsdoctor.probes.app_log_launch import launch_record, launcher_error
 from gdsdoctor.probes.app_log_nccl import nccl_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
+from gdsdoctor.probes.app_log_resume import signature as resume_signature
+from gdsdoctor.probes.app_log_resume import traceback_errors
 from gdsdoctor.probes.app_log_saves import saves, timer_line
 from gdsdoctor.probes.base import Probe, head_lines, numbered_lines, src
 
@@ -190,6 +192,7 @@ def _signature(line: str) -> bool:
         or rdma_signature(line)
         or nccl_error(0, line, "", benign=error_lines.job_benign(line)) is not None
         or checkpoint_signature(line)
+        or resume_signature(line)
         or gdr_signature(line)
         or launch_record(line) is not None
         or _ANY_ERRNO.search(line)
@@ -337,6 +340,7 @@ def parse_app_log(text: str, artifact: str) -> dict[str, Any]:
             " watchdog timeout, OOM kill)"
         )
     errors = [e for line_no, line in lines if (e := _line_error(line_no, line, artifact))]
+    traceback_errors(lines, errors, artifact)  # tracebacks read whole: a resume, a framework's own error
     checkpoint = save_context(lines, errors, artifact)
     checkpoint["saves"] = saves(lines, artifact)  # how long each save took, in the job's words
     checkpoint["longest_save_s"] = max((x["seconds"] for x in checkpoint["saves"]), default=None)

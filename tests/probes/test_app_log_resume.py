@@ -1,0 +1,144 @@
+"""Tracebacks read whole (probes/app_log_resume.py): a checkpoint load that found a part missing, in
+five loaders' words (transformers, orbax, accelerate → torch.load, safetensors under diffusers, a
+job's own loader), and a save that failed in code, in four forms (CPython frames, IPython frames,
+a rank-prefixed line, a torch ``__getattr__``); the near misses keep their own kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gdsdoctor.errors import ParseError
+from gdsdoctor.probes.app_log import parse_app_log, recognise_app_log
+from gdsdoctor.probes.app_log_resume import traceback_errors
+from gdsdoctor.probes.base import numbered_lines
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "app_log_resume"
+CKPT = Path(__file__).resolve().parents[1] / "data" / "app_log_ckpt"
+
+
+def _errors(name: str, data: Path = DATA) -> list[dict[str, Any]]:
+    text = (data / name).read_text()
+    assert recognise_app_log(text), name
+    return parse_app_log(text, name)["errors"]
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "role", "member", "rank", "loader"),
+    [
+        ("medicalgpt-91--trainer-cant-find-valid-checkpoint.log", 8, "checkpoint", None, None, "transformers"),
+        ("transformers-26186--fsdp-sharded-cant-find-valid-checkpoint.log", 3, "checkpoint", None, None, "transformers"),
+        ("isaac-gr00t-353--metadata-json-missing.log", 10, "metadata", "metadata.json", None, None),
+        ("gemma-161--orbax-metadata-missing.log", 1, "metadata", "_METADATA", None, "orbax"),
+        ("kohya-ss-2046--accelerate-load-state-enoent.log", 18, "shard", "pytorch_model.bin", None, "accelerate"),
+        ("milabench-281--rank11-safetensors-missing.log", 6, "shard", "diffusion_pytorch_model.safetensors", 11,
+         "diffusers"),
+    ],
+)  # fmt: skip
+def test_each_loaders_missing_part_is_a_resume_error(
+    name: str, line: int, role: str, member: str | None, rank: int | None, loader: str | None
+) -> None:
+    found = [e for e in _errors(name) if e["kind"] == "ckpt_resume_missing"]
+    assert [e["src"]["line"] for e in found] == [line]
+    resume = found[0]["ckpt"]["resume"]
+    assert (resume["role"], resume["member"], resume["rank"], resume["loader"]) == (
+        role,
+        member,
+        rank,
+        loader,
+    )
+
+
+def test_an_errno_line_of_a_load_changes_kind_in_place_and_keeps_its_errno() -> None:
+    (error,) = _errors("isaac-gr00t-353--metadata-json-missing.log")
+    assert error["kind"] == "ckpt_resume_missing" and error["ckpt"]["errno"] == 2
+    assert error["ckpt"]["resume"]["path"].endswith("/experiment_cfg/metadata.json")
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "exception", "framework", "api_change"),
+    [
+        ("transformers-7880--typeerror-rotate-checkpoints.log", 8, "TypeError", "transformers", False),
+        ("transformers-11738--typeerror-save-checkpoint-metrics.log", 9, "TypeError", "transformers", True),
+        (
+            "icefall-1725--attributeerror-save-checkpoint.log",
+            13,
+            "AttributeError",
+            "torch",
+            True,
+        ),  # job's call
+        (
+            "firefly-24--ipython-attributeerror-save-checkpoint.log",
+            9,
+            "AttributeError",
+            None,
+            True,
+        ),  # IPython
+        ("lmms-finetune-65--rank-typeerror-save-checkpoint.log", 1, "TypeError", None, True),  # message only
+    ],
+)
+def test_a_programming_error_through_a_save_is_a_framework_error(
+    name: str, line: int, exception: str, framework: str | None, api_change: bool
+) -> None:
+    found = [e for e in _errors(name) if e["kind"] == "framework_error"]
+    assert [e["src"]["line"] for e in found] == [line]
+    failure = found[0]["ckpt"]["failure"]
+    assert (failure["exception"], failure["op"], failure["framework"], failure["api_change"]) == (
+        exception,
+        "save",
+        framework,
+        api_change,
+    )
+
+
+def test_a_programming_error_with_no_save_in_sight_is_not_read() -> None:
+    text = (DATA / "flagembedding-1583--attributeerror-no-save-in-sight.log").read_text()
+    assert not recognise_app_log(text)
+    with pytest.raises(ParseError):
+        parse_app_log(text, "x")
+
+
+def test_a_saves_enoent_is_not_a_resume() -> None:
+    kinds = [e["kind"] for e in _errors("llamafactory-1860--save-rename-enoent-interleaved.log")]
+    assert kinds == ["errno_error"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("ast-30--torch-save-enospc.log", "ckpt_enospc"),  # an OSError on torch.save's path
+        ("llamafactory-1223--streamwriter-file-write-failed.log", "ckpt_write_failed"),
+        ("simpletuner-1880--dcp-checkpoint-exception.log", "ckpt_dcp_failed"),
+    ],
+)
+def test_io_errors_of_a_save_keep_their_kinds(name: str, kind: str) -> None:
+    kinds = {e["kind"] for e in _errors(name, CKPT)}
+    assert kind in kinds
+    assert not kinds & {"framework_error", "ckpt_resume_missing"}
+
+
+def test_an_io_error_chained_under_a_programming_error_keeps_both_readings() -> None:
+    # two real tracebacks one after the other (ast #30's ENOSPC, then transformers #7880's TypeError):
+    # each is read with its own frames; the rule weighs them (framework-error-not-storage's counter)
+    text = (CKPT / "ast-30--torch-save-enospc.log").read_text() + "\n"
+    text += (DATA / "transformers-7880--typeerror-rotate-checkpoints.log").read_text()
+    kinds = [e["kind"] for e in parse_app_log(text, "x")["errors"]]
+    assert "ckpt_enospc" in kinds and kinds[-1] == "framework_error"
+
+
+def test_dcp_rank_headers_name_the_rank_of_a_missing_part() -> None:
+    # torch.distributed.checkpoint's CheckpointException lists each rank's traceback under a
+    # "(RANK N)" header; the line of DeepSpeed's assert names no rank: the header does
+    lines = numbered_lines(
+        "Traceback (most recent call last): (RANK 3)\n"
+        '  File "/usr/lib/python3/site-packages/torch/distributed/checkpoint/filesystem.py", line 1, in read_metadata\n'
+        '    with self.fs.create_stream(path, "rb") as metadata_file:\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: '/local/ckpt/step-100/.metadata'\n"
+    )
+    errors: list[dict[str, Any]] = []
+    traceback_errors(lines, errors, "x")
+    (error,) = errors
+    assert error["ckpt"]["resume"] == {"path": "/local/ckpt/step-100/.metadata", "member": ".metadata",
+                                       "role": "metadata", "rank": 3, "loader": "dcp"}  # fmt: skip
