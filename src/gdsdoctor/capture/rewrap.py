@@ -36,6 +36,7 @@ _PREFIXES = (
     lazy_compile(r"^\[rank\d{1,6}\]:"),  # torchrun's rank prefix
     lazy_compile(r"^[\w.-]{1,64}:\d{1,10}:\d{1,10} \[\d{1,3}\] "),  # NCCL
     lazy_compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d"),  # glog
+    lazy_compile(r"^\d\d:\d\d:\d\d,\d{1,6} {1,2}[A-Z]{3,8} "),  # anaconda (capture/installer.py)
 )
 SOFT_MIN = 50  # a line shorter than this was not wrapped
 MAX_LINES = 5000  # a hand-made paste; a captured log (a whole kern.log) is never mail-wrapped

@@ -7,7 +7,7 @@ module turns such a text into its *parts*: one per command output, each unwrappe
 was removed (for the report) and the host identities the wrappers named (for the one-host check).
 
 Order: quoting and fences first (they wrap everything), then the split on prompt lines, then per
-part indentation, inline backticks, blank edges and log prefixes.
+part indentation, inline backticks, blank edges and log prefixes (an installer's: capture/installer.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gdsdoctor import syslog_time
+from gdsdoctor.capture import installer
 from gdsdoctor.capture.rewrap import fullwidth_to_ascii, rejoin
 from gdsdoctor.patterns import lazy_compile
 
@@ -123,8 +124,8 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
         for part in _split_on_prompts(block, start):
             part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
             _clean(part)
-            if part.text.strip():
-                parts.append(part)
+            # an installer's log: its kernel lines and the rest, each to its own reader
+            parts += [piece for piece in installer.by_speaker(part) if piece.text.strip()]
     return parts
 
 
@@ -260,6 +261,7 @@ def _clean(part: Part) -> None:
     lines, joined = rejoin(lines)  # a mail's or a terminal's wrapping, before the prefixes go
     if joined:
         part.removed.append(f"wrapping ({joined} line{'s' if joined > 1 else ''} joined)")
+    lines = installer.strip(lines, part.removed)  # an installer's prefix, before the syslog one
     lines = _log_prefixes(lines, part)
     _json_identity(lines, part)
     part.text = "\n".join(lines)
