@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from gdsdoctor import DEFAULT_DEADLINE_S
-from gdsdoctor.capture import compress
+from gdsdoctor.capture import compress, quoted
 from gdsdoctor.capture.capture import Capture
 from gdsdoctor.capture.merge import MERGERS, host_conflict
 from gdsdoctor.capture.recognition import WHOLE_READING, explained_share, recognise_text
-from gdsdoctor.capture.unwrap import Part, dedented, inline_code, text_blocks, unwrap
+from gdsdoctor.capture.unwrap import Part, dedented, inline_code, split_apart, text_blocks, unwrap
 from gdsdoctor.deadline import doing
 from gdsdoctor.errors import UserError
 from gdsdoctor.model import Artifact, ArtifactStatus, decode_text, is_blank
@@ -118,15 +118,22 @@ class PasteReader:
                 return self._kept(readings)
             # No output inside the wrappers is one we know: the text may be one as a whole (an
             # application log quoting commands, prose around a fenced snippet the log reader reads).
-            whole = Part(text)
+            whole = _with_quoted_lines(Part(text))[0]
             readings = [(whole, self._recognised(whole))]
             if readings[0][1][0] is not None:
                 return readings
         # Nothing known, whole or unwrapped: outputs pasted bare between paragraphs (an issue
         # form's "Terminal output" section, no fence) are read block by block.
-        blocks = [(block, self._block_reading(block)) for block in text_blocks(text)]
+        blocks = [(block, self._block_reading(_with_quoted_lines(block)[0])) for block in text_blocks(text)]
         if any(probe for _, (probe, _) in blocks):
             return self._kept(blocks)
+        # Last, the lines its prose quotes, alone: a sentence's one kernel line in a paragraph of prose.
+        whole, quoted_at = _with_quoted_lines(Part(text))
+        if quoted_at:
+            alone = split_apart(whole, quoted_at)[0]
+            reading = self._recognised(alone)
+            if reading[0] is not None:
+                return [(alone, reading)]
         return readings[:1]
 
     def _block_reading(self, block: Part) -> tuple[Probe | None, str]:
@@ -210,6 +217,18 @@ class PasteReader:
 
 
 Readings = list[tuple[Part, tuple[Probe | None, str]]]
+
+
+def _with_quoted_lines(part: Part) -> tuple[Part, set[int]]:
+    """The part with each prose line that quotes a kernel or tool line replaced by that line, and
+    which lines were (capture/quoted.py; unwrap does it for the parts it makes, this for the texts
+    read whole or block by block)."""
+    removed: list[str] = []
+    lines, replaced = quoted.unquote_lines(part.text.split("\n"), removed)
+    if replaced:
+        part.text = "\n".join(lines)
+        part.removed += removed
+    return part, replaced
 
 
 def _padded(part: Part) -> str:

@@ -11,21 +11,16 @@ output no output, so a ticket with an installer's log read as nothing.
 When a part's lines carry one such prefix (``MIN_LINES`` of them, ``MIN_SHARE`` of its lines
 with text), the prefix goes as the syslog one does (unwrap): a kernel line becomes the undated
 ``- kernel: message`` the kernel-log reader reads, any other line its message alone (a
-traceback's lines, a tool's stderr). ``by_speaker`` then gives the kernel's lines and the rest as
-two parts, each at the lines it holds, so that each reaches its own reader. Lines without the
+traceback's lines, a tool's stderr). unwrap then gives the kernel's lines and the rest as two
+parts, each at the lines it holds, so that each reaches its own reader. Lines without the
 prefix (a traceback's frames, a wrapped message's tail) stay as they are.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from gdsdoctor.patterns import lazy_compile
-
-if TYPE_CHECKING:
-    from gdsdoctor.capture.unwrap import Part
 
 _LEVELS = r"(?:DEBUG|DBG|INFO|INF|NOTICE|WARNING|WARN|WRN|ERROR|ERR|CRITICAL|CRIT|ALERT|EMERG)"
 _IDENT = r"[A-Za-z_][\w.\-/]{0,80}?"
@@ -67,6 +62,11 @@ def form_of(lines: list[str]) -> str | None:
     return name if count >= MIN_LINES and count >= MIN_SHARE[name] * len(filled) else None
 
 
+def kernel_lines(lines: list[str]) -> set[int]:
+    """Which of the stripped lines are the kernel's."""
+    return {index for index, line in enumerate(lines) if line.startswith(KERNEL)}
+
+
 def strip(lines: list[str], removed: list[str]) -> list[str]:
     """The lines without their installer prefix (a kernel line as ``- kernel: message``), or the
     lines as they are when they carry none. A prefix inside the prefix goes too: anaconda's syslog
@@ -95,20 +95,3 @@ def _strip_once(lines: list[str], removed: list[str]) -> tuple[list[str], bool]:
             out.append(m["msg"].strip())
     removed.append(f"{name} log prefixes")
     return out, True
-
-
-def by_speaker(part: Part) -> list[Part]:
-    """An installer log's kernel lines and its other lines as two parts, each with the other's
-    lines blank (every line keeps its number); the part itself when it holds only one of them or
-    is no installer log."""
-    if not any(word.endswith(" log prefixes") and word.split()[0] in FORMS for word in part.removed):
-        return [part]
-    lines = part.text.split("\n")
-    kernel = [line if line.startswith(KERNEL) else "" for line in lines]
-    rest = ["" if line.startswith(KERNEL) else line for line in lines]
-    if not any(line.strip() for line in kernel) or not any(line.strip() for line in rest):
-        return [part]
-    return [
-        replace(part, text="\n".join(kernel), removed=[*part.removed], prompts=[*part.prompts]),
-        replace(part, text="\n".join(rest), removed=[*part.removed], prompts=[*part.prompts]),
-    ]

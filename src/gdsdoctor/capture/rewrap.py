@@ -57,6 +57,11 @@ def _prefix(line: str) -> int | None:
     return next((i for i, pattern in enumerate(_PREFIXES) if pattern.search(line)), None)
 
 
+def log_prefix(line: str) -> int | None:
+    """Which log prefix ``line`` starts with (dmesg, syslog, ISO, a rank's, NCCL's…), or None."""
+    return _prefix(line)
+
+
 def _shape(line: str) -> str:
     """The first token's shape: digits as 0, letters as a (``[ 123.4]`` and ``[ 987.6]`` are alike)."""
     token = _SHAPE.match(line.lstrip())

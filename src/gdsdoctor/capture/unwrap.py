@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gdsdoctor import syslog_time
-from gdsdoctor.capture import installer
+from gdsdoctor.capture import installer, quoted
 from gdsdoctor.capture.rewrap import fullwidth_to_ascii, rejoin
 from gdsdoctor.patterns import lazy_compile
 
@@ -123,9 +123,9 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
         block = _unquote(block, inner)
         for part in _split_on_prompts(block, start):
             part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
-            _clean(part)
-            # an installer's log: its kernel lines and the rest, each to its own reader
-            parts += [piece for piece in installer.by_speaker(part) if piece.text.strip()]
+            kernel = _clean(part)
+            # an installer's kernel lines apart from the rest, each to its own reader
+            parts += [piece for piece in split_apart(part, kernel) if piece.text.strip()]
     return parts
 
 
@@ -249,7 +249,9 @@ def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
     return parts
 
 
-def _clean(part: Part) -> None:
+def _clean(part: Part) -> set[int]:
+    """The part without its wrappers; returns the lines to read apart from the rest (an
+    installer log's kernel lines)."""
     lines = _unquote(part.text.split("\n"), part.removed)  # quoted output behind an unquoted prompt
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -261,10 +263,28 @@ def _clean(part: Part) -> None:
     lines, joined = rejoin(lines)  # a mail's or a terminal's wrapping, before the prefixes go
     if joined:
         part.removed.append(f"wrapping ({joined} line{'s' if joined > 1 else ''} joined)")
+    stripped = len(part.removed)
     lines = installer.strip(lines, part.removed)  # an installer's prefix, before the syslog one
+    apart = installer.kernel_lines(lines) if len(part.removed) > stripped else set()
     lines = _log_prefixes(lines, part)
+    lines, _ = quoted.unquote_lines(lines, part.removed)  # a kernel line quoted in a sentence
     _json_identity(lines, part)
     part.text = "\n".join(lines)
+    return apart
+
+
+def split_apart(part: Part, apart: set[int]) -> list[Part]:
+    """The part as two, the ``apart`` lines (indices into its text) and the rest, each with the
+    other's lines blank so that every line keeps its number; the part itself when either is empty."""
+    lines = part.text.split("\n")
+    chosen = [line if index in apart else "" for index, line in enumerate(lines)]
+    rest = ["" if index in apart else line for index, line in enumerate(lines)]
+    if not any(line.strip() for line in chosen) or not any(line.strip() for line in rest):
+        return [part]
+    return [
+        replace(part, text="\n".join(chosen), removed=[*part.removed], prompts=[*part.prompts]),
+        replace(part, text="\n".join(rest), removed=[*part.removed], prompts=[*part.prompts]),
+    ]
 
 
 def dedented(part: Part) -> Part | None:
@@ -281,7 +301,12 @@ def dedented(part: Part) -> Part | None:
         return None
     text = "\n".join(line[cut:] for line in lines)
     return Part(
-        text, part.command, part.first_line, [*part.removed, "indentation"], part.identity, part.prompts
+        text,
+        part.command,
+        part.first_line,
+        [*part.removed, "indentation"],
+        part.identity,
+        part.prompts,
     )
 
 

@@ -253,6 +253,16 @@ def classify(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+def kernel_family(text: str, at_start: bool = False) -> str | None:
+    """The storage-path kernel subsystem whose prefix ``text`` (a kernel message without its
+    time) carries, error or not: what a line quoted in prose must name to be a kernel line.
+    ``at_start``: only a subsystem named where the text begins (a sentence that quotes
+    ``I/O error, dev sda`` further on is no kernel line itself)."""
+    text = text.strip()[:MAX_CHARS]
+    find = "match" if at_start else "search"
+    return next((family for family, pattern in _KERNEL if getattr(pattern, find)(text)), None)
+
+
 @lru_cache(maxsize=4096)
 def classify_cached(text: str) -> tuple[str, str | None] | None:
     """``classify`` remembered: a log repeats its lines (a storm of one message)."""

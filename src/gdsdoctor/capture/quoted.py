@@ -1,0 +1,104 @@
+"""Kernel and tool lines quoted inside prose, read as the lines they quote.
+
+A ticket often carries its evidence inside a sentence: ``When the "nvme nvme0: I/O 14 QID 2
+timeout, aborting" errors occur, the system…``, ``I see messages like `nvme nvme0: I/O 34 QID 13
+timeout, aborting` in the journal``, ``dmesg reports: "end_request: I/O error, dev hdc, sector 0"``.
+The kernel-log reader then takes the whole sentence for the message: the device, the time and
+the words around it are the prose's, and two quoted lines on one line are one event.
+
+A line of prose is replaced by the line it quotes when a quoted span (between straight or curly
+double quotes or backticks), or what follows a colon, is itself a line of the storage path:
+
+- its start names a kernel subsystem of the storage path (``probes/error_lines.kernel_family``:
+  ``nvme nvme0:``, ``end_request:``, ``XFS (sda1):``), after a dmesg time if it has one; or
+- the error classifier places it (an ``NCCL WARN``, an ``[Errno 28]``, a CUDA or cuFile error).
+
+The line must be prose: words outside the quoted spans, and not itself a log line (a kernel
+message quoting a file name, a JSON record's ``"MESSAGE":"…"``). Of several quoted lines on one
+line the first that is an error line is kept (the line keeps its number in the paste; a second
+quoted line is not read apart). A sentence that names a word like "timeout" and quotes no such
+line is left as it is. unwrap gives the quoted lines as a part of their own (the prose's other
+lines blank), so that a sentence's one kernel line is read as a kernel log is.
+"""
+
+from __future__ import annotations
+
+from gdsdoctor.capture.rewrap import log_prefix
+from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import error_lines
+
+_SPAN = lazy_compile(r'"([^"\n]{6,400})"|\u201c([^\u201d\n]{6,400})\u201d|`([^`\n]{6,400})`')
+_AFTER_COLON = lazy_compile(r":[ \t]+(?=\S)")
+_DMESG_TIME = lazy_compile(r"^\[\s{0,12}\d{1,8}\.\d{1,9}\]\s?")
+_WORD = lazy_compile(r"[A-Za-z]{2,}")
+# the words before a colon that introduce a quoted line: two words or more of letters, the last a
+# word (not a logger's dotted name, an exception's one name or a program's ``srun:``)
+_LEAD = lazy_compile(r"(?:^|\s)[A-Za-z][a-z']{0,30}(?:[ \t]{1,4}[A-Za-z][A-Za-z']{0,30}){1,12}[ \t]{0,4}$")
+MIN_PROSE_WORDS = 2  # "When the … errors occur": words around the quote that no log line has
+MAX_LINE = 2000  # a paragraph's line; a longer line is a log's or garbage
+REMOVED = "prose around quoted lines"
+MAX_TEXT = 256 * 1024  # what unwrap reads block by block as prose (unwrap.MAX_BLOCKS_CHARS)
+
+
+def _message(span: str) -> str:
+    """The span without the dmesg time or the syslog ``kernel:`` it may carry."""
+    text = _DMESG_TIME.sub("", span.strip(), count=1)
+    return text.removeprefix("kernel: ").strip()
+
+
+def quotes_a_line(span: str) -> bool:
+    """Whether ``span`` is a kernel line of the storage path or an error line of any family."""
+    message = _message(span)
+    if len(message) < 6 or len(message.split()) < 2:
+        return False
+    return error_lines.kernel_family(message) is not None or error_lines.classify_cached(message) is not None
+
+
+def _is_prose(line: str, spans: list[tuple[int, int]]) -> bool:
+    outside, at = [], 0
+    for start, end in spans:
+        outside.append(line[at:start])
+        at = end
+    outside.append(line[at:])
+    return len(_WORD.findall(" ".join(outside))) >= MIN_PROSE_WORDS
+
+
+def quoted_line(line: str) -> str | None:
+    """The storage-path line ``line`` quotes, or None (see the module)."""
+    if len(line) > MAX_LINE or log_prefix(line) is not None or line.lstrip().startswith(("{", "[")):
+        return None
+    if error_lines.kernel_family(line, at_start=True) is not None:
+        return None  # a kernel line itself (quoting a name or an option)
+    candidates: list[tuple[str, tuple[int, int]]] = []
+    if '"' in line or "`" in line or "\u201c" in line:
+        for m in _SPAN.finditer(line):
+            span = next(group for group in m.groups() if group is not None)
+            candidates.append((span, m.span()))
+    if not candidates and ": " in line:  # "dmesg shows: nvme nvme0: I/O 12 QID 3 timeout"
+        m = _AFTER_COLON.search(line)  # the first colon: the prose's; a later one is the message's
+        if m is not None and _LEAD.search(line[: m.start()]):
+            candidates.append((line[m.end() :], (m.start(), len(line))))
+    quoted = [(span, where) for span, where in candidates if quotes_a_line(span)]
+    if not quoted or not _is_prose(line, [where for _, where in quoted]):
+        return None
+    errors = [span for span, _ in quoted if error_lines.classify_cached(_message(span)) is not None]
+    return (errors or [quoted[0][0]])[0].strip()
+
+
+def unquote_lines(lines: list[str], removed: list[str]) -> tuple[list[str], set[int]]:
+    """Each prose line replaced by the storage-path line it quotes (its place kept), and which
+    lines were; a text larger than a person writes (``MAX_TEXT``: a captured log) is left as it is."""
+    if sum(len(line) + 1 for line in lines) > MAX_TEXT:
+        return lines, set()
+    out = list(lines)
+    replaced: set[int] = set()
+    for index, line in enumerate(lines):
+        if '"' not in line and "`" not in line and "\u201c" not in line and ": " not in line:
+            continue  # most lines quote nothing: one C test each
+        quoted = quoted_line(line)
+        if quoted is not None:
+            out[index] = quoted
+            replaced.add(index)
+    if replaced:
+        removed.append(REMOVED)
+    return out, replaced
