@@ -78,3 +78,28 @@ def test_gdrcopys_own_tools_output(name: str, expected: list[tuple[Any, ...]]) -
 def test_a_sanity_run_that_passed_is_no_error() -> None:
     text = (DATA / "app_log_gdr" / "gdrcopy-sanity-all-passed--near-miss.gdrcopy-299.log").read_text()
     assert not app_log.recognise_app_log(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("gdrcopy-sanity-gdrdrv-not-loaded.gdrcopy-234.log", "gdr_open_failed"),
+        ("gdrcopy-sanity-gdrdrv-too-old.gdrcopy-115.log", "gdrdrv_too_old"),
+        ("copylat-pin-buffer-code-22.gdrcopy-184.log", "gdr_pin_failed"),
+        ("gdrcopy-sanity-summary-tokens-570.gdrcopy-324.log", "gdrcopy_tests_failed"),
+    ],
+)
+def test_gdrcopys_failures_are_error_lines_of_the_gpu_family(name: str, kind: str) -> None:
+    """gdrdrv is a GPU module (its kernel lines are the gpu family's): GDRCopy's own failures are
+    error lines of that family, so that one no cause explains never leaves a node OK."""
+    parsed = app_log.parse_app_log((DATA / "app_log_gdr" / name).read_text(), "x")
+    lines = [line for line in parsed["error_lines"] if line["kind"] == kind]
+    assert lines and {line["family"] for line in lines} == {"gpu"}
+
+
+def test_gdrdrv_not_loaded_is_no_longer_ok() -> None:
+    """gdr_open failed: no cause of the catalogue reads it yet; its lines are unexplained, so the
+    status is UNKNOWN with the line, not OK (it was OK before the gdr kinds had a family)."""
+    report = analyze_paths([DATA / "app_log_gdr" / "gdrcopy-sanity-gdrdrv-not-loaded.gdrcopy-234.log"]).report
+    assert report["summary"]["status"] == "UNKNOWN"
+    assert report["unexplained"] and {line["family"] for line in report["unexplained"]} == {"gpu"}

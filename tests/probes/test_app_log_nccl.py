@@ -187,3 +187,13 @@ def test_cuda_errors_as_frameworks_print_them(line: str, cuda_error: str) -> Non
 def test_cuda_out_of_memory_stays_the_gpu_memory_kind() -> None:
     error = app_log.parse_app_log("RuntimeError: CUDA error: out of memory", "x")["errors"][0]
     assert error["kind"] == "gpu_oom"
+
+
+def test_vllms_shared_memory_wait_is_no_error_line_by_itself() -> None:
+    """vLLM's shm_broadcast.py prints it while a worker hangs *or* compiles or quantises (its own
+    words): a wait to count, not a failure, so it has no error-line family (docs/facts/app_log.md);
+    the RPC timeout that follows it in the same log is one (nccl)."""
+    parsed = app_log.parse_app_log((NCCL / "vllm-46611--shm-wait-rpc-timeout.log").read_text(), "x")
+    families = {line["kind"]: line["family"] for line in parsed["error_lines"]}
+    assert "distributed_wait" not in families
+    assert families.get("collective_hang") == "nccl"

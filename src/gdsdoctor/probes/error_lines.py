@@ -199,6 +199,8 @@ KIND_FAMILY: dict[str, str] = {
     **dict.fromkeys(("fs_shutdown", "fs_error", "fs_mount_option_rejected"), "filesystem"),
     **dict.fromkeys(("nvidia_fs_error", "peermem_error", "nvrm_xid", "nvrm_api_mismatch", "nvrm_gpu_init_failed",
                      "nvrm_gpu_lost", "gpl_symbol_refusal", "module_symbol_mismatch", "pat_conflict"), "gpu"),
+    # GDRCopy's own failures (app_log_gdr): its module gdrdrv is a GPU module, as its kernel lines are
+    **dict.fromkeys(("gdrdrv_too_old", "gdr_pin_failed", "gdr_open_failed", "gdrcopy_tests_failed"), "gpu"),
     "pcie_aer": "pcie",
     "iommu_fault": "iommu",
     "hung_task": "hang",
