@@ -14,12 +14,17 @@ any other file fail the test).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from gdsdoctor.pipeline import analyze_paths, rules
+from gdsdoctor.engine.functions import OPTIONS, compile_expression
+from gdsdoctor.engine.query import FactQuery
+from gdsdoctor.engine.rules import cause_expressions
+from gdsdoctor.pipeline import analyze_paths, rules, symptom_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CASES = sorted(p.parent for p in FIXTURES.rglob("expect.yaml"))
@@ -63,6 +68,43 @@ def test_fixture(case: Path) -> None:
     tolerated = tuple(expect.get("unrecognised", []))
     notes = [n for n in analysis.report["source"]["notes"] if not _about(n, tolerated)]
     assert not notes, notes
+    _filters_agree_with_jmespath(analysis.facts)
+
+
+@lru_cache(maxsize=1)
+def _filter_expressions() -> list[str]:
+    """Every expression of the rules and symptoms with a filter: what FactQuery evaluates
+    through conditions compiled to closures (engine/compiled.py) and an index."""
+    expressions = {e for cause in rules() for _, e in cause_expressions(cause)}
+    for symptom in symptom_table():
+        expressions |= {symptom.when, symptom.evidence or symptom.when}
+        expressions |= {c.decided_when for c in symptom.candidates if c.decided_when}
+    return sorted(e for e in expressions if "[?" in e)
+
+
+def _outcome(run: Any, *args: Any) -> tuple[str, Any]:
+    try:
+        return ("value", run(*args))
+    except Exception as error:  # both ways must fail alike
+        return ("error", f"{type(error).__name__}: {error}")
+
+
+def _filters_agree_with_jmespath(facts: dict[str, Any]) -> None:
+    """Each expression gives jmespath's own result over the fixture's facts, and over the whole
+    log's (the history pass's) where some events are history."""
+    from gdsdoctor.facts import lifecycle
+    from gdsdoctor.facts.derived import derive
+
+    documents = [facts]
+    if (facts.get("dmesg") or {}).get("history"):
+        whole = lifecycle.with_history(facts)
+        whole["derived"] = derive(whole, (facts.get("target") or {}).get("path"))
+        documents.append(whole)
+    for document in documents:
+        query = FactQuery(document)
+        for expression in _filter_expressions():
+            plain = _outcome(compile_expression(expression).search, document, OPTIONS)
+            assert _outcome(query.search, expression) == plain, expression
 
 
 def _about(note: str, names: tuple[str, ...]) -> bool:

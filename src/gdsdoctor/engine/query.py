@@ -7,7 +7,9 @@ with 161 events, and growing with the log (docs/performance.md). Here a filter w
 can hold only where one field (or a path of fields, ``details.sct``) equals one of some string
 literals (``kind=='a'``, ``kind=='a' || kind=='b'``, or either of those ``&&`` anything) visits
 only the elements with those values, found in an index of the list built at the first such
-filter. The whole condition is still tested on each of them, so the result is JMESPath's own.
+filter. The whole condition is still tested on each of them (unless it says no more than the
+lookup), so the result is JMESPath's own. The condition and what the filter projects are
+compiled once into closures (engine/compiled.py), not interpreted again for every element.
 
 A query holds on to the lists it indexed: the facts must not change while it is in use (the
 engine builds one per evaluation, after the facts are complete).
@@ -15,10 +17,12 @@ engine builds one per evaluation, after the facts are complete).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from jmespath.visitor import TreeInterpreter
 
+from gdsdoctor.engine.compiled import Fn, compile_node, identity, is_false
 from gdsdoctor.engine.functions import OPTIONS, compile_expression
 
 # A shorter list is filtered the plain way: the index would cost more than it saves.
@@ -53,27 +57,25 @@ class _IndexedInterpreter(TreeInterpreter):
         base = self.visit(node["children"][0], value)
         if not isinstance(base, list):
             return None
-        condition, projected = node["children"][2], node["children"][1]
-        collected = []
-        candidates = self._candidates(base, condition)
-        # a condition that is only what the index looked up (``kind=='a' || kind=='b'``) holds on
-        # every candidate: tested again, it was most of a filter's work over a log's events
-        decided = candidates is not base and _is_lookup(condition)
-        for element in candidates:
-            if decided or self._is_true(self.visit(condition, element)):
-                current = self.visit(projected, element)
-                if current is not None:
-                    collected.append(current)
-        return collected
+        plan = _plan(node)
+        if plan.required and len(base) >= _INDEXED_FROM:
+            candidates = self._candidates(base, plan.required)
+            # a condition that is only what the index looked up (``kind=='a' || kind=='b'``)
+            # holds on every candidate: tested again, it was most of a filter's work over a log
+            held = candidates if plan.lookup else [e for e in candidates if not is_false(plan.condition(e))]
+        else:
+            held = [element for element in base if not is_false(plan.condition(element))]
+        if plan.projected is identity:
+            return [element for element in held if element is not None]
+        return [current for current in map(plan.projected, held) if current is not None]
 
-    def _candidates(self, base: list[Any], condition: Node) -> list[Any]:
-        """The elements for which ``condition`` may hold: those with the values it requires of
-        a field (the fewest, where it requires values of several), else all of them."""
-        required = requirements(condition)
-        if not required or len(base) < _INDEXED_FROM:
-            return base
-        choices = (self._positions(base, path, values) for path, values in required)
-        return [base[p] for p in sorted(min(choices, key=len))]
+    def _candidates(self, base: list[Any], required: list[Requirement]) -> list[Any]:
+        """The elements for which a condition requiring ``required`` may hold: those with the
+        values its first requirement names (``kind``'s, in ``kind=='a' && details.sct=='b'``).
+        Indexing the other fields too, to visit the fewest, cost a pass over the list for each
+        and saved only tests of a compiled condition."""
+        path, values = required[0]
+        return [base[p] for p in sorted(self._positions(base, path, values))]
 
     def _positions(self, base: list[Any], path: Path, values: frozenset[str]) -> list[int]:
         index = self._index(base, path)
@@ -92,6 +94,32 @@ class _IndexedInterpreter(TreeInterpreter):
                 index.setdefault(found, []).append(position)
         self._indexes[key] = (base, index)
         return index
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A filter's parts, read off its syntax tree once: its condition and projection compiled
+    (engine/compiled.py), what the condition requires of a field, and whether that is all it says."""
+
+    condition: Fn
+    projected: Fn
+    required: list[Requirement]
+    lookup: bool
+
+
+# id of a filter's node -> (the node, its plan): the node is kept so its id stays its own
+_PLANS: dict[int, tuple[Node, _Plan]] = {}
+
+
+def _plan(node: Node) -> _Plan:
+    known = _PLANS.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    condition, projected = node["children"][2], node["children"][1]
+    compiled = compile_node(condition), compile_node(projected)
+    plan = _Plan(*compiled, requirements(condition), _is_lookup(condition))
+    _PLANS[id(node)] = (node, plan)
+    return plan
 
 
 def requirements(condition: Node) -> list[Requirement]:
