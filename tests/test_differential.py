@@ -178,3 +178,30 @@ def test_lint_refuses_a_candidate_the_catalogue_does_not_have(tmp_path: Path) ->
 def test_every_built_in_candidate_names_a_cause_and_a_read_only_command() -> None:
     found = lint_rule_set([ROOT / "rules"], KNOWN_SECTIONS)
     assert found.issues == [] and {s.id for s in found.symptoms} == {a[0] for a in ALONE}
+
+
+def test_a_watchdog_during_a_save_lists_its_candidates_in_field_order() -> None:
+    # the order counted on public threads (rules/symptoms.yaml's comment: 5, 2, 1, 1, 1, 1 of 13)
+    assert _table("collective-timeout-during-save")[:6] == [
+        "checkpoint-save-outlasts-timeout",
+        "storage-task-hung",
+        "netfs-server-unreachable",
+        "framework-error-not-storage",
+        "gpu-memory-exhausted-during-save",
+        "checkpoint-stall-over-budget",
+    ]
+
+
+def test_a_save_that_raised_on_one_rank_explains_the_others_watchdog(tmp_path: Path) -> None:
+    # transformers #7880's TypeError in the Trainer's save, then LlamaFactory #7396's watchdog: the
+    # save raised (not the storage), the ranks that did not raise waited until the watchdog fired
+    joined = tmp_path / "job.log"
+    joined.write_text(
+        (DATA / "app_log_resume" / "transformers-7880--typeerror-rotate-checkpoints.log").read_text()
+        + WATCHDOG.read_text()
+    )
+    report = analyze_paths([joined], None).report
+    symptom = _symptom(report, "collective-timeout-during-save")
+    assert symptom["state"] == "explained"
+    assert _states(symptom)["framework-error-not-storage"] == "confirmed"
+    assert report["summary"]["status"] == "OK"  # a job's code: no node drained, nothing unexplained

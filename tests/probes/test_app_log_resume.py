@@ -142,3 +142,44 @@ def test_dcp_rank_headers_name_the_rank_of_a_missing_part() -> None:
     (error,) = errors
     assert error["ckpt"]["resume"] == {"path": "/local/ckpt/step-100/.metadata", "member": ".metadata",
                                        "role": "metadata", "rank": 3, "loader": "dcp"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "loader", "member", "role"),
+    [
+        # the loaders' own format strings, as their sources raise them (no pasted sample found):
+        # Megatron's dist_checkpointing/serialization.py (load, load_common)
+        ("megatron.core.dist_checkpointing.core.CheckpointingException: /ckpt/iter_0000100 is not a "
+         "distributed checkpoint", "megatron", "metadata.json", "metadata"),
+        ("megatron.core.dist_checkpointing.core.CheckpointingException: Checkpoint directory "
+         "/ckpt/iter_0000100 does not exist", "megatron", None, "checkpoint"),
+        # torch.distributed.checkpoint FileSystemReader.read_metadata's wrapping of the missing .metadata
+        ("FileNotFoundError: '/ckpt/step-100' is not a distributed checkpoint folder.", "dcp", ".metadata",
+         "metadata"),
+    ],
+)  # fmt: skip
+def test_the_loaders_own_words_for_a_missing_part(
+    line: str, loader: str, member: str | None, role: str
+) -> None:
+    errors: list[dict[str, Any]] = []
+    traceback_errors(numbered_lines(line + "\n"), errors, "x")
+    (error,) = errors
+    resume = error["ckpt"]["resume"]
+    assert (resume["loader"], resume["member"], resume["role"]) == (loader, member, role)
+    assert resume["path"] in ("/ckpt/iter_0000100", "/ckpt/step-100")
+
+
+def test_deepspeeds_assert_on_an_empty_tag_is_a_missing_part() -> None:
+    # DeepSpeed's state_dict_factory.py check_ckpt_list, in a traceback as CPython prints it (the
+    # assert's source line above a bare AssertionError): the tag `latest` names has no model states
+    lines = numbered_lines(
+        '[rank1]:   File "/opt/conda/lib/python3.11/site-packages/deepspeed/runtime/state_dict_factory.py",'
+        " line 168, in check_ckpt_list\n"
+        "[rank1]:     assert len(self.ckpt_list) > 0\n"
+        "[rank1]: AssertionError\n"
+    )
+    errors: list[dict[str, Any]] = []
+    traceback_errors(lines, errors, "x")
+    (error,) = errors
+    assert error["kind"] == "ckpt_resume_missing"
+    assert error["ckpt"]["resume"]["loader"] == "deepspeed" and error["ckpt"]["resume"]["rank"] == 1

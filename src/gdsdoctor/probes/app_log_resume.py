@@ -80,9 +80,21 @@ _SAVE_FUNCTION = lazy_compile(r"(?:^|[._])_{0,2}save|checkpoint_save|persist", r
 _LOADER_MESSAGE = lazy_compile(
     r"Can't find a valid checkpoint at (?P<hf>\S{1,500})"  # transformers' Trainer
     r"|No valid checkpoint found in output directory \((?P<hf_dir>[^)\n]{1,500})\)"  # its get_last_checkpoint
-    r"|(?<!\S)(?P<mg>\S{1,500}) is not a distributed checkpoint"  # Megatron's dist_checkpointing
+    # torch.distributed.checkpoint's FileSystemReader, where it wraps the .metadata it did not find
+    r"|'(?P<dcp>[^'\n]{1,500})' is not a distributed checkpoint folder"
+    r"|(?<!\S)(?P<mg>\S{1,500}) is not a distributed checkpoint(?! folder)"  # Megatron's dist_checkpointing
+    r"|Checkpoint directory (?P<mg_dir>\S{1,500}) does not exist"  # Megatron's, a step the tracker names
     r"|Metadata file \(named (?P<orbax_name>\w{1,40})\) does not exist at (?P<orbax>\S{1,500})"  # orbax
 )
+# each message's group: (loader, the member it misses, its role)
+_LOADER_GROUPS = {
+    "hf": ("transformers", None, "checkpoint"),
+    "hf_dir": ("transformers", None, "checkpoint"),
+    "dcp": ("dcp", ".metadata", "metadata"),
+    "mg": ("megatron", "metadata.json", "metadata"),
+    "mg_dir": ("megatron", None, "checkpoint"),
+    "orbax": ("orbax", None, "metadata"),
+}
 _MISSING_PATH = lazy_compile(
     r"No such file or directory: (?:'(?P<q1>[^'\n]{1,500})'|\"(?P<q2>[^\"\n]{1,500})\")"
 )
@@ -172,11 +184,9 @@ def _role(path: str | None) -> str:
 def _missing(tb: _Traceback) -> dict[str, Any] | None:
     """The resume record when the traceback is a checkpoint load that found a part missing."""
     if said := _LOADER_MESSAGE.search(tb.message):
-        path = said["hf"] or said["hf_dir"] or said["mg"] or said["orbax"]
-        member = said["orbax_name"] or ("metadata.json" if said["mg"] else None)
-        role = "metadata" if member else "checkpoint"
-        loader = "transformers" if said["hf"] or said["hf_dir"] else "megatron" if said["mg"] else "orbax"
-        return _resume(path, member, role, tb, loader)
+        group = next(name for name in _LOADER_GROUPS if said[name])
+        loader, member, role = _LOADER_GROUPS[group]
+        return _resume(said[group].rstrip(".,"), member or said["orbax_name"], role, tb, loader)
     if tb.cls == "AssertionError" and _deepspeed_found_no_files(tb):
         return _resume(None, "mp_rank_*_model_states.pt", "shard", tb, "deepspeed")
     found = _MISSING_PATH.search(tb.message)
