@@ -93,3 +93,12 @@ def test_xids_are_the_gpus_and_said_so_by_their_class() -> None:
         )
     only_79 = _ids(analyze_paths([DATA / "nvrm-xid79.gpud-xid-examples.txt"]).report)
     assert "gpu-fell-off-the-bus" in only_79 and "gpu-xid-not-storage" not in only_79
+
+
+def test_a_server_thread_blocked_in_a_filesystems_commit_is_a_storage_stall() -> None:
+    """openzfs/zfs#1060: nfsd (no storage thread by its name) blocked in zfs_fsync → zil_commit,
+    in the old frame form without timestamps: the stack says storage."""
+    report = analyze_paths([DATA / "hung-nfsd-in-zfs-zil-commit-no-time.openzfs-1060.txt"]).report
+    hung = next(f for f in report["findings"] if f["id"] == "storage-task-hung")
+    says = " ".join(str(e.get("text", "")) for e in hung["evidence"] if isinstance(e, dict))
+    assert "nfsd:7576" in says and "zil_commit [zfs]" in says

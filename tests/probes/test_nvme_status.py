@@ -114,3 +114,24 @@ def test_a_connect_the_host_aborted_is_the_hosts_side() -> None:
     assert aborted is not None and aborted[2]["reason"] == "host_side"
     errno = dmesg.classify("nvme nvme0: failed to connect queue: 1 ret=-110")
     assert errno == ("nvmeof_reconnect", "nvme0", {"errno": -110})
+
+
+def test_a_session_typed_without_prompts_is_read_and_answered() -> None:
+    """nvme-cli #862: the commands as a one-liner (`sudo nvme --version;sudo nvme write-zeroes …;echo
+    $?`), nvme-cli's banner and the exit codes around the two answers: a session, read as one."""
+    path = DATA / "cli_errors" / "nvme-write-zeroes-access-denied-1.6-and-1.9.nvme-cli-862.txt"
+    assert cli_errors.recognise(path.read_text())
+    assert "nvme-access-denied" in _findings(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # kernel lines name no nvme verb: not a session's chatter around one cli answer
+        "nvme nvme0: I/O 12 QID 3 timeout, aborting\nnvme nvme0: Abort status: 0x0\n"
+        "nvme nvme0: I/O 13 QID 3 timeout, aborting\nNVMe status: Access Denied: denied(0x4286)\n",
+        "nvme list\nnvme version 2.4\nNode Model\n/dev/nvme0n1 SAMSUNG\n/dev/nvme1n1 SAMSUNG\n",  # no error
+    ],
+)
+def test_what_is_no_session_around_an_nvme_answer(text: str) -> None:
+    assert not cli_errors.recognise(text)

@@ -227,13 +227,32 @@ def _error_of(stripped: str, artifact: str, number: int, line: str) -> dict[str,
     return None
 
 
+# A session's chatter besides its prompts: a command typed without a prompt, as a session pasted
+# from a script or a one-liner shows it ("sudo nvme --version;sudo nvme write-zeroes /dev/nvme0n1;echo
+# $?"), and nvme-cli's version banner. nvme's verbs are named: "nvme nvme0: …" is a kernel line.
+_BARE_COMMAND = lazy_compile(
+    r"^(?:sudo\s+)?(?:nvme\s+(?:--version|version|list|list-subsys|connect|connect-all|disconnect|disconnect-all"
+    r"|discover|write-zeroes|format|sanitize|id-ctrl|id-ns|smart-log|error-log|get-log|get-feature|set-feature"
+    r"|read|write|flush|reset|ns-rescan|security-send|security-recv|admin-passthru|io-passthru)\b"
+    r"|(?:modprobe|insmod|rmmod|mount|umount)\s+\S)"
+)
+_VERSION_BANNER = lazy_compile(r"^nvme version \S{1,40}$")
+
+
 def recognise(text: str) -> bool:
     """Error lines of these commands make the paste (its prompts and other chatter aside), or a
     numa_node read with its value."""
     lines = [line.strip() for line in head_lines(text, 200) if line.strip()]
     hits = sum(1 for line in lines if any(pattern.match(line) for _, _, pattern in _ERRORS))
     numa = any(_NUMA_PATH.search(line) for line in lines) and any(_NUMA_VALUE.match(line) for line in lines)
-    others = [line for line in lines if not _PROMPT.match(line) and not _NUMA_VALUE.match(line)]
+    others = [
+        line
+        for line in lines
+        if not _PROMPT.match(line)
+        and not _NUMA_VALUE.match(line)
+        and not _BARE_COMMAND.match(line)
+        and not _VERSION_BANNER.match(line)
+    ]
     return (hits >= 1 and hits * 2 >= len(others)) or (numa and len(lines) <= 4)
 
 
