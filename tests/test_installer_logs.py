@@ -97,9 +97,31 @@ def test_a_nested_prefix_goes_too() -> None:
         "anaconda-syslog-storage-module-no-error.kickstart-tests-1028.txt",
         "cloud-init-disk-setup-healthy.cloud-init-pr-5263.txt",
         "cloud-init-disk-setup-lsblk-not-a-block-device.cloud-init-5246.txt",
+        "console-anaconda-storage-no-error.complianceascode-10277.txt",
     ],
 )
 def test_an_installer_log_without_a_storage_error_stays_quiet(name: str) -> None:
     """Nothing in them is an output gdsdoctor reads, and no line is taken for a kernel's."""
     capture = _read(LOGS / name)
     assert not capture.assignments
+
+
+def test_a_programs_console_lines_are_no_kernel_log() -> None:
+    """journald's console form (an installer's serial console): the kernel's clock before a
+    program's name and pid. Read as a kernel log before, a log with no storage error said the
+    kernel log was clean; now the prefix goes and the programs' lines are theirs."""
+    path = LOGS / "console-anaconda-mounts-and-df.coreos-assembler-695.txt"
+    (part,) = unwrap(path.read_text())
+    assert "console log prefixes" in part.removed
+    assert part.text.split("\n")[6].startswith("Filesystem      Size  Used Avail Use% Mounted on")
+    assert not _read(path).assignments  # mount and df output mixed in one part: not read (a gap)
+    assert not dmesg.recognise(path.read_text())
+
+
+def test_a_kernel_log_with_a_few_programs_lines_stays_a_kernel_log() -> None:
+    path = (
+        Path(__file__).resolve().parent / "data" / "dmesg" / "dmesg-nvme-pcie-device-not-ready-io-error.txt"
+    )
+    assert "systemd[1]:" in path.read_text()
+    assert dmesg.recognise(path.read_text())
+    assert list(_read(path).assignments) == ["dmesg"]

@@ -5,7 +5,9 @@ its own: anaconda's ``H:M:S,ms LOGLEVEL facility:message`` (its /tmp/syslog, pro
 storage.log: Fedora's "Anaconda Logging" page), Python logging's default ``LEVEL:name:message``
 (anaconda's and blivet's loggers as the journal keeps them), Subiquity's and curtin's
 ``YYYY-MM-DD H:M:S,ms LEVEL module:lineno message``, cloud-init's ``YYYY-MM-DD H:M:S,ms -
-file.py[LEVEL]: message``. Behind such a prefix a kernel line is no kernel log line and a tool's
+file.py[LEVEL]: message``, and journald's console form an installer's serial console shows
+(``[  65.349509] anaconda[1828]: message``: a program's line behind the kernel's clock, not a
+kernel line). Behind such a prefix a kernel line is no kernel log line and a tool's
 output no output, so a ticket with an installer's log read as nothing.
 
 When a part's lines carry one such prefix (``MIN_LINES`` of them, ``MIN_SHARE`` of its lines
@@ -39,14 +41,22 @@ FORMS = {
     "cloud-init": lazy_compile(
         rf"^{_DAY} {_CLOCK_MS} - (?P<ident>[\w.\-]{{1,80}})\[{_LEVELS}\]: ?(?P<msg>.*)$"
     ),
+    # journald's console (ForwardToConsole=, an installer's serial console): a program's line behind
+    # the kernel's clock, "[  65.349509] anaconda[1828]: Filesystem Size Used…": a program's, not
+    # the kernel's (a kernel message names no process id)
+    "console": lazy_compile(
+        r"^\[\s{0,12}\d{1,8}\.\d{1,9}\] (?P<ident>[A-Za-z][\w.\-]{0,80})\[\d{1,9}\]: (?P<msg>.*)$"
+    ),
 }
 MIN_LINES = 2
 # the share of a part's lines with text that must carry the prefix: an installer's timed prefix is
 # its own (cloud-init's warnings hold a tool's whole stderr, unprefixed, under one prefixed line);
 # Python's bare default is also a job's, and is taken only where it is most of the text
-MIN_SHARE = {"anaconda": 0.1, "subiquity": 0.1, "cloud-init": 0.1, "python": 0.5}
+# and a real kernel log holds some programs' lines behind its clock (systemd's, written to /dev/kmsg):
+# the console's form is taken only where programs wrote most of the text
+MIN_SHARE = {"anaconda": 0.1, "subiquity": 0.1, "cloud-init": 0.1, "python": 0.5, "console": 0.6}
 KERNEL = "- kernel: "  # the undated kernel line the kernel-log reader reads (unwrap's syslog form)
-_CHEAP = lazy_compile(r"^(?:\d\d:\d\d:\d\d,|[A-Z]{4,8}:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,)")
+_CHEAP = lazy_compile(r"^(?:\d\d:\d\d:\d\d,|[A-Z]{4,8}:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,|\[)")
 
 
 def form_of(lines: list[str]) -> str | None:

@@ -836,6 +836,8 @@ def recognise(text: str) -> bool:
         line = _journal_json_line(number, raw, record) if record else split_line(number, raw)
         if line.form == "journal" and _is_other_syslog(raw):
             continue  # syslog lines of other programs do not make a kernel log
+        if line.form == "dmesg" and _PROGRAM_LINE.match(line.message):
+            continue  # nor does a program's line behind the kernel's clock (journald's console, kmsg)
         prefixed += line.form != "plain"
         hit = classify(line.message.strip())
         event = hit is not None and hit[0] not in LIFECYCLE_KINDS  # failures, not mounts
@@ -855,6 +857,11 @@ def recognise(text: str) -> bool:
 def _kernel_error_line(message: str) -> bool:
     found = error_lines.classify_cached(message.strip()) if error_lines.has_hint(message.lower()) else None
     return found is not None and found[0] in error_lines.KERNEL_FAMILIES
+
+
+# "[  65.349509] anaconda[1828]: …": a program's line (systemd's to /dev/kmsg, journald's console);
+# a kernel message names no process id after its subsystem
+_PROGRAM_LINE = lazy_compile(r"^[A-Za-z][\w.\-]{0,80}\[\d{1,9}\]: ")
 
 
 def _is_other_syslog(raw: str) -> bool:
