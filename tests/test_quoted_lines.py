@@ -79,6 +79,7 @@ def test_prose_without_a_quoted_storage_line_stays_quiet(name: str) -> None:
         ("the job died with `OSError: [Errno 28] No space left on device` on rank 3", "OSError: [Errno 28] No space left on device"),
         ("we see \u201cXFS (nvme0n1): log I/O error -5\u201d right after", "XFS (nvme0n1): log I/O error -5"),
         ("then `[ 88.1] nvme nvme1: I/O 7 QID 0 timeout, reset controller` repeats", "[ 88.1] nvme nvme1: I/O 7 QID 0 timeout, reset controller"),
+        ('[Result: dmesg shows "nvme nvme2: I/O 5 QID 1 timeout, aborting" after it]', "nvme nvme2: I/O 5 QID 1 timeout, aborting"),
     ],
 )  # fmt: skip
 def test_forms_of_quoting(line: str, quoted: str) -> None:
@@ -92,6 +93,7 @@ def test_forms_of_quoting(line: str, quoted: str) -> None:
         'EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: "errors=remount-ro"',
         '{"MESSAGE":"nvme nvme0: I/O 12 QID 3 timeout, aborting","_HOSTNAME":"n1"}',  # a journal record
         '[  12.3] audit: comm="nvme nvme0: I/O 12 QID 3 timeout" res=1',  # a log line with a time
+        '["nvme nvme0: I/O 12 QID 3 timeout, aborting", "nvme nvme0: Abort status: 0x0"]',  # a list
         'we get a "timeout while saving the checkpoint" and the job stalls',  # no subsystem
         "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9)",  # a logger's name
         "srun: error: node1: task 0: Killed",  # a program's prefix, no prose

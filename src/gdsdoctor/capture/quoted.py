@@ -31,6 +31,8 @@ _SPAN = lazy_compile(r'"([^"\n]{6,400})"|\u201c([^\u201d\n]{6,400})\u201d|`([^`\
 _AFTER_COLON = lazy_compile(r":[ \t]+(?=\S)")
 _DMESG_TIME = lazy_compile(r"^\[\s{0,12}\d{1,8}\.\d{1,9}\]\s?")
 _WORD = lazy_compile(r"[A-Za-z]{2,}")
+# a record, not prose: a JSON object, a list of strings, a clock in brackets ("[Result: …" is prose)
+_RECORD = lazy_compile(r"^\s*(?:\{|\[\s*[\d\"'\[{])")
 # the words before a colon that introduce a quoted line: two words or more of letters, the last a
 # word (not a logger's dotted name, an exception's one name or a program's ``srun:``)
 _LEAD = lazy_compile(r"(?:^|\s)[A-Za-z][a-z']{0,30}(?:[ \t]{1,4}[A-Za-z][A-Za-z']{0,30}){1,12}[ \t]{0,4}$")
@@ -65,7 +67,7 @@ def _is_prose(line: str, spans: list[tuple[int, int]]) -> bool:
 
 def quoted_line(line: str) -> str | None:
     """The storage-path line ``line`` quotes, or None (see the module)."""
-    if len(line) > MAX_LINE or log_prefix(line) is not None or line.lstrip().startswith(("{", "[")):
+    if len(line) > MAX_LINE or log_prefix(line) is not None or _RECORD.match(line):
         return None
     if error_lines.kernel_family(line, at_start=True) is not None:
         return None  # a kernel line itself (quoting a name or an option)
