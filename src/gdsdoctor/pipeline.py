@@ -151,8 +151,8 @@ def history_results(
         return []
     lines = {(e["src"].get("artifact"), e["src"].get("line")) for e in past if isinstance(e.get("src"), dict)}
     whole = lifecycle.with_history(facts)
-    whole["derived"] = derive(whole, (facts.get("target") or {}).get("path"))
-    whole["derived"]["intent"] = facts["derived"]["intent"]  # what the node uses is not history
+    target_path, intent = (facts.get("target") or {}).get("path"), facts["derived"]["intent"]
+    whole["derived"] = derive(whole, target_path, known_intent=intent)  # what it uses is not history
     return [
         r
         for r in evaluate(causes, whole, HOW_TO_COLLECT)

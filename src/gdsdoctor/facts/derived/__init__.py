@@ -75,9 +75,13 @@ from gdsdoctor.facts.derived import (
 
 
 def derive(
-    facts: dict[str, Any], target_path: str | None, stated: dict[str, Any] | None = None
+    facts: dict[str, Any],
+    target_path: str | None,
+    stated: dict[str, Any] | None = None,
+    known_intent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The derived facts; ``stated``: the site config's ``node:`` (what the node is meant to use)."""
+    """The derived facts; ``stated``: the site config's ``node:`` (what the node is meant to use);
+    ``known_intent``: ``derived.intent`` already derived (the history pass's, the node's now)."""
     derived = core.derive(facts, target_path)
     derived["path_failure"] = checkpoint_path.failure(facts, derived["target_mount"])
     derived["path_missing"] = checkpoint_path.missing(facts, derived["target_mount"])
@@ -97,7 +101,8 @@ def derive(
     derived["nvme_thermal"] = nvme_thermal.derive(facts)
     derived["netfs"] = netfs.derive(facts)
     derived["fabrics_teardown"] = fabrics_teardown.derive(facts)
-    derived["intent"] = intent.derive(facts, derived, stated)  # reads gds, storage and fabrics
+    # reads gds, storage and fabrics
+    derived["intent"] = intent.derive(facts, derived, stated) if known_intent is None else known_intent
     derived["checkpoint_errors"] = job_errors.derive(facts, target_path)
     derived["checkpoint_saves"] = job_saves.derive(facts)
     derived["error_lines"] = error_lines.derive(facts, derived)  # reads devices' hung tasks

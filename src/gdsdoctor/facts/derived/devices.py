@@ -71,7 +71,7 @@ from typing import Any
 
 from gdsdoctor.facts.derived.access import as_list, obj, ok_section
 from gdsdoctor.facts.derived.core import is_data_mount
-from gdsdoctor.facts.derived.storage_events import checkpoint_devices, namespace_of
+from gdsdoctor.facts.derived.storage_events import JOURNAL_SUFFIX, checkpoint_devices, namespace_of
 from gdsdoctor.patterns import lazy_compile
 
 SEVERITIES = ("info", "warning", "critical")
@@ -134,7 +134,7 @@ ONE_GBE_DRIVERS = frozenset(("igb", "igc", "e1000", "e1000e", "tg3", "bnx2", "r8
 _JOURNAL_TASK = lazy_compile(r"^(?:jbd2|kworker/\S{0,32}flush)[/-](?P<device>[a-z][\w-]*\d)-\d+(?::\d+)?$")
 _NAMESPACE = lazy_compile(r"(?P<controller>nvme\d+)(?:c\d+)?n\d+")  # nvme0n1, nvme0c1n1
 _PARTITION_SUFFIX = lazy_compile(r"p?\d+")
-_JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # jbd2 names the journal "nvme0n1p1-8"
+_CONTROLLER_OF = lazy_compile(r"(?:c\d+)?n\d+(?:p\d+)?$")  # nvme0n1p2, nvme0c1n1 -> nvme0
 
 
 def derive(facts: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +214,7 @@ class _Places:
         return self.cache[device]
 
     def _role(self, device: str) -> dict[str, Any]:
-        name = _JOURNAL_SUFFIX.sub(r"\1", device)
+        name = JOURNAL_SUFFIX.sub(r"\1", device)
         found = device_class(name)
         points = sorted(self._mountpoints(name))
         if self._on_checkpoint(name, points):
@@ -399,9 +399,10 @@ def _highest(ceilings: list[str]) -> str | None:
 
 
 def _ceilings(storage: list[dict[str, Any]], derived: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {kind: None for kind in sorted(STORAGE_EVENT_KINDS)}
-    for kind in found:
-        found[kind] = _highest([e["ceiling"] for e in storage if e.get("kind") == kind])
+    by_kind: dict[Any, list[str]] = {}
+    for event in storage:
+        by_kind.setdefault(event.get("kind"), []).append(event["ceiling"])
+    found: dict[str, Any] = {kind: _highest(by_kind.get(kind, [])) for kind in sorted(STORAGE_EVENT_KINDS)}
     found["nvme_timeouts"] = _timeout_ceiling(storage, derived)
     found["nvme_controller"] = _highest([c for c in (found["nvme_reset"], found["capacity_to_zero"]) if c])
     found["filesystem"] = _highest([c for c in (found["fs_error"], found["fs_shutdown"]) if c])
@@ -420,10 +421,11 @@ def _timeout_ceiling(storage: list[dict[str, Any]], derived: dict[str, Any]) -> 
     timeouts = [e for e in as_list(groups.get("pcie_timeouts")) if isinstance(e, dict)]
     if not timeouts:
         return None
+    devices = [str(event.get("device") or "?") for event in timeouts]
+    controllers = {device: _CONTROLLER_OF.sub("", device) for device in set(devices)}  # a few, many times
     per_controller: dict[str, int] = {}
-    for event in timeouts:
-        controller = re.sub(r"(?:c\d+)?n\d+(?:p\d+)?$", "", str(event.get("device") or "?"))
-        per_controller[controller] = per_controller.get(controller, 0) + 1
+    for device in devices:
+        per_controller[controllers[device]] = per_controller.get(controllers[device], 0) + 1
     escalated = (
         max(per_controller.values()) >= TIMEOUTS_BEFORE_CRITICAL
         or any(obj(e.get("details")).get("action") in ("aborting", "reset controller", "disable controller")

@@ -13,6 +13,7 @@ RESET_KINDS = ("nvme_reset", "capacity_to_zero")
 CONNECT_KINDS = ("nvmeof_reconnect", "nvmeof_transport_error")
 NVME_PARTITION = lazy_compile(r"^(nvme\d+n\d+)p\d+$")
 NVME_NAMESPACE = lazy_compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
+JOURNAL_SUFFIX = lazy_compile(r"^(.*\d)-\d+$")  # jbd2 names the journal "nvme0n1p1-8"
 ERRNO_MEANINGS = {
     -111: "connection refused: nothing listens on the target port (target service down or wrong port)",
     -110: "timed out: no answer from the target (routing, firewall, packet loss)",
@@ -50,14 +51,15 @@ def dmesg_fabrics_devices(facts: dict[str, Any]) -> set[str]:
 
 
 def _is_keepalive(event: dict[str, Any]) -> bool:
-    if event.get("kind") == "nvmeof_keepalive":
-        return True
+    kind = event.get("kind")
+    if kind != "nvme_timeout":  # an admin queue's timed-out Keep Alive, or the log's own word for one
+        return kind == "nvmeof_keepalive"
     details = event.get("details") if isinstance(event.get("details"), dict) else {}
     opcode = str(details.get("opcode") or "").lower()
     qid = details.get("qid")
     message = str(event.get("message") or "")
     admin = qid in (0, "0") or "queue 0:" in message or "Admin Cmd" in message
-    return event.get("kind") == "nvme_timeout" and admin and opcode in ("0x18", "24")
+    return admin and opcode in ("0x18", "24")
 
 
 def _errno(event: dict[str, Any]) -> int | None:
@@ -81,9 +83,8 @@ def checkpoint_devices(mounts: list[dict[str, Any]]) -> set[str]:
     return names
 
 
-def _on_checkpoint(event: dict[str, Any], devices: set[str]) -> bool:
-    # JBD2 names the journal after the partition: "nvme0n1p1-8"
-    device = re.sub(r"^(.*\d)-\d+$", r"\1", str(event.get("device") or ""))
+def _on_checkpoint(name: str, devices: set[str]) -> bool:
+    device = JOURNAL_SUFFIX.sub(r"\1", name)  # the partition a journal is named after
     if not device:
         return False
     namespace = namespace_of(device)
@@ -101,14 +102,17 @@ def kernel_log(facts: dict[str, Any], fabrics: set[str], checkpoint_devices: set
         "completion_polled": [e for e in timeouts if "completion polled" in str(e.get("message") or "")],
     }
     errnos = sorted(
-        {e["details"]["errno"] for e in events if _errno(e) is not None and e.get("kind") in CONNECT_KINDS}
+        {e["details"]["errno"] for e in events if e.get("kind") in CONNECT_KINDS and _errno(e) is not None}
     )
     groups_errors = [{"errno": n, "meaning": ERRNO_MEANINGS.get(n, "see errno(3)")} for n in errnos]
     # unique device names per group, for messages and one remediation command per device
     devices = {
         name: sorted({str(e["device"]) for e in group if e.get("device")}) for name, group in groups.items()
     }
-    on_checkpoint = [e for e in events if _on_checkpoint(e, checkpoint_devices)]
+    # one answer per device name: a storm names a few devices a thousand times
+    names = [str(e.get("device") or "") for e in events]
+    on = {name: _on_checkpoint(name, checkpoint_devices) for name in set(names)}
+    on_checkpoint = [e for e, name in zip(events, names, strict=True) if on[name]]
     return {**groups, "devices": devices, "connect_errors": groups_errors,
             "connect_transports": connect_transports(events), "on_checkpoint": on_checkpoint}  # fmt: skip
 
