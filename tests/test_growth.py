@@ -83,6 +83,20 @@ def test_the_lifecycle_stays_linear_with_no_clock() -> None:
     assert _linear(work), work
 
 
+def test_the_quiet_lines_of_a_kernel_log_are_read_by_the_run_not_by_the_line() -> None:
+    """A plain `dmesg` line with nothing to give but its clock (most lines of a log) cost a
+    Python step or twenty each (4x the work at 4x the lines); a run of them is now read by
+    its stamps in one pass of C, so a log of such lines costs about the same at any length
+    (the few lines whose hex numbers spell a hint, ``dead``, ``bad``, are read one by one)."""
+    dmesg.parse(incident_logs.incident_log(100, event_share=0.0), "dmesg")  # patterns compiled
+    work = []
+    for lines in SIZES:
+        text = incident_logs.incident_log(lines, event_share=0.0)
+        assert dmesg.parse(text, "dmesg")["line_count"] == lines
+        work.append(_work(lambda text=text: dmesg.parse(text, "dmesg")))
+    assert work[-1] < 1.5 * work[0], work
+
+
 def _facts_of_paste(text: str) -> dict[str, Any]:
     from gdsdoctor.capture.detect import capture_texts
     from gdsdoctor.facts.document import build_facts

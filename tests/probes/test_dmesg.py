@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -582,6 +583,19 @@ def test_hinted_lines_are_the_lines_holding_a_hint(text: str) -> None:
         if any(hint in line.lower() for hint, _ in hints)
     }
     assert dmesg.hinted_lines(text, hints) == expected
+    # each hinted line's span is that line of the text (when lowering keeps the text's length)
+    lines = text.split("\n")
+    if len(text.lower()) == len(text):
+        for number, start, end in dmesg.hinted_line_spans(text, hints):
+            assert text[start:end] == lines[number - 1]
+
+
+def _every_line(text: str, hints: object, lowered: object = None) -> Iterator[tuple[int, int, int]]:
+    """(number, start, end) of every line: parse classifies each (no line gate)."""
+    start = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        yield number, start, start + len(line)
+        start += len(line) + 1
 
 
 def test_skipping_lines_without_a_hint_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -593,6 +607,7 @@ def test_skipping_lines_without_a_hint_changes_no_event(monkeypatch: pytest.Monk
     assert len(texts) > 20
     skipping = [dmesg.parse(text, "x") if _is_log(text) else None for text in texts]
     monkeypatch.setattr(dmesg, "hinted_candidates", lambda text, hints: set(range(1, text.count("\n") + 2)))
+    monkeypatch.setattr(dmesg, "hinted_line_spans", _every_line)
     assert [dmesg.parse(text, "x") if _is_log(text) else None for text in texts] == skipping
     assert sum(len(section["events"]) for section in skipping if section) > 50
 
@@ -617,6 +632,10 @@ _LOG_LINES = st.lists(
             "[ 9000.000000] loop0: detected capacity change from 0 to 4194304",
             "[   12.000000 <    0.000100>] usb 1-1: new high-speed USB device",
             "[    0.400000] a clock going back",
+            "[    0.900000] a quiet line",  # quiet lines in runs: read by their stamps in one pass
+            "[ 5000.250000] a later quiet line",
+            "[    1.000000][    T1] a quiet line with its caller",
+            "[  2.5 ]\r",
             "-- Boot 0123456789abcdef --",
             "<6>[    4.000000] xfs: mounting",
             "Nov 30 01:02:03 node kernel: [    5.000000] nvidia-fs: loaded",
@@ -635,20 +654,22 @@ _LOG_LINES = st.lists(
 @settings(max_examples=300, deadline=None)
 def test_quiet_lines_read_by_their_clock_alone_give_the_same_section(text: str) -> None:
     """parse() reads a plain line that holds no hint, banner, command line or ident by its clock
-    alone (speed); the section must be what making a LogLine of every line gives."""
+    alone, and a run of them by their stamps in one pass (speed); the section must be what
+    making a LogLine of every line gives."""
     try:
         fast = dmesg.parse(text, "x")
     except dmesg.ParseError:
         fast = None
-    original = dmesg._quiet_clock
+    original = dmesg._quiet_clock, dmesg._quiet_run
     dmesg._quiet_clock = lambda raw: None  # type: ignore[assignment]
+    dmesg._quiet_run = lambda text, at, stop: None  # type: ignore[assignment]
     try:
         try:
             slow = dmesg.parse(text, "x")
         except dmesg.ParseError:
             slow = None
     finally:
-        dmesg._quiet_clock = original  # type: ignore[assignment]
+        dmesg._quiet_clock, dmesg._quiet_run = original  # type: ignore[assignment]
     assert fast == slow
 
 

@@ -48,7 +48,8 @@ _FULLWIDTH_CHAR = lazy_compile("[\uff01-\uff5e\u3000]")
 
 def fullwidth_to_ascii(text: str) -> str:
     """Full-width forms and the ideographic space as ASCII, one character for one."""
-    if not _FULLWIDTH_CHAR.search(text):  # a C scan: a whole log is pasted too
+    # an ASCII text holds none (a flag of the string, no scan); else a C scan: a whole log is pasted too
+    if text.isascii() or not _FULLWIDTH_CHAR.search(text):
         return text
     return text.translate(_FULLWIDTH)
 

@@ -115,10 +115,12 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
     removed: list[str] = ["full-width punctuation"] if ascii_text != text else []
     lines = ascii_text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = _unquote(lines, removed)
-    if not inside_fences:
+    # a fence line holds ``` or ~~~ (unquoting removes none): a text with neither has no fence (a C test)
+    fences = "```" in ascii_text or "~~~" in ascii_text
+    if not inside_fences and fences:
         lines = ["" if _FENCE.match(line) else line for line in lines]
     parts = []
-    for start, block, fenced in _fenced_blocks(lines):
+    for start, block, fenced in _fenced_blocks(lines) if fences else [(1, lines, False)]:
         inner: list[str] = []  # a block quoted inside its fence (the prose around it is not)
         block = _unquote(block, inner)
         for part in _split_on_prompts(block, start):
@@ -220,7 +222,16 @@ def section_command(line: str) -> str | None:
     return name if command or name.startswith(("/", "~")) else None
 
 
+# Where a section header can start (``_SECTION``'s bars after a line's blanks), the newline before it first
+_SECTION_START = lazy_compile(r"\n[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
+
+
 def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
+    text = "\n".join(lines)
+    # every prompt holds $, # or %, and every header starts with its bars: a block with neither is
+    # one part, found by two C scans rather than a look at each line (a 100k-line log: ~70 ms)
+    if "$" not in text and "#" not in text and "%" not in text and not _SECTION_START.search("\n" + text):
+        return [Part(text, first_line=start)]
     parts: list[Part] = []
     current = Part("", first_line=start)
     body: list[str] = []
@@ -438,12 +449,11 @@ def _json_identity(lines: list[str], part: Part) -> None:
 def _log_prefixes(lines: list[str], part: Part) -> list[str]:
     """Remote-syslog prefixes reduced to ``TIME HOST PROGRAM: message`` (what the dmesg reader
     reads) when most lines carry one; the host each names is an identity."""
-    filled = [line for line in lines if line.strip()]
-    if not filled:
+    if not any(line.strip() for line in lines):
         return lines
-    rewritten = [_syslog_line(line, part) for line in lines]
-    changed = sum(new != old for new, old in zip(rewritten, lines, strict=True))
-    if changed:
+    # both forms rewrite only the kernel's lines: a C test before a call for each line
+    rewritten = [_syslog_line(line, part) if "kernel" in line else line for line in lines]
+    if any(new != old for new, old in zip(rewritten, lines, strict=True)):
         part.removed.append("syslog prefixes")
     return rewritten
 

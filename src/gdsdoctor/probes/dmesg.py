@@ -62,11 +62,13 @@ from __future__ import annotations
 
 import heapq
 import json
+import operator
 import re
 from collections import deque
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any
 
 from gdsdoctor import syslog_time
@@ -250,10 +252,13 @@ def _device(message: str) -> str | None:
     return None
 
 
+_DECIMAL = lazy_compile(r"-?\d{1,18}")
+
+
 def _detail(value: str) -> int | str:
     """Decimal numbers become ints; hex stays as written (``"0x71"``), the way rules quote it."""
     value = value.strip()
-    return int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
+    return int(value) if _DECIMAL.fullmatch(value) else value
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
@@ -316,24 +321,45 @@ def _distinct_words(lowered: str) -> set[str] | None:
 def hinted_line_numbers(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> Iterator[int]:
     """The numbers (1-based, as ``numbered_lines`` counts), in increasing order, of the lines of
     ``text`` in which one of ``hints`` occurs: only those can hold an event, and a log's other
-    lines then cost no classification at all. Found by searching the whole lowered text for
-    each hint, the next hit of every hint kept in a heap; lowering neither adds nor removes
+    lines then cost no classification at all (``hinted_line_spans``)."""
+    return (number for number, _, _ in hinted_line_spans(text, hints))
+
+
+def hinted_line_spans(
+    text: str, hints: Sequence[tuple[str, tuple[int, ...]]], lowered: str | None = None
+) -> Iterator[tuple[int, int, int]]:
+    """(number, start, end) of each line of ``text`` in which one of ``hints`` occurs, in
+    increasing order: its number as ``numbered_lines`` counts, where it starts and ends (its
+    newline or the text's end) in ``lowered`` (``text.lower()``, whose offsets are the text's
+    when it is as long). Found by searching the whole lowered text for each hint, the next hit
+    of every hint kept in a heap; a hint holding another (``i/o error`` holds ``err``) marks no
+    line the other does not, so it is not searched for. Lowering neither adds nor removes
     newlines, so its line numbers are the text's, counted between hits (no list of lines)."""
-    lowered = text.lower()
-    heap = [(at, hint) for hint, _ in hints if (at := lowered.find(hint)) != -1]
+    lowered = text.lower() if lowered is None else lowered
+    heap = [(at, hint) for hint in _fewest(hint for hint, _ in hints) if (at := lowered.find(hint)) != -1]
     heapq.heapify(heap)
     number, counted_to = 1, 0
     while heap:
         at = heap[0][0]
         number += lowered.count("\n", counted_to, at)
         counted_to = at
-        yield number
         line_end = lowered.find("\n", at)
         line_end = len(lowered) if line_end == -1 else line_end
+        yield number, lowered.rfind("\n", 0, at) + 1, line_end
         while heap and heap[0][0] < line_end:  # one hit a line is enough: on to the next line
             hint = heapq.heappop(heap)[1]
             if (following := lowered.find(hint, line_end + 1)) != -1:
                 heapq.heappush(heap, (following, hint))
+
+
+def _fewest(hints: Iterable[str]) -> list[str]:
+    """The hints that hold no other: a line holds one of ``hints`` exactly when it holds one of
+    these (each search is a pass over the whole text)."""
+    kept: list[str] = []
+    for hint in sorted(set(hints), key=len):
+        if not any(shorter in hint for shorter in kept):
+            kept.append(hint)
+    return kept
 
 
 def hinted_lines(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> set[int]:
@@ -439,6 +465,23 @@ class _Boots:
         self._clock(monotonic)
         self._counted(monotonic, "dmesg")
 
+    def see_clocks(self, stamps: list[str]) -> None:
+        """``see_clock`` for each of a run of such lines, by their stamps (``_quiet_run``): the
+        clock going back (a boot) looked for in C over the whole run, the run then counted at
+        once; a run where it does go back is taken line by line."""
+        if not stamps:
+            return
+        values = list(map(float, stamps))
+        earlier = values[:-1] if self.last_monotonic is None else [self.last_monotonic, *values[:-1]]
+        later = values[1:] if self.last_monotonic is None else values
+        if any(map(operator.lt, later, map(operator.sub, earlier, repeat(1.0)))):  # see _clock
+            for monotonic in values:
+                self.see_clock(monotonic)
+            return
+        self.last_monotonic = values[-1]
+        self.lines_in_boot += len(values)
+        self.forms.add("dmesg")
+
     def _clock(self, monotonic: float | None) -> None:
         last = self.last_monotonic
         if monotonic is not None and last is not None and monotonic < last - 1.0:
@@ -475,29 +518,105 @@ def _json_lines(text: str) -> Iterator[LogLine]:
         yield LogLine(number, raw, entry["msg"], "json", timestamp, monotonic, level)
 
 
-def _text_lines(text: str, boots: _Boots, hinted: Container[int] | None = None) -> Iterator[LogLine | float]:
-    """The log's lines. With ``hinted`` (the lines that may hold an event), a plain `dmesg` line
-    outside it with nothing else to give yields only its clock: most lines of a log, and making
-    each a LogLine was most of the parse (docs/performance.md)."""
+# What parse reads of a log: a line (with whether it holds a hint, so may hold an event), the clock
+# of a plain `dmesg` line with nothing else to give, or the stamps of a run of such lines.
+_Item = tuple[LogLine, bool] | float | list[str]
+
+
+def _text_lines(
+    text: str, boots: _Boots, hints: Sequence[tuple[str, tuple[int, ...]]] | None
+) -> Iterator[_Item]:
+    """The log's lines. With ``hints`` (those of the log: ``hints_in``), only the lines holding
+    one may hold an event, and the plain `dmesg` lines between them with nothing else to give
+    (most lines of a log) are read by their clocks alone, a run of them at a time
+    (``_unhinted``): making each a LogLine, or even looking at each, was most of the parse
+    (docs/performance.md)."""
+    if hints is None:
+        yield from _one_by_one(text, boots, None)
+        return
+    lowered = text.lower()
+    if len(lowered) != len(text):  # lowering changed lengths (U+0130): the hits' offsets are not the text's
+        yield from _one_by_one(text, boots, hinted_candidates(text, hints))
+        return
+    at, number = 0, 1  # the first line not read yet, and its number
+    for hinted, start, end in hinted_line_spans(text, hints, lowered):
+        if start > at:
+            yield from _unhinted(text, at, start - 1, number, boots)
+        if (item := _read_line(hinted, text[start:end], boots)) is not None:
+            yield item, True
+        at, number = end + 1, hinted + 1
+    end = len(text) - text.endswith("\n")  # the empty line after a last newline says nothing
+    if at < end:
+        yield from _unhinted(text, at, end, number, boots)
+
+
+def _one_by_one(text: str, boots: _Boots, hinted: Container[int] | None) -> Iterator[_Item]:
+    """The log's lines, each on its own (``hinted``: the lines that may hold an event, or None
+    for all)."""
     for number, raw in numbered_lines(text).nonempty():  # an empty line says nothing
         if hinted is not None and number not in hinted and (clock := _quiet_clock(raw)) is not None:
             yield clock
             continue
-        stripped = raw.strip()
-        if not stripped or (raw[0].isspace() and _CONTINUATION.match(raw)):
-            continue
-        if stripped.startswith("-- "):
-            if _JOURNAL_NOTE.match(stripped):
-                continue
-            if _BOOT_SEPARATOR.match(stripped):
-                boots.new_boot()
-                continue
-        record = _journal_json(stripped) if stripped.startswith("{") else None
-        if record is None:
-            yield split_line(number, raw)
-            continue
-        boots.see_boot_id(record.get("_BOOT_ID"))
-        yield _journal_json_line(number, raw, record)
+        if (line := _read_line(number, raw, boots)) is not None:
+            yield line, hinted is None or number in hinted
+
+
+def _read_line(number: int, raw: str, boots: _Boots) -> LogLine | None:
+    """One line taken apart; None for what is no message (a continuation, a journal's note, a
+    boot separator: the boots see it)."""
+    stripped = raw.strip()
+    if not stripped or (raw[0].isspace() and _CONTINUATION.match(raw)):
+        return None
+    if stripped.startswith("-- "):
+        if _JOURNAL_NOTE.match(stripped):
+            return None
+        if _BOOT_SEPARATOR.match(stripped):
+            boots.new_boot()
+            return None
+    record = _journal_json(stripped) if stripped.startswith("{") else None
+    if record is None:
+        return split_line(number, raw)
+    boots.see_boot_id(record.get("_BOOT_ID"))
+    return _journal_json_line(number, raw, record)
+
+
+_RUN_CHARS = 1 << 20  # characters of a run of unhinted lines read at a time (bounds the stamps' list)
+# The stamp of each plain `dmesg` line after a newline: ``_MONO`` where it decides (its ``\s``
+# without the newline, which a line cannot hold); the newline first, a literal the engine finds fast.
+_RUN_STAMP = lazy_compile(r"\n\[[^\S\n]*(\d+\.\d+)(?:[^\S\n]*<[^\S\n]*\d+\.\d+[^\S\n]*>)?[^\S\n]*\]")
+
+
+def _unhinted(text: str, at: int, stop: int, number: int, boots: _Boots) -> Iterator[_Item]:
+    """The lines of ``text[at:stop]`` (whole lines, the first numbered ``number``), none holding a
+    hint: a run of plain `dmesg` lines with nothing but a clock to give (``_quiet_clock``) as
+    their stamps, found in one pass; any other run line by line."""
+    while at < stop:
+        cut = text.find("\n", at + _RUN_CHARS, stop)
+        cut = stop if cut == -1 else cut
+        stamps = _quiet_run(text, at, cut)
+        if stamps is not None:
+            yield stamps
+        else:
+            for offset, raw in enumerate(text[at:cut].split("\n")):
+                if not raw:
+                    continue
+                if (clock := _quiet_clock(raw)) is not None:
+                    yield clock
+                elif (line := _read_line(number + offset, raw, boots)) is not None:
+                    yield line, False
+        number += text.count("\n", at, cut) + 1
+        at = cut + 1
+
+
+def _quiet_run(text: str, at: int, stop: int) -> list[str] | None:
+    """The stamps of the lines of ``text[at:stop]`` when every one is a line ``_quiet_clock``
+    reads by its clock (a stamp first; no ``kernel`` ident, banner or command line anywhere),
+    else None. A line without a stamp (an empty one too) leaves fewer stamps than lines."""
+    for word in _NOT_QUIET:
+        if text.find(word, at, stop) != -1:
+            return None
+    stamps = _RUN_STAMP.findall(text, at - 1, stop) if at else _RUN_STAMP.findall("\n" + text[:stop])
+    return stamps if len(stamps) == text.count("\n", at, stop) + 1 else None
 
 
 def _pretty_journal_lines(text: str, boots: _Boots) -> Iterator[LogLine]:
@@ -535,11 +654,15 @@ def _is_pretty_journal(text: str) -> bool:
     return bool(_PRETTY_OPENING.match(text[:400]))
 
 
+# what a plain line may hold that the boots read: an ident to strip, a banner, a command line
+_NOT_QUIET = ("kernel", "Linux version", "ommand line: ")
+
+
 def _quiet_clock(raw: str) -> float | None:
     """The clock of a plain `dmesg` line (``[   12.345678] msg``) that gives the boot record
     nothing but that clock: no banner, no command line, and no ``kernel:`` ident to strip (its
     form is then "dmesg", as ``split_line`` would say). None for any other line."""
-    if not raw.startswith("[") or "kernel" in raw or "Linux version" in raw or "ommand line: " in raw:
+    if not raw.startswith("[") or any(word in raw for word in _NOT_QUIET):
         return None
     m = _MONO.match(raw.rstrip())
     return float(m["ts"]) if m else None
@@ -717,26 +840,31 @@ def parse(text: str, artifact: str) -> Section:
     boots = _Boots()
     # An escape (JSON records) could hide a hint from a scan of the raw text: scan each message then.
     hints = hints_in(text, error_lines.HINTS) if "\\" not in text else None
-    candidates = hinted_candidates(text, hints) if hints is not None else None
+    lines: Iterator[_Item]
     if _is_json(text):
-        lines: Iterator[LogLine | float] = _json_lines(text)
+        lines = _gated(_json_lines(text), text, hints)
     elif _is_pretty_journal(text):
-        lines = _pretty_journal_lines(text, boots)
+        lines = _gated(_pretty_journal_lines(text, boots), text, hints)
     else:
-        lines = _text_lines(text, boots, candidates)
+        lines = _text_lines(text, boots, hints)
     found = _Events()
     traces = _Traces()
     line_count = 0
     last_stamp: str | None = None  # the last line's stamp as given (a wall clock in `dmesg -T`)
-    for line in lines:
-        line_count += 1
-        if isinstance(line, float):  # a quiet plain line: its clock is all there is
-            boots.see_clock(line)
+    for item in lines:
+        if type(item) is list:  # a run of quiet plain lines: their clocks are all there is
+            line_count += len(item)
+            boots.see_clocks(item)
             continue
+        line_count += 1
+        if type(item) is float:  # one quiet plain line
+            boots.see_clock(item)
+            continue
+        line, hinted = item  # type: ignore[misc]
         boot = boots.see(line)
         if line.monotonic_s is None and line.timestamp:  # a wall clock (`dmesg -T`, syslog)
             last_stamp = line.timestamp
-        if candidates is not None and line.number not in candidates:
+        if not hinted:
             continue  # no hint anywhere in the line, so none in its message: no event
         hit = classify(line.message.strip(), hints)
         found.error_line(line, boot, artifact, hit)
@@ -788,6 +916,15 @@ def parse(text: str, artifact: str) -> Section:
             f"last {MAX_EVENTS // 2} are; the summary counts them all)"
         )
     return section
+
+
+def _gated(
+    lines: Iterator[LogLine], text: str, hints: Sequence[tuple[str, tuple[int, ...]]] | None
+) -> Iterator[_Item]:
+    """Each of ``lines`` with whether it may hold an event (holds one of ``hints``)."""
+    hinted = hinted_candidates(text, hints) if hints is not None else None
+    for line in lines:
+        yield line, hinted is None or line.number in hinted
 
 
 def hinted_candidates(text: str, hints: Sequence[tuple[str, tuple[int, ...]]]) -> Container[int]:
