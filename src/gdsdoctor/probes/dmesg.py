@@ -68,7 +68,7 @@ from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 from gdsdoctor import syslog_time
@@ -597,12 +597,11 @@ def _unhinted(text: str, at: int, stop: int, number: int, boots: _Boots) -> Iter
         if stamps is not None:
             yield stamps
         else:
-            for offset, raw in enumerate(text[at:cut].split("\n")):
-                if not raw:
-                    continue
+            lines = text[at:cut].split("\n")
+            for line_number, raw in compress(enumerate(lines, number), lines):  # empty lines in C
                 if (clock := _quiet_clock(raw)) is not None:
                     yield clock
-                elif (line := _read_line(number + offset, raw, boots)) is not None:
+                elif (line := _read_line(line_number, raw, boots)) is not None:
                     yield line, False
         number += text.count("\n", at, cut) + 1
         at = cut + 1
