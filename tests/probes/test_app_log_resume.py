@@ -35,6 +35,7 @@ def _errors(name: str, data: Path = DATA) -> list[dict[str, Any]]:
         ("kohya-ss-2046--accelerate-load-state-enoent.log", 18, "shard", "pytorch_model.bin", None, "accelerate"),
         ("milabench-281--rank11-safetensors-missing.log", 6, "shard", "diffusion_pytorch_model.safetensors", 11,
          "diffusers"),
+        ("composer-2326--node1-composer-states-missing.log", 1, "shard", "composer_states.pt", None, None),
     ],
 )  # fmt: skip
 def test_each_loaders_missing_part_is_a_resume_error(
@@ -77,6 +78,8 @@ def test_an_errno_line_of_a_load_changes_kind_in_place_and_keeps_its_errno() -> 
             True,
         ),  # IPython
         ("lmms-finetune-65--rank-typeerror-save-checkpoint.log", 1, "TypeError", None, True),  # message only
+        ("phi3-vision-finetune-39--typeerror-save-checkpoint-metrics.log", 1, "TypeError", None, True),
+        ("chatglm3-1293--attributeerror-no-save-checkpoint.log", 1, "AttributeError", None, True),
     ],
 )
 def test_a_programming_error_through_a_save_is_a_framework_error(
@@ -93,11 +96,23 @@ def test_a_programming_error_through_a_save_is_a_framework_error(
     )
 
 
-def test_a_programming_error_with_no_save_in_sight_is_not_read() -> None:
-    text = (DATA / "flagembedding-1583--attributeerror-no-save-in-sight.log").read_text()
+@pytest.mark.parametrize(
+    "name",
+    [
+        "flagembedding-1583--attributeerror-no-save-in-sight.log",
+        "axolotl-1092--attributeerror-no-save-named.log",
+    ],
+)
+def test_a_programming_error_with_no_save_in_sight_is_not_read(name: str) -> None:
+    text = (DATA / name).read_text()
     assert not recognise_app_log(text)
     with pytest.raises(ParseError):
         parse_app_log(text, "x")
+
+
+def test_a_bare_errno_line_without_its_exception_or_frames_stays_an_errno() -> None:
+    # transpeeder #28: nothing says a load raised it (no class, no frames): not guessed from the path
+    assert [e["kind"] for e in _errors("transpeeder-28--bare-errno-optim-states.log")] == ["errno_error"]
 
 
 def test_a_saves_enoent_is_not_a_resume() -> None:
