@@ -198,3 +198,11 @@ def test_deepspeeds_assert_on_an_empty_tag_is_a_missing_part() -> None:
     (error,) = errors
     assert error["kind"] == "ckpt_resume_missing"
     assert error["ckpt"]["resume"]["loader"] == "deepspeed" and error["ckpt"]["resume"]["rank"] == 1
+
+
+def test_a_load_failing_on_the_files_bytes_is_not_a_framework_error() -> None:
+    # H3 #11: torch.load's UnpicklingError on a malformed download is the file's content, not the code
+    text = (DATA / "h3-11--unpickling-invalid-load-key.log").read_text()
+    assert recognise_app_log(text)  # the loader's frames make it a job's log
+    kinds = [e["kind"] for e in parse_app_log(text, "x")["errors"]]
+    assert "framework_error" not in kinds

@@ -27,7 +27,8 @@ Kinds (``app_log.errors[]``):
   rank's), ``shard`` (a rank's own file) or ``checkpoint`` (the loader found none it knows);
 - ``framework_error``: an exception of a class the operating system never raises (TypeError,
   AttributeError, KeyError, IndexError, NameError, ImportError, NotImplementedError, AssertionError,
-  ValueError, pickling errors) in a traceback through a checkpoint save or load (a save or load frame, a
+  ValueError, PicklingError; on a load only those of a call that does not fit its callee) in a traceback
+  through a checkpoint save or load (a save or load frame, a
   source line calling one, or the message naming one). ``ckpt.failure``: ``{exception, op ("save"|
   "load"), framework, api_change}``; ``api_change`` when the message is how Python reports a call that
   no longer fits its callee (unexpected keyword, wrong number of arguments, no attribute, cannot import).
@@ -58,13 +59,20 @@ _IPYTHON_FRAME = lazy_compile(
 _EXCEPTION = lazy_compile(
     r"^(?P<exc>(?:[a-z_]\w{0,40}\.){0,8}(?P<cls>[A-Z]\w{0,60}(?:Error|Exception)))(?::\s?(?P<msg>.{0,1000}))?$"
 )
-# classes the operating system never raises: a program's own mistake, or its data's
+# classes the operating system never raises: a program's own mistake (an unpickling error is not
+# one: it is what a load says of a file's bytes, a truncated or malformed checkpoint)
 _PROGRAMMING = frozenset(
     (
         "TypeError", "AttributeError", "KeyError", "IndexError", "NameError", "UnboundLocalError",
         "ImportError", "ModuleNotFoundError", "NotImplementedError", "AssertionError", "ValueError",
-        "RecursionError", "PicklingError", "UnpicklingError",
+        "RecursionError", "PicklingError",
     )
+)  # fmt: skip
+# on a load, only the classes of a call that does not fit its callee: a KeyError, ValueError or
+# assertion there may be what a loader says of a checkpoint that is incomplete or of another layout
+_PROGRAMMING_AT_LOAD = frozenset(
+    ("TypeError", "AttributeError", "NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError",
+     "NotImplementedError", "RecursionError")
 )  # fmt: skip
 _IO_WORDS = lazy_compile(r"\[Errno \d|\(os error \d|\bOs \{ code|Input/output error|No space left", re.I)
 _LOAD_FUNCTION = lazy_compile(r"load|resume|restore|from_pretrained|safe_open|read_metadata", re.I)
@@ -239,7 +247,7 @@ def _failure(tb: _Traceback) -> dict[str, Any] | None:
         op = "save"
     elif tb.framework(_LOAD_FUNCTION) or "load" in said:
         op = "load"
-    if op is None:
+    if op is None or (op == "load" and tb.cls not in _PROGRAMMING_AT_LOAD):
         return None
     framework = save_framework or tb.framework(_LOAD_FUNCTION if op == "load" else _ANY_FUNCTION)
     api_change = bool(_API_CHANGE.search(tb.message))
