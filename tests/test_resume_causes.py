@@ -62,3 +62,12 @@ def test_another_ranks_miss_folds_the_incomplete_finding_under_node_local_storag
     found = {f["id"]: f for f in report["findings"]}
     assert found["checkpoint-incomplete-at-resume"]["explained_by"] == "checkpoint-not-on-shared-storage"
     assert report["summary"]["status"] == "OK"  # a job's checkpoint layout drains no node
+
+
+def test_a_save_cut_short_in_the_same_log_raises_the_incomplete_finding(tmp_path: Path) -> None:
+    # ast #30's ENOSPC during torch.save, then Isaac-GR00T #353's load missing metadata.json: the
+    # earlier save that failed is why the checkpoint lacks a part (boost), and the space is its own finding
+    alone = _fired([RESUME / "isaac-gr00t-353--metadata-json-missing.log"])["checkpoint-incomplete-at-resume"]
+    joined = _fired([_joined(tmp_path, ENOSPC, RESUME / "isaac-gr00t-353--metadata-json-missing.log")])
+    assert "checkpoint-write-out-of-space" in joined
+    assert joined["checkpoint-incomplete-at-resume"]["certainty"] > alone["certainty"]
