@@ -206,3 +206,28 @@ def test_a_load_failing_on_the_files_bytes_is_not_a_framework_error() -> None:
     assert recognise_app_log(text)  # the loader's frames make it a job's log
     kinds = [e["kind"] for e in parse_app_log(text, "x")["errors"]]
     assert "framework_error" not in kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "ranks", "ops", "differs", "in_save"),
+    [
+        ("speechbrain-2401--collective-mismatch-during-checkpointing.log", [1, 0], ["ALLREDUCE", "BROADCAST"], "op",
+         False),
+        # cut where the thread's excerpt ends: the other rank not shown; called from the checkpoint callback
+        ("lightning-19045--ddp-modelcheckpoint-broadcast-mismatch.log", [2, None], ["BROADCAST", None], None, True),
+        ("ms-swift-9443--collective-shape-mismatch.log", [1, 0], ["ALLREDUCE", "ALLREDUCE"], "shape", False),
+        # PyTorch printed rank 7's fingerprint without its comma: "SequenceNumber=0OpType=REDUCE"
+        ("simpletuner-2712--collective-mismatch-sequence.log", [0, 7], ["ALLGATHER", "REDUCE"], "op", False),
+    ],
+)  # fmt: skip
+def test_pytorchs_collective_check_names_the_ranks_and_what_differs(
+    name: str, ranks: list, ops: list, differs: str | None, in_save: bool
+) -> None:
+    (error,) = [e for e in _errors(name) if e["kind"] == "collective_mismatch"]
+    mismatch = error["ckpt"]["mismatch"]
+    assert (mismatch["ranks"], mismatch["ops"], mismatch["differs"], mismatch["in_save"]) == (
+        ranks,
+        ops,
+        differs,
+        in_save,
+    )

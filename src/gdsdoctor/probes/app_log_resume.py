@@ -136,6 +136,21 @@ _PACKAGES = (
     ("mmengine", lazy_compile(r"[/\\]mmengine[/\\]")),
     ("torch", lazy_compile(r"[/\\]torch[/\\]")),
 )
+# PyTorch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) checks each collective's fingerprint
+# across ranks before running it: "Detected mismatch between collectives on ranks. Rank 1 is running
+# collective: CollectiveFingerPrint(SequenceNumber=485, OpType=ALLREDUCE, …), but Rank 0 is running
+# collective: CollectiveFingerPrint(SequenceNumber=485, OpType=BROADCAST, …)"
+_MISMATCH = lazy_compile(
+    r"Detected mismatch between collectives on ranks\. Rank (?P<rank>\d{1,6}) is running (?:inconsistent )?"
+    r"collective: CollectiveFingerPrint\((?P<print>[^)]{0,400})"
+)
+_MISMATCH_OTHER = lazy_compile(
+    r"but Rank (?P<rank>\d{1,6}) is running collective: (?:CollectiveFingerPrint\((?P<print>[^)]{0,400})"
+    r"|(?P<op>[A-Z_]{2,40}))"
+)
+_OP_TYPE = lazy_compile(r"OpType=(?P<op>[A-Z_]{2,40})")
+_SEQUENCE = lazy_compile(r"SequenceNumber=(?P<seq>\d{1,12})")
+_CHECKPOINT_FRAME = lazy_compile(r"checkpoint|save", re.I)
 _ANY_FUNCTION = lazy_compile(r".")
 _PATH_PARTS = lazy_compile(r"[/\\]+")
 _HINTS = ("Error", "Exception")
@@ -254,6 +269,27 @@ def _failure(tb: _Traceback) -> dict[str, Any] | None:
     return {"exception": tb.cls, "op": op, "framework": framework, "api_change": api_change}
 
 
+def _mismatch(line: str, tb: _Traceback) -> dict[str, Any] | None:
+    """The two ranks' collectives PyTorch's check compared, and what differs between them."""
+    first = _MISMATCH.search(line)
+    if first is None:
+        return None
+    other = _MISMATCH_OTHER.search(line, first.end())
+    prints = [first["print"], (other["print"] or "") if other else ""]
+    ops = [m["op"] if (m := _OP_TYPE.search(p)) else None for p in prints]
+    if other and other["op"]:
+        ops[1] = other["op"]
+    seqs = [int(m["seq"]) if (m := _SEQUENCE.search(p)) else None for p in prints]
+    differs = (
+        "op" if None not in ops and ops[0] != ops[1]
+        else "sequence" if None not in seqs and seqs[0] != seqs[1]
+        else "shape" if other else None
+    )  # fmt: skip
+    in_save = any(_CHECKPOINT_FRAME.search(f"{file} {func}") for file, func in tb.frames)
+    ranks = [int(first["rank"]), int(other["rank"]) if other else None]
+    return {"ranks": ranks, "ops": ops, "sequences": seqs, "differs": differs, "in_save": in_save}
+
+
 def _error(kind: str, line_no: int, line: str, artifact: str, **extra: Any) -> dict[str, Any]:
     ckpt = {"errno": None, "path": None, "op": None, "timeout_ms": None, "pid": None, "process": None,
             "gpu": None, "request": None, "scratch": None, "why": None, "cuda_error": None,
@@ -266,7 +302,7 @@ def _error(kind: str, line_no: int, line: str, artifact: str, **extra: Any) -> d
 def signature(line: str) -> bool:
     """A line that makes a text a job's log for this module: a loader's own message, a traceback frame
     of a framework's save or load, an exception naming a save or load call."""
-    if _LOADER_MESSAGE.search(line) or frame_framework(line):
+    if _LOADER_MESSAGE.search(line) or frame_framework(line) or _MISMATCH.search(line):
         return True
     body = _RANK_PREFIX.sub("", line)
     frame = _FRAME.search(body) or _IPYTHON_FRAME.search(body)
@@ -299,6 +335,9 @@ def traceback_errors(lines: list[tuple[int, str]], errors: list[dict[str, Any]],
 def _read(
     number: int, line: str, window: list[str], by_line: dict[int, dict[str, Any]], artifact: str
 ) -> dict[str, Any] | None:
+    if "Detected mismatch between collectives" in line and number not in by_line:
+        mismatch = _mismatch(line, _Traceback(line, window))
+        return _error("collective_mismatch", number, line, artifact, mismatch=mismatch) if mismatch else None
     if not _EXCEPTION.match(_RANK_PREFIX.sub("", line).strip()):
         return None
     known = by_line.get(number)
