@@ -218,6 +218,9 @@ def test_a_load_failing_on_the_files_bytes_is_not_a_framework_error() -> None:
         ("ms-swift-9443--collective-shape-mismatch.log", [1, 0], ["ALLREDUCE", "ALLREDUCE"], "shape", False),
         # PyTorch printed rank 7's fingerprint without its comma: "SequenceNumber=0OpType=REDUCE"
         ("simpletuner-2712--collective-mismatch-sequence.log", [0, 7], ["ALLGATHER", "REDUCE"], "op", False),
+        # behind a logger's prefix without the word "Error" before the check's message
+        ("simpletuner-2712--circuit-breaker-prefix-mismatch.log", [1, 7], ["ALLGATHER", "REDUCE"], "op", False),
+        ("pytorch-148976--barrier-sequence-mismatch.log", [1, 2], ["BARRIER", "BARRIER"], "sequence", False),
     ],
 )  # fmt: skip
 def test_pytorchs_collective_check_names_the_ranks_and_what_differs(

@@ -153,7 +153,7 @@ _SEQUENCE = lazy_compile(r"SequenceNumber=(?P<seq>\d{1,12})")
 _CHECKPOINT_FRAME = lazy_compile(r"checkpoint|save", re.I)
 _ANY_FUNCTION = lazy_compile(r".")
 _PATH_PARTS = lazy_compile(r"[/\\]+")
-_HINTS = ("Error", "Exception")
+_HINTS = ("Error", "Exception", "mismatch between collectives")  # the check's line may follow any prefix
 
 
 class _Traceback:
