@@ -71,3 +71,17 @@ def test_a_save_cut_short_in_the_same_log_raises_the_incomplete_finding(tmp_path
     joined = _fired([_joined(tmp_path, ENOSPC, RESUME / "isaac-gr00t-353--metadata-json-missing.log")])
     assert "checkpoint-write-out-of-space" in joined
     assert joined["checkpoint-incomplete-at-resume"]["certainty"] > alone["certainty"]
+
+
+def test_megatrons_metadata_missing_on_another_nodes_rank_is_node_local_storage(tmp_path: Path) -> None:
+    # Megatron-LM #1530's case in the words dist_checkpointing raises (serialization.py's load): rank 8,
+    # on the second node, finds no metadata.json (written by global rank 0 alone) in the step directory
+    log = tmp_path / "job.log"
+    log.write_text(
+        "[rank8]: megatron.core.dist_checkpointing.core.CheckpointingException: /local/ckpt/iter_0000500 "
+        "is not a distributed checkpoint\n"
+    )
+    fired = _fired([log])
+    finding = fired["checkpoint-not-on-shared-storage"]
+    assert finding["certainty"] > 0.6  # a part rank 0 alone writes, on a node-local path
+    assert fired["checkpoint-incomplete-at-resume"]["explained_by"] == "checkpoint-not-on-shared-storage"
