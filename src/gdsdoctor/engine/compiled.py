@@ -12,8 +12,9 @@ for its node, with jmespath's own equality, ordering and truth, so the result is
 - a field is ``value.get(name)``, None where the value has no ``get`` (not an object);
 - ``==``/``!=`` use jmespath's equality (``0``/``1`` never equal ``false``/``true``), the
   orderings give null unless both sides are numbers or strings;
-- ``&&``, ``||`` and filters use jmespath's truth (``''``, ``[]``, ``{}``, null, false are false),
-  ``!`` Python's ``not`` except that ``!0`` is false, as TreeInterpreter has it;
+- ``&&``, ``||`` and filters use jmespath's truth (``''``, ``[]``, ``{}``, null, false are false);
+  ``!`` is the interpreter's own (Python's ``not``, except that ``!0`` is false: whether ``!0.0``
+  is too differs between jmespath 1.0 and 1.1);
 - a function is the registry's (``engine/functions.py``): called directly where every argument
   has a type its signature allows, else through ``call_function``, which raises the same error
   as the interpreter would;
@@ -28,7 +29,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from jmespath.visitor import TreeInterpreter, _equals, _Expression, _is_actual_number, _is_comparable
+from jmespath.visitor import TreeInterpreter, _equals, _Expression, _is_comparable
 
 from gdsdoctor.engine.functions import OPTIONS
 
@@ -323,14 +324,15 @@ def _and(node: Node) -> Fn:
 
 def _not(node: Node) -> Fn:
     (operand,) = _children(node)
+    negate = _PLAIN.visit_not_expression  # the installed jmespath's own !: which zeros are false varies
 
     def negated(value: Any) -> Any:
-        result = operand(value)
-        if _is_actual_number(result) and result == 0:  # !0 is false: 0 is not false in jmespath
-            return False
-        return not result
+        return negate(_OF_CURRENT, operand(value))
 
     return negated
+
+
+_OF_CURRENT: Node = {"type": "not_expression", "children": [{"type": "current", "children": []}]}
 
 
 _COMPILERS: dict[str, Callable[[Node], Fn]] = {
