@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jmespath.visitor import TreeInterpreter
 
-from gdsdoctor.engine import functions
+from gdsdoctor.engine import functions, query
 from gdsdoctor.engine.compiled import compile_node, is_false
 
 
@@ -161,3 +161,23 @@ def test_a_function_replaced_in_the_registry_is_the_one_called(monkeypatch: pyte
     regex = functions.OPTIONS.custom_functions.FUNCTION_TABLE["regex"]  # type: ignore[union-attr]
     monkeypatch.setitem(regex, "function", lambda self, subject, pattern: True)
     assert compiled(document) == [{"message": "x"}]
+
+
+def test_a_filter_is_compiled_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second search of a filter, over other facts too, compiles nothing: each evaluation of
+    a fleet's bundles reuses the closures."""
+    compiled: list[str] = []
+
+    def counting(node: dict[str, Any]) -> Any:
+        compiled.append(node["type"])
+        return compile_node(node)
+
+    monkeypatch.setattr(query, "compile_node", counting)
+    expression = "events[?kind == 'compiled-once' && n > `1`].n"
+    assert query.FactQuery({"events": [{"kind": "compiled-once", "n": 2}]}).search(expression) == [2]
+    assert compiled  # the condition and the projection
+    compiled.clear()
+    assert (
+        query.FactQuery({"events": [{"kind": "compiled-once", "n": 3}] * 20}).search(expression) == [3] * 20
+    )
+    assert compiled == []

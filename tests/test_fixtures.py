@@ -98,7 +98,8 @@ def _filters_agree_with_jmespath(facts: dict[str, Any]) -> None:
     documents = [facts]
     if (facts.get("dmesg") or {}).get("history"):
         whole = lifecycle.with_history(facts)
-        whole["derived"] = derive(whole, (facts.get("target") or {}).get("path"))
+        target_path, intent = (facts.get("target") or {}).get("path"), facts["derived"]["intent"]
+        whole["derived"] = derive(whole, target_path, known_intent=intent)  # as the history pass does
         documents.append(whole)
     for document in documents:
         query = FactQuery(document)
