@@ -125,3 +125,12 @@ def test_a_kernel_log_with_a_few_programs_lines_stays_a_kernel_log() -> None:
     assert "systemd[1]:" in path.read_text()
     assert dmesg.recognise(path.read_text())
     assert list(_read(path).assignments) == ["dmesg"]
+
+
+def test_the_form_is_decided_on_the_head_of_the_text() -> None:
+    """An installer prefixes its log from the first line; a long kernel log is not matched line by
+    line for one (its clock is the console form's): prefixed lines after HEAD_LINES others decide nothing."""
+    anaconda = "15:52:20,316 ERR kernel:INFO: task kworker/u4:0:7 blocked for more than 122 seconds."
+    kernel = [f"[{i}.5] nvme nvme0: I/O {i} QID 3 timeout, aborting" for i in range(installer.HEAD_LINES)]
+    assert installer.form_of([*kernel, *[anaconda] * 50]) is None
+    assert installer.form_of([anaconda] * 300 + kernel) == "anaconda"  # 300 of the first 2000

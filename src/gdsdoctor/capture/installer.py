@@ -21,6 +21,7 @@ prefix (a traceback's frames, a wrapped message's tail) stay as they are.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 
 from gdsdoctor.patterns import lazy_compile
 
@@ -49,6 +50,7 @@ FORMS = {
     ),
 }
 MIN_LINES = 2
+HEAD_LINES = 2000
 # the share of a part's lines with text that must carry the prefix: an installer's timed prefix is
 # its own (cloud-init's warnings hold a tool's whole stderr, unprefixed, under one prefixed line);
 # Python's bare default is also a job's, and is taken only where it is most of the text
@@ -60,8 +62,10 @@ _CHEAP = lazy_compile(r"^(?:\d\d:\d\d:\d\d,|[A-Z]{4,8}:|\d{4}-\d\d-\d\d \d\d:\d\
 
 
 def form_of(lines: list[str]) -> str | None:
-    """The installer prefix most of ``lines`` carry, or None (see the module)."""
-    filled = [line for line in lines if line.strip()]
+    """The installer prefix most of ``lines`` carry, or None (see the module). Decided on the
+    first ``HEAD_LINES`` lines with text: an installer prefixes its log from the first line, and a
+    100,000-line kernel log (whose clock the console form shares) is not matched line by line."""
+    filled = list(islice((line for line in lines if line.strip()), HEAD_LINES))
     candidates = [line for line in filled if _CHEAP.match(line)]  # one C test a line first
     if len(candidates) < MIN_LINES:
         return None
