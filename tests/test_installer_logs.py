@@ -111,11 +111,16 @@ def test_a_programs_console_lines_are_no_kernel_log() -> None:
     program's name and pid. Read as a kernel log before, a log with no storage error said the
     kernel log was clean; now the prefix goes and the programs' lines are theirs."""
     path = LOGS / "console-anaconda-mounts-and-df.coreos-assembler-695.txt"
-    (part,) = unwrap(path.read_text())
-    assert "console log prefixes" in part.removed
-    assert part.text.split("\n")[6].startswith("Filesystem      Size  Used Avail Use% Mounted on")
-    assert not _read(path).assignments  # mount and df output mixed in one part: not read (a gap)
+    mounts, df = unwrap(path.read_text())
+    assert "console log prefixes" in mounts.removed and "console log prefixes" in df.removed
+    assert mounts.text.startswith("sysfs on /sys type sysfs") and (mounts.first_line, df.first_line) == (2, 8)
+    assert df.text.startswith("Filesystem      Size  Used Avail Use% Mounted on")
     assert not dmesg.recognise(path.read_text())
+    # the tool output inside reaches its readers: df's header starts df's part
+    capture = _read(path)
+    assert sorted(capture.assignments) == ["df", "mounts"]
+    df = capture.artifacts[capture.assignments["df"][0]].text.split("\n")
+    assert df[7].startswith("Filesystem      Size") and df[8].startswith("/dev/sda2       7.0G")
 
 
 def test_a_kernel_log_with_a_few_programs_lines_stays_a_kernel_log() -> None:

@@ -233,3 +233,23 @@ def test_a_terminals_cut_without_a_log_prefix_is_joined_where_it_cut_a_word() ->
     assert [(e["kind"], e["nccl"]["op"], e["nccl"]["timeout_ms"]) for e in errors] == [
         ("collective_timeout", "BROADCAST", 1800000)
     ]
+
+
+def test_an_outputs_header_after_other_text_starts_its_own_part() -> None:
+    """Two real outputs pasted one under the other with no prompt or section between them (util-linux's
+    lsblk test output, coreutils' df): each header starts its output's part, each read."""
+    lsblk_text = (DATA / "lsblk" / "lsblk-2.38.1-sysroot-simple-nvme-table.txt").read_text()
+    df_text = (FORMS / "df-block-size-grouped.coreutils-9.1.en_US.txt").read_text()
+    parts = unwrap(lsblk_text.rstrip("\n") + "\n" + df_text)
+    assert [p.text.split("\n", 1)[0].split()[0] for p in parts] == ["NAME", "Filesystem"]
+    assert parts[1].first_line == len(lsblk_text.rstrip("\n").split("\n")) + 1
+    capture = Capture("files")
+    reader = PasteReader(capture)
+    reader.add("x", (lsblk_text.rstrip("\n") + "\n" + df_text).encode(), "x")
+    assert sorted(capture.assignments) == ["df", "lsblk"]
+
+
+def test_an_output_under_its_own_prompt_is_one_part() -> None:
+    df_text = (FORMS / "df-block-size-grouped.coreutils-9.1.en_US.txt").read_text()
+    (part,) = unwrap("$ df -B1\n" + df_text)
+    assert part.text.startswith("Filesystem") and part.command == "df -B1"

@@ -20,6 +20,7 @@ from gdsdoctor import syslog_time
 from gdsdoctor.capture import installer, quoted
 from gdsdoctor.capture.rewrap import fullwidth_to_ascii, rejoin
 from gdsdoctor.patterns import lazy_compile
+from gdsdoctor.probes import fs, lsblk
 
 # `user@host:~$ cmd`, `[root@host dir]# cmd`, `root@host:/x# cmd`, `$ cmd`, `sh-5.1# cmd`, `PS1> cmd`
 _USER_PROMPT = lazy_compile(
@@ -126,8 +127,10 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
         for part in _split_on_prompts(block, start):
             part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
             kernel = _clean(part)
-            # an installer's kernel lines apart from the rest, each to its own reader
-            parts += [piece for piece in split_apart(part, kernel) if piece.text.strip()]
+            # an installer's kernel lines apart from the rest, each to its own reader; an output's
+            # header after other text starts that output's part
+            for piece in split_apart(part, kernel):
+                parts += [p for p in _split_on_headers(piece) if p.text.strip()]
     return parts
 
 
@@ -224,6 +227,38 @@ def section_command(line: str) -> str | None:
 
 # Where a section header can start (``_SECTION``'s bars after a line's blanks), the newline before it first
 _SECTION_START = lazy_compile(r"\n[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
+
+
+def _output_header(line: str) -> bool:
+    """A line that starts an output of its own wherever it stands: df's and lsblk's column headers
+    (an installer's log holding `df -h`, two outputs pasted one under the other without prompts)."""
+    head = line.lstrip()[:10]
+    if head.startswith("Filesystem"):
+        return fs.is_df_header(line)
+    return head.startswith("NAME") and lsblk.is_table_header(line)
+
+
+def _split_on_headers(part: Part) -> list[Part]:
+    """The part cut before each output header that follows other text (``_output_header``); the
+    part itself when none does. Cut after the prefixes went, so an installer's log holding ``df -h``
+    gives df its own part."""
+    if "Filesystem" not in part.text and "NAME" not in part.text:  # one C scan: most parts hold neither
+        return [part]
+    lines = part.text.split("\n")
+    cuts = [i for i, line in enumerate(lines) if i and _output_header(line)]
+    cuts = [i for i in cuts if any(line.strip() for line in lines[:i])]
+    if not cuts:
+        return [part]
+    pieces = []
+    for begin, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        text = "\n".join(lines[begin:end])
+        prompts = part.prompts if begin == 0 else []
+        pieces.append(
+            replace(
+                part, text=text, first_line=part.first_line + begin, removed=[*part.removed], prompts=prompts
+            )
+        )
+    return pieces
 
 
 def _split_on_prompts(lines: list[str], start: int) -> list[Part]:

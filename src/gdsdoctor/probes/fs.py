@@ -103,6 +103,12 @@ _DF_INODE_HEADER = lazy_compile(r"^Filesystem\s+(Type\s+)?Inodes\s+IUsed\s+IFree
 _BLOCK_UNIT = lazy_compile(r"^(\d+)([KMG]?)B?-blocks$", re.IGNORECASE)
 
 
+def is_df_header(line: str) -> bool:
+    """Whether ``line`` is df's column header (sizes or inodes): where a df output begins."""
+    stripped = line.strip()
+    return bool(_DF_HEADER.match(stripped) or _DF_INODE_HEADER.match(stripped))
+
+
 def _unit(size_header: str) -> int | None:
     """Bytes per count from the size column title: ``1-blocks``/``1B-blocks`` 1, ``1K-blocks`` 1024;
     None for ``Size`` (human-readable values with their own suffix)."""

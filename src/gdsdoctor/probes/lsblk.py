@@ -225,6 +225,12 @@ _COLUMNS = frozenset(
 )
 
 
+def is_table_header(line: str) -> bool:
+    """Whether ``line`` is lsblk's column header (``NAME MAJ:MIN RM SIZE RO TYPE MOUNTPOINTS``)."""
+    stripped = line.strip()
+    return bool(_TABLE_HEADER.match(stripped)) and len(_COLUMNS.intersection(stripped.split()[1:])) >= 2
+
+
 def recognise(text: str) -> bool:
     """lsblk's JSON, a table whose header (``-t``, ``-f``, ``-l`` or plain) names two more of its
     columns after NAME, or ``-P`` pairs with NAME and another of its columns, in any order."""
