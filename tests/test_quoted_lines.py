@@ -94,6 +94,8 @@ def test_forms_of_quoting(line: str, quoted: str) -> None:
         '{"MESSAGE":"nvme nvme0: I/O 12 QID 3 timeout, aborting","_HOSTNAME":"n1"}',  # a journal record
         '[  12.3] audit: comm="nvme nvme0: I/O 12 QID 3 timeout" res=1',  # a log line with a time
         '["nvme nvme0: I/O 12 QID 3 timeout, aborting", "nvme nvme0: Abort status: 0x0"]',  # a list
+        'look for "blk_update_request: I/O error, dev <disk>, sector N" in the log',  # a template
+        "we see `nvme nvme0: I/O tag ... timeout, aborting` sometimes",  # an elision
         'we get a "timeout while saving the checkpoint" and the job stalls',  # no subsystem
         "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9)",  # a logger's name
         "srun: error: node1: task 0: Killed",  # a program's prefix, no prose

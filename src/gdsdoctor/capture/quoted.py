@@ -17,8 +17,9 @@ The line must be prose: words outside the quoted spans, and not itself a log lin
 message quoting a file name, a JSON record's ``"MESSAGE":"…"``). Of several quoted lines on one
 line the first that is an error line is kept (the line keeps its number in the paste; a second
 quoted line is not read apart). A sentence that names a word like "timeout" and quotes no such
-line is left as it is. unwrap gives the quoted lines as a part of their own (the prose's other
-lines blank), so that a sentence's one kernel line is read as a kernel log is.
+line is left as it is, and so is a template of a line (``some log like "nvme nvme0: I/O tag XXX
+(XXX) QID XX timeout"``: placeholders or an elision). A paragraph whose one output is a quoted
+line is read as that line alone (capture/detect.py), so that it is read as a kernel log is.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _LEAD = lazy_compile(r"(?:^|\s)[A-Za-z][a-z']{0,30}(?:[ \t]{1,4}[A-Za-z][A-Za-z'
 MIN_PROSE_WORDS = 2  # "When the … errors occur": words around the quote that no log line has
 MAX_LINE = 2000  # a paragraph's line; a longer line is a log's or garbage
 REMOVED = "prose around quoted lines"
+_TEMPLATE = lazy_compile(r"\bX{2,}\b|<[\w./:-]{1,30}>|\.\.\.|\u2026")
 MAX_TEXT = 256 * 1024  # what unwrap reads block by block as prose (unwrap.MAX_BLOCKS_CHARS)
 
 
@@ -49,9 +51,11 @@ def _message(span: str) -> str:
 
 
 def quotes_a_line(span: str) -> bool:
-    """Whether ``span`` is a kernel line of the storage path or an error line of any family."""
+    """Whether ``span`` is a kernel line of the storage path or an error line of any family; a
+    template of one (``I/O tag XXX (XXX) QID XX timeout``, ``dev <disk>``, an elision) is what to
+    look for, not what was seen."""
     message = _message(span)
-    if len(message) < 6 or len(message.split()) < 2:
+    if len(message) < 6 or len(message.split()) < 2 or _TEMPLATE.search(message):
         return False
     return error_lines.kernel_family(message) is not None or error_lines.classify_cached(message) is not None
 
