@@ -70,20 +70,25 @@ def _is_prose(line: str, spans: list[tuple[int, int]]) -> bool:
 
 
 def quoted_line(line: str) -> str | None:
-    """The storage-path line ``line`` quotes, or None (see the module)."""
-    if len(line) > MAX_LINE or log_prefix(line) is not None or _RECORD.match(line):
+    """The storage-path line ``line`` quotes, or None (see the module). The spans are found first
+    (string tests and one pattern): most lines quote nothing, and the checks that a line is prose
+    and no log line of its own are paid only for those that do."""
+    if len(line) > MAX_LINE:
         return None
-    if error_lines.kernel_family(line, at_start=True) is not None:
-        return None  # a kernel line itself (quoting a name or an option)
     candidates: list[tuple[str, tuple[int, int]]] = []
     if '"' in line or "`" in line or "\u201c" in line:
         for m in _SPAN.finditer(line):
             span = next(group for group in m.groups() if group is not None)
             candidates.append((span, m.span()))
-    if not candidates and ": " in line:  # "dmesg shows: nvme nvme0: I/O 12 QID 3 timeout"
-        m = _AFTER_COLON.search(line)  # the first colon: the prose's; a later one is the message's
+    lead = line[: line.find(": ")] if ": " in line else ""  # the first colon: the prose's
+    if not candidates and lead[-1:].isalpha() and "[" not in lead:  # "dmesg shows: nvme nvme0: …"
+        m = _AFTER_COLON.search(line)
         if m is not None and _LEAD.search(line[: m.start()]):
             candidates.append((line[m.end() :], (m.start(), len(line))))
+    if not candidates or log_prefix(line) is not None or _RECORD.match(line):
+        return None
+    if error_lines.kernel_family(line, at_start=True) is not None:
+        return None  # a kernel line itself (quoting a name or an option)
     quoted = [(span, where) for span, where in candidates if quotes_a_line(span)]
     if not quoted or not _is_prose(line, [where for _, where in quoted]):
         return None
