@@ -52,6 +52,13 @@ _INLINE_CODE = lazy_compile(r"^\s*`([^`]+)`\s*$")
 _INLINE_SPAN = lazy_compile(r"`([^`\n]{3,400})`")
 _HEADING = lazy_compile(r"^\s{0,3}#{1,6}\s")  # a markdown heading (prose: never an output)
 _QUOTE = lazy_compile(r"^\s*>(?: |$)")
+# What a wrapper's line holds, looked for in the whole text before its lines are (C tests: a text
+# without them has no such wrapper; tests/test_unwrap_gates.py compares with the gates open)
+_FENCE_MARKS = ("```", "~~~")  # a fence line holds one
+_PROMPT_MARKS = ("$", "#", "%")  # every prompt form ends in one
+# where a quoted line can be (``_quote_ends``: only blanks before its `>`), the first line or after a newline
+_QUOTED_FIRST = lazy_compile(r"[^\S\n]*>")
+_QUOTED_LINE = lazy_compile(r"\n[^\S\n]*>")
 
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
 # then the program. dmesg reads `TIME HOST kernel: msg`; anything else between is removed.
@@ -114,19 +121,22 @@ def unwrap(text: str, inside_fences: bool = True) -> list[Part]:
         return [Part(text)]  # a captured file, not a hand-made paste: read as it is, never held as lines
     ascii_text = fullwidth_to_ascii(text)
     removed: list[str] = ["full-width punctuation"] if ascii_text != text else []
-    lines = ascii_text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _unquote(lines, removed)
+    plain = ascii_text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = plain.split("\n")
+    # a quoted line starts with `>` after its blanks: a text with none is quoted nowhere (a C search)
+    quoting = bool(_QUOTED_FIRST.match(plain) or _QUOTED_LINE.search(plain))
+    lines = _unquote(lines, removed) if quoting else lines
     # a fence line holds ``` or ~~~ (unquoting removes none): a text with neither has no fence (a C test)
-    fences = "```" in ascii_text or "~~~" in ascii_text
+    fences = any(mark in ascii_text for mark in _FENCE_MARKS)
     if not inside_fences and fences:
         lines = ["" if _FENCE.match(line) else line for line in lines]
     parts = []
     for start, block, fenced in _fenced_blocks(lines) if fences else [(1, lines, False)]:
         inner: list[str] = []  # a block quoted inside its fence (the prose around it is not)
-        block = _unquote(block, inner)
+        block = _unquote(block, inner) if quoting else block
         for part in _split_on_prompts(block, start):
             part.removed[:0] = [*removed, *(["markdown fence"] if fenced else []), *inner]
-            kernel = _clean(part)
+            kernel = _clean(part, quoting)
             # an installer's kernel lines apart from the rest, each to its own reader; an output's
             # header after other text starts that output's part
             for piece in split_apart(part, kernel):
@@ -225,7 +235,9 @@ def section_command(line: str) -> str | None:
     return name if command or name.startswith(("/", "~")) else None
 
 
-# Where a section header can start (``_SECTION``'s bars after a line's blanks), the newline before it first
+# Where a section header can start (``_SECTION``'s bars after a line's blanks): the first line, or
+# after a newline (a literal first, which the engine finds fast)
+_SECTION_FIRST = lazy_compile(r"[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
 _SECTION_START = lazy_compile(r"\n[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
 
 
@@ -261,11 +273,15 @@ def _split_on_headers(part: Part) -> list[Part]:
     return pieces
 
 
+def _sections_possible(text: str) -> bool:
+    return bool(_SECTION_FIRST.match(text) or _SECTION_START.search(text))
+
+
 def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
     text = "\n".join(lines)
     # every prompt holds $, # or %, and every header starts with its bars: a block with neither is
     # one part, found by two C scans rather than a look at each line (a 100k-line log: ~70 ms)
-    if "$" not in text and "#" not in text and "%" not in text and not _SECTION_START.search("\n" + text):
+    if not any(mark in text for mark in _PROMPT_MARKS) and not _sections_possible(text):
         return [Part(text, first_line=start)]
     parts: list[Part] = []
     current = Part("", first_line=start)
@@ -295,10 +311,11 @@ def _split_on_prompts(lines: list[str], start: int) -> list[Part]:
     return parts
 
 
-def _clean(part: Part) -> set[int]:
+def _clean(part: Part, quoting: bool = True) -> set[int]:
     """The part without its wrappers; returns the lines to read apart from the rest (an
-    installer log's kernel lines)."""
-    lines = _unquote(part.text.split("\n"), part.removed)  # quoted output behind an unquoted prompt
+    installer log's kernel lines). ``quoting`` false: no line of the paste is quoted."""
+    lines = part.text.split("\n")
+    lines = _unquote(lines, part.removed) if quoting else lines  # quoted output behind an unquoted prompt
     while lines and not lines[0].strip():
         lines.pop(0)
         part.first_line += 1
@@ -322,6 +339,8 @@ def _clean(part: Part) -> set[int]:
 def split_apart(part: Part, apart: set[int]) -> list[Part]:
     """The part as two, the ``apart`` lines (indices into its text) and the rest, each with the
     other's lines blank so that every line keeps its number; the part itself when either is empty."""
+    if not apart:  # no line to set apart (most texts): the part as it is, without a look at its lines
+        return [part]
     lines = part.text.split("\n")
     chosen = [line if index in apart else "" for index, line in enumerate(lines)]
     rest = ["" if index in apart else line for index, line in enumerate(lines)]
