@@ -264,12 +264,24 @@ def _detail(value: str) -> int | str:
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
-def _pieces(hint: str) -> tuple[tuple[str, bool], ...]:
-    """A hint's whitespace-free pieces, each with whether it holds a digit."""
-    return tuple((piece, piece != piece.translate(_NO_DIGITS)) for piece in hint.split())
+def _pieces(hint: str) -> tuple[tuple[str, str], ...]:
+    """What each whitespace-free piece of a hint must be in the log's words (``hints_in``): the
+    piece without its digits, with a blank before it when the hint has whitespace before it (it
+    starts a word) and after it when the hint has whitespace after it (it ends one), for the
+    words joined by blanks; and the piece itself, for the text. A piece that is only digits
+    says nothing of the words (its word may be only digits: gone)."""
+    pieces = hint.split()
+    needles = []
+    for index, piece in enumerate(pieces):
+        bare = piece.translate(_NO_DIGITS)
+        starts = index > 0 or hint[:1].isspace()
+        ends = index < len(pieces) - 1 or hint[-1:].isspace()
+        word = f"{' ' if starts else ''}{bare}{' ' if ends else ''}" if bare else ""
+        needles.append((word, piece))
+    return tuple(needles)
 
 
-# hint -> its whitespace-free pieces, each with whether it holds a digit (see hints_in)
+# hint -> its pieces' needles (see _pieces and hints_in)
 _HINT_PIECES = {hint: _pieces(hint) for hint in _KINDS_OF_HINT}
 
 
@@ -284,21 +296,26 @@ def hints_in(text: str, extra: Sequence[str] = ()) -> list[tuple[str, tuple[int,
     Each hint is a scan of the text, so they are first looked for in its distinct words (a
     log repeats itself; measured in docs/performance.md), with the digits taken out: every
     timestamp, sector and command id is a word of its own, and with them a 100k-line log had
-    138,000 distinct words (the ~200 scans of them cost 0.7 s), without them 12,000. A hint
-    piece without digits that is in a word is in that word with its digits taken out, so no
-    hint is missed; a hint found that way is confirmed in the text (taking digits out may join
-    letters: ``nv0me``), and a piece with digits (``+0x``, ``change from 0 to``) is looked for
-    in the text itself. The words are gathered a chunk at a time (a list of every word of a
-    hostile 64 MiB log would take gigabytes), and a log with too many distinct words is
-    searched directly."""
+    138,000 distinct words (the ~200 scans of them cost 0.7 s), without them 12,000. Each piece
+    of a hint, its digits taken out, must be in one of those words, at its start when the hint
+    has whitespace before it, at its end when whitespace follows (``_pieces``): so no hint in
+    the text is missed, and most that are not there are ruled out without a scan. A hint that
+    passes is confirmed in the text (taking digits out may join letters: ``nv0me``; the pieces
+    need not be in neighbouring words). The words are gathered a chunk at a time (a list of
+    every word of a hostile 64 MiB log would take gigabytes), and a log with too many distinct
+    words is searched directly."""
     lowered = text.lower()
     words = _distinct_words(lowered)
-    haystack = " ".join(words) if words is not None else lowered
+    haystack = f" {' '.join(words)} " if words is not None else lowered
     found = []
     for hint, kinds in [*_KINDS_OF_HINT.items(), *((hint, ()) for hint in extra)]:
         # hints that gate no kind (the error-line classifier's, ``extra``): their lines only
         pieces = _HINT_PIECES.get(hint) or _pieces(hint)
-        if all(piece in (lowered if digits else haystack) for piece, digits in pieces) and hint in lowered:
+        if words is None:
+            possible = all(piece in lowered for _, piece in pieces)
+        else:
+            possible = all(word in haystack for word, _ in pieces)
+        if possible and hint in lowered:
             found.append((hint, kinds))
     return found
 
