@@ -57,7 +57,7 @@ _QUOTE = lazy_compile(r"^\s*>(?: |$)")
 _FENCE_MARKS = ("```", "~~~")  # a fence line holds one
 _PROMPT_MARKS = ("$", "#", "%")  # every prompt form ends in one
 # where a quoted line can be (``_quote_ends``: only blanks before its `>`), the first line or after a newline
-_QUOTED_FIRST = lazy_compile(r"[^\S\n]*>")
+_QUOTED_FIRST = lazy_compile(r"^[^\S\n]*>")
 _QUOTED_LINE = lazy_compile(r"\n[^\S\n]*>")
 
 # Kernel messages behind a remote-syslog prefix: time, then host / facility / level in any order,
@@ -237,7 +237,7 @@ def section_command(line: str) -> str | None:
 
 # Where a section header can start (``_SECTION``'s bars after a line's blanks): the first line, or
 # after a newline (a literal first, which the engine finds fast)
-_SECTION_FIRST = lazy_compile(r"[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
+_SECTION_FIRST = lazy_compile(r"^[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
 _SECTION_START = lazy_compile(r"\n[ \t]{0,8}(?:={3}|-{3}|#{3}|[*]{3}|[+]{3}|==>)")
 
 
