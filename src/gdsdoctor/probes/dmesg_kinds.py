@@ -226,6 +226,14 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         r"critical space allocation error, dev (?P<device>[^,\s]+)",
         r"device-mapper: thin: (?P<pool>[\w:.-]{1,64}): switching pool to out-of-data-space",
     )),
+    # BLK_STS_NOTSUPP on a command that moves no data (Write Zeroes, Discard, Write Same, Secure
+    # Erase, zone management): the device lacks an optional command, the kernel stops sending it
+    # and its callers fall back (blkdev_issue_zeroout writes zero pages; a filesystem stops
+    # discarding), so nothing written is lost: not a failed I/O (block/blk-lib.c, blk-core.c)
+    ("blk_op_unsupported", ("not supported error",), (
+        r"operation not supported error, dev (?P<device>[^,\s]+), sector (?P<sector>\d+) "
+        r"op 0x[0-9a-f]+:\((?P<op>WRITE_ZEROES|DISCARD|SECURE_ERASE|WRITE_SAME|ZONE_[A-Z_]{2,20})\)",
+    )),
     ("blk_io_error", ("error, dev", "i/o error", "medium error"), (
         r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "
         r"dev (?P<device>[^,\s]+), sector (?P<sector>\d+)"

@@ -123,6 +123,8 @@ _BENIGN = lazy_compile(
     r"|\bAER: (?:Corrected error|Multiple Corrected error)|severity=Corrected"  # corrected by the link
     r"|module verification failed: signature"  # an unsigned out-of-tree module (nvidia, lustre)
     r"|\bI/O error, dev (?:fd|sr)\d|Buffer I/O error on dev(?:ice)? (?:fd|sr)\d"  # floppy, optical drive
+    # an optional command the device lacks (no data moved; the kernel falls back: dmesg_kinds)
+    r"|operation not supported error, dev \S{1,40} sector \d{1,20} op 0x[0-9a-f]{1,4}:\((?:WRITE_ZEROES|DISCARD|SECURE_ERASE|WRITE_SAME|ZONE_[A-Z_]{2,20})\)"
     r"|ata\d{1,3}(?:\.\d\d)?: (?:ACPI cmd .{1,80}(?:filtered out|rejected by device)|failed to resume link"
     r" \(SControl 0\)|limiting SATA link speed)"
     r"|\bdisabling ANA support\b"  # nvme: a controller without ANA (a local drive)
