@@ -35,13 +35,17 @@ def test_json_stream_is_samples_then_the_report(tmp_path: Path, capsys: pytest.C
     )
     records = lines_of(capsys.readouterr().out)
     kinds = [r["type"] for r in records]
+    # a loaded host may take fewer samples in the half second than an idle one (the first and the
+    # last are always taken)
     assert (
-        kinds[:2] == ["header", "sample"] and kinds[-2:] == ["end", "report"] and kinds.count("sample") >= 3
+        kinds[:2] == ["header", "sample"] and kinds[-2:] == ["end", "report"] and kinds.count("sample") >= 2
     )
     report = records[-1]
     validate_report({k: v for k, v in report.items() if k != "type"})
     assert code == report["summary"]["exit_code"]  # the host's own state (a normal collect) counts too
-    assert not [f for f in report["findings"] if f["id"].startswith("watch-")]  # no write phase here
+    # nothing here writes; other work on the host's disk may, and then a phase comes first
+    if "phase" not in kinds:
+        assert not [f for f in report["findings"] if f["id"].startswith("watch-")]
     assert records[-2]["reason"] == "duration"
 
 
