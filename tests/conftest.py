@@ -17,6 +17,8 @@ import hypothesis
 import jsonschema
 import pytest
 
+from gdsdoctor.capture.capture import Capture
+from gdsdoctor.capture.detect import PasteReader
 from gdsdoctor.report import build
 
 # No per-example deadline in any property test (they inherit this profile where their own
@@ -221,6 +223,15 @@ def unpack_dump(archive: Path, into: Path) -> Path:
         trusted = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
         tar.extractall(into, members=members, **trusted)
     return into
+
+
+def read_paste(path: Path) -> Capture:
+    """One pasted file read as `analyze` reads it (decoded, unwrapped, each part to its reader)."""
+    capture = Capture("files")
+    reader = PasteReader(capture)
+    reader.add(path.name, path.read_bytes(), path.name)
+    reader.finish()
+    return capture
 
 
 def fake_binary(bindir: Path, name: str, script: str) -> Path:

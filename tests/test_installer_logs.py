@@ -11,21 +11,12 @@ from pathlib import Path
 import pytest
 
 from gdsdoctor.capture import installer
-from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.detect import PasteReader
 from gdsdoctor.capture.unwrap import unwrap
 from gdsdoctor.probes import dmesg
+from tests.conftest import read_paste
 
 LOGS = Path(__file__).resolve().parent / "data" / "installer_logs"
 HUNG = LOGS / "anaconda-syslog-hung-task-btrfs.linux-btrfs-2019-07-26.txt"
-
-
-def _read(path: Path) -> Capture:
-    capture = Capture("files")
-    reader = PasteReader(capture)
-    reader.add(path.name, path.read_bytes(), path.name)
-    reader.finish()
-    return capture
 
 
 @pytest.mark.parametrize(
@@ -61,7 +52,7 @@ def test_what_carries_no_installer_prefix_stays(lines: list[str]) -> None:
 
 
 def test_anaconda_kernel_lines_reach_the_kernel_log_reader() -> None:
-    capture = _read(HUNG)
+    capture = read_paste(HUNG)
     assert list(capture.assignments) == ["dmesg"]
     text = capture.artifacts[capture.assignments["dmesg"][0]].text
     parsed = dmesg.parse(text, "x")
@@ -102,7 +93,7 @@ def test_a_nested_prefix_goes_too() -> None:
 )
 def test_an_installer_log_without_a_storage_error_stays_quiet(name: str) -> None:
     """Nothing in them is an output gdsdoctor reads, and no line is taken for a kernel's."""
-    capture = _read(LOGS / name)
+    capture = read_paste(LOGS / name)
     assert not capture.assignments
 
 
@@ -117,7 +108,7 @@ def test_a_programs_console_lines_are_no_kernel_log() -> None:
     assert df.text.startswith("Filesystem      Size  Used Avail Use% Mounted on")
     assert not dmesg.recognise(path.read_text())
     # the tool output inside reaches its readers: df's header starts df's part
-    capture = _read(path)
+    capture = read_paste(path)
     assert sorted(capture.assignments) == ["df", "mounts"]
     df = capture.artifacts[capture.assignments["df"][0]].text.split("\n")
     assert df[7].startswith("Filesystem      Size") and df[8].startswith("/dev/sda2       7.0G")
@@ -129,7 +120,7 @@ def test_a_kernel_log_with_a_few_programs_lines_stays_a_kernel_log() -> None:
     )
     assert "systemd[1]:" in path.read_text()
     assert dmesg.recognise(path.read_text())
-    assert list(_read(path).assignments) == ["dmesg"]
+    assert list(read_paste(path).assignments) == ["dmesg"]
 
 
 def test_the_form_is_decided_on_the_head_of_the_text() -> None:

@@ -15,17 +15,10 @@ from gdsdoctor.capture.rewrap import fullwidth_to_ascii, rejoin
 from gdsdoctor.capture.unwrap import section_command, unwrap
 from gdsdoctor.probes import app_log, dmesg, fs, modules, pci, roce_gids
 from gdsdoctor.probes.text import grouped_int
+from tests.conftest import read_paste
 
 DATA = Path(__file__).resolve().parent / "data"
 FORMS = DATA / "paste_forms"
-
-
-def _read(path: Path) -> Capture:
-    capture = Capture("files")
-    reader = PasteReader(capture)
-    reader.add(path.name, path.read_bytes(), path.name)
-    reader.finish()
-    return capture
 
 
 @pytest.mark.parametrize(
@@ -43,7 +36,7 @@ def _read(path: Path) -> Capture:
     ],
 )
 def test_each_paste_form_is_read_as_what_it_holds(name: str, section: str) -> None:
-    assert list(_read(FORMS / name).assignments) == [section]
+    assert list(read_paste(FORMS / name).assignments) == [section]
 
 
 def test_lsmods_body_without_its_header() -> None:
@@ -96,7 +89,7 @@ def test_a_whole_ibv_devinfo_stays_the_infiniband_readers() -> None:
 
 
 def test_collector_sections_split_the_paste_into_its_outputs() -> None:
-    capture = _read(FORMS / "collector-sections--lsmod-mounts-fstab.txt")
+    capture = read_paste(FORMS / "collector-sections--lsmod-mounts-fstab.txt")
     assert sorted(capture.assignments) == ["fstab", "modules", "mounts"]
     parts = unwrap((FORMS / "collector-sections--lsmod-mounts-fstab.txt").read_text())
     assert [p.command for p in parts] == ["lsmod", "cat /proc/mounts", "/etc/fstab"]
@@ -136,7 +129,7 @@ def _events(text: str) -> list[tuple[str, str | None]]:
 
 def test_a_mail_wrapped_quoted_kernel_log_reads_as_the_original() -> None:
     original = (DATA / "dmesg" / "dmesg-nvme-io-error-status-ext4-journal-abort.txt").read_text()
-    mailed = _read(FORMS / "mail-quoted-wrapped-72.dmesg-nvme-io-error.crucible-1844.txt")
+    mailed = read_paste(FORMS / "mail-quoted-wrapped-72.dmesg-nvme-io-error.crucible-1844.txt")
     pasted = mailed.artifacts[next(iter(mailed.artifacts))].text
     assert _events(pasted) == _events(original)
     assert _events(original)  # the original holds events to compare

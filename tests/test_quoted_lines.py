@@ -8,24 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from gdsdoctor.capture.capture import Capture
-from gdsdoctor.capture.detect import PasteReader
 from gdsdoctor.capture.quoted import quoted_line, unquote_lines
 from gdsdoctor.probes import dmesg
+from tests.conftest import read_paste
 
 QUOTED = Path(__file__).resolve().parent / "data" / "quoted_lines"
 
 
-def _read(path: Path) -> Capture:
-    capture = Capture("files")
-    reader = PasteReader(capture)
-    reader.add(path.name, path.read_bytes(), path.name)
-    reader.finish()
-    return capture
-
-
 def _kernel_events(path: Path) -> list[dict]:
-    capture = _read(path)
+    capture = read_paste(path)
     assert list(capture.assignments) == ["dmesg"]
     text = capture.artifacts[capture.assignments["dmesg"][0]].text
     return dmesg.parse(text, "x")["events"]
@@ -69,7 +60,7 @@ def test_a_line_quoted_in_a_paragraph_of_prose_is_read_alone() -> None:
     ],
 )
 def test_prose_without_a_quoted_storage_line_stays_quiet(name: str) -> None:
-    assert not _read(QUOTED / name).assignments
+    assert not read_paste(QUOTED / name).assignments
 
 
 @pytest.mark.parametrize(
