@@ -6,10 +6,16 @@ read as `analyze` reads a pasted file (unwrapped, every reader asked), and compa
     python scripts/recognition_score.py            # the totals and every file not read as expected
     python scripts/recognition_score.py --all      # every file and what it was read as
     python scripts/recognition_score.py --json     # the same as JSON
+    python scripts/recognition_score.py --cases tests/data/tickets_fresh_13   # a ticket set (below)
 
 Outcomes: ``right`` (read as its kind, maybe beside other outputs in the same paste), ``wrong``
 (read, but not as its kind), ``missed`` (not read at all), ``right-none`` / ``false-read`` (a file no
 reader should claim, left alone / claimed). Files marked ``-`` (not pastes) are not scored.
+
+A ticket set kept for measuring on what the readers were not built from (``--cases DIR``: each case
+a folder with ``files/`` and an ``expect.yaml`` whose ``kinds:`` names each file's kind, as for
+scripts/ticket_score.py) is scored against those kinds instead; recognition-expected.txt leaves such
+a set out of the totals above (``-``), so the suite's recognition test does not hold today's misses.
 """
 
 from __future__ import annotations
@@ -99,6 +105,21 @@ def score(repo: Path = REPO) -> list[Scored]:
     return scored
 
 
+def score_cases(root: Path) -> list[Scored]:
+    """Every file of every case under root against the kind its case's expect.yaml names."""
+    import yaml  # only this mode reads YAML
+
+    scored = []
+    for expect in sorted(root.glob("*/expect.yaml")):
+        kinds = (yaml.safe_load(expect.read_text()) or {}).get("kinds") or {}
+        for path in sorted(p for p in (expect.parent / "files").iterdir() if p.is_file()):
+            expected = kinds.get(path.name, "?")
+            sections = read_as(path)
+            relative = str(path.relative_to(root))
+            scored.append(Scored(relative, expected, sections, outcome(expected, sections)))
+    return scored
+
+
 def totals(scored: list[Scored]) -> dict[str, object]:
     counts = Counter(s.outcome for s in scored)
     kinds = [s for s in scored if s.expected not in ("none", "?")]
@@ -115,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--all", action="store_true", help="every file, not only those not read right")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--cases", type=Path, help="score a ticket set by its expect.yaml kinds")
     args = parser.parse_args(argv)
-    scored = score()
+    scored = score_cases(args.cases) if args.cases else score()
     summary = totals(scored)
     shown = [s for s in scored if args.all or s.outcome not in ("right", "right-none")]
     if args.json:

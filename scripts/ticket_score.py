@@ -6,6 +6,7 @@ one counts; several ids accepted as ``top: [a, b]`` are alternatives; a case nam
 (the thread placed the failure elsewhere: a framework, a scheduler, the compute fabric).
 
     python scripts/ticket_score.py fixtures/cases            # the cases the catalogue grew from
+    python scripts/ticket_score.py tests/data/tickets_fresh_13   # 27 tickets it was not built from
     python scripts/ticket_score.py DIR --json                # one JSON line per case
 
 Per case: ``first`` — the report's first root finding is the established cause (for
