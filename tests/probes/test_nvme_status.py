@@ -112,6 +112,14 @@ def test_a_connect_to_no_listener_and_the_host_refused_by_name() -> None:
 def test_a_connect_the_host_aborted_is_the_hosts_side() -> None:
     aborted = dmesg.classify("nvme nvme3: Connect command failed, error wo/DNR bit: 881")
     assert aborted is not None and aborted[2]["reason"] == "host_side"
+    # older kernels' timeout handlers set Command Abort Requested (nvme-cli #636: a RoCE connect
+    # tried before the bond was up): the host gave up waiting, the target refused nothing
+    timed_out = dmesg.classify("Connect command failed, error wo/DNR bit: 7")
+    assert timed_out is not None and timed_out[2]["reason"] == "host_side"
+    busy = dmesg.classify(
+        "nvme nvme0: Connect command failed, error wo/DNR bit: 385"
+    )  # 0x181 Controller Busy
+    assert busy is not None and busy[2]["reason"] == "target_busy"
     errno = dmesg.classify("nvme nvme0: failed to connect queue: 1 ret=-110")
     assert errno == ("nvmeof_reconnect", "nvme0", {"errno": -110})
 

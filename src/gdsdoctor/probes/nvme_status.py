@@ -149,6 +149,9 @@ _CONNECT_REASONS = {
     "connect_format": "target_protocol",
     "connect_restart_discovery": "target_changed",
     "path": "host_side",
+    # no target aborts a Connect: the host's own timeout handler does (rdma.c, tcp.c and loop.c set
+    # Command Abort Requested, 0x7, before kernels had Host Aborted Command, 0x371): no answer came
+    "aborted": "host_side",
 }
 _LINE_REASONS = {
     "controller is busy or not available": "target_busy",
