@@ -234,3 +234,26 @@ def test_pytorchs_collective_check_names_the_ranks_and_what_differs(
         differs,
         in_save,
     )
+
+
+def test_a_traceback_the_paste_ends_inside_is_an_error_line_nothing_explains() -> None:
+    """DeepSpeed #7650's log stops in the frames of `save_checkpoint`, before its exception: it
+    raised, and what it was is not in the input. The header is an error line (UNKNOWN, never OK);
+    the same frames followed by their exception line add none."""
+    from gdsdoctor.pipeline import analyze_paths
+    from gdsdoctor.probes.app_log_resume import cut_traceback
+
+    path = DATA / "deepspeed-7650--save-checkpoint-traceback-cut.log"
+    text = path.read_text()
+    header = cut_traceback(numbered_lines(text))
+    assert header is not None and "Traceback (most recent call last)" in header[1]
+    report = analyze_paths([path]).report
+    assert report["summary"]["status"] == "UNKNOWN"
+    assert [u["line"] for u in report["unexplained"]] == [header[0]]
+    whole = text.rstrip("\n") + "\n[rank0]: IndexError: list index out of range\n"
+    assert cut_traceback(numbered_lines(whole)) is None
+    chained = (
+        whole
+        + "\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+    )
+    assert cut_traceback(numbered_lines(chained)) is None  # a header with no frames is no traceback yet

@@ -67,8 +67,8 @@ from gdsdoctor.probes.app_log_launch import launch_record, launcher_error
 from gdsdoctor.probes.app_log_nccl import nccl_error
 from gdsdoctor.probes.app_log_rdma import gid_settings, memlock_hint, rdma_error
 from gdsdoctor.probes.app_log_rdma import signature as rdma_signature
+from gdsdoctor.probes.app_log_resume import cut_traceback, traceback_errors
 from gdsdoctor.probes.app_log_resume import signature as resume_signature
-from gdsdoctor.probes.app_log_resume import traceback_errors
 from gdsdoctor.probes.app_log_saves import saves, timer_line
 from gdsdoctor.probes.base import Probe, head_lines, numbered_lines, src
 
@@ -328,6 +328,8 @@ def _error_lines(lines: Any, errors: list[dict[str, Any]], artifact: str) -> lis
         if family is not None:
             found.append({"family": family, "device": None, "kind": error["kind"] if error else None,
                           "src": error["src"] if error else src(artifact, number, line)})  # fmt: skip
+    if (cut := cut_traceback(lines)) is not None:  # it raised; the paste stops before saying what
+        found.append({"family": "traceback", "device": None, "kind": None, "src": src(artifact, *cut)})
     return found[-MAX_ERROR_LINES:]
 
 

@@ -192,6 +192,24 @@ def _rank_of(line: str, window: list[str]) -> int | None:
     return int(header["rank"]) if header else None
 
 
+def cut_traceback(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """The header line of a traceback the input ends inside of: ``Traceback (most recent call
+    last)`` followed only by its frames and their source lines to the end (the paste stopped
+    before the exception). Something raised, and what it was is not in the input: an error
+    line that nothing can explain, never a healthy log."""
+    header = None
+    for number, line in lines:
+        body = _RANK_PREFIX.sub("", line)
+        if _TRACEBACK_START.search(body):
+            header, frames = (number, line), 0
+        elif header is not None and body.strip():
+            if _FRAME.match(body) or _IPYTHON_FRAME.match(body):
+                frames += 1
+            elif not body[:1].isspace():
+                header = None  # the exception line (or anything else the traceback ends with)
+    return header if header is not None and frames else None
+
+
 def _traceback_above(window: list[str]) -> list[str]:
     """The lines from the last ``Traceback (most recent call last)`` header (or the whole window)."""
     starts = [i for i, text in enumerate(window) if _TRACEBACK_START.search(text)]
