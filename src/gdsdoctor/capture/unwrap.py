@@ -43,7 +43,7 @@ SECTION_COMMANDS = KNOWN_COMMANDS | frozenset(
 # /proc/mounts ----", "##### lsmod #####", tail's "==> /var/log/syslog <=="); what it names must be a
 # command or a path (section_command: a markdown rule, a diff's "--- a/x", a tool's banner name neither)
 _SECTION = lazy_compile(
-    r"^[ \t]{0,8}(?:={3,20}|-{3,20}|#{3,20}|[*]{3,20}|[+]{3,20}|==>)(?P<rest>[^=#*+\n-][^\n]{0,299})$"
+    r"^[ \t]{0,8}(?:={3,20}|-{3,20}|#{3,20}|[*]{3,20}|[+]{3,20}|==>)(?P<rest>[^-=#+*\n][^\n]{0,299})$"
 )
 _BARS = "=-#*+"
 _FLAG = lazy_compile(r"\s--?[A-Za-z]")  # a command's option ("ibv_devinfo -v", "nvme list -o json")
