@@ -197,7 +197,7 @@ def cut_traceback(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
     last)`` followed only by its frames and their source lines to the end (the paste stopped
     before the exception). Something raised, and what it was is not in the input: an error
     line that nothing can explain, never a healthy log."""
-    header = None
+    header, frames = None, 0
     for number, line in lines:
         body = _RANK_PREFIX.sub("", line)
         if _TRACEBACK_START.search(body):

@@ -15,6 +15,8 @@ line of every test and fixture log.
 
 from __future__ import annotations
 
+# The block layer's operations that move no data (REQ_OP_* names as blk_op_str prints them)
+NO_DATA_OPS = r"WRITE_ZEROES|DISCARD|SECURE_ERASE|WRITE_SAME|ZONE_[A-Z_]{2,20}"
 _ERRNO = r"\(?(?P<errno>-\d+)\)?"
 _TIMEOUT_ACTION = r"(?P<action>aborting|reset controller|disable controller|completion polled)"
 
@@ -232,7 +234,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # discarding), so nothing written is lost: not a failed I/O (block/blk-lib.c, blk-core.c)
     ("blk_op_unsupported", ("not supported error",), (
         r"operation not supported error, dev (?P<device>[^,\s]+), sector (?P<sector>\d+) "
-        r"op 0x[0-9a-f]+:\((?P<op>WRITE_ZEROES|DISCARD|SECURE_ERASE|WRITE_SAME|ZONE_[A-Z_]{2,20})\)",
+        rf"op 0x[0-9a-f]+:\((?P<op>{NO_DATA_OPS})\)",
     )),
     ("blk_io_error", ("error, dev", "i/o error", "medium error"), (
         r"(?:\b(?P<caller>\w{1,40}): )?\b(?P<error>[\w/]{1,20}(?: [\w/]{1,20}){0,3}) error, "

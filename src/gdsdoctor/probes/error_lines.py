@@ -36,6 +36,7 @@ from typing import Any
 
 from gdsdoctor.patterns import lazy_compile
 from gdsdoctor.probes.app_log_launch import launch_record
+from gdsdoctor.probes.dmesg_kinds import NO_DATA_OPS
 
 # Families, what each covers, and the input that would settle a line of it that no cause cites
 # (shown beside the line in the report: a neighbouring cause exists, and this is what it reads).
@@ -124,7 +125,7 @@ _BENIGN = lazy_compile(
     r"|module verification failed: signature"  # an unsigned out-of-tree module (nvidia, lustre)
     r"|\bI/O error, dev (?:fd|sr)\d|Buffer I/O error on dev(?:ice)? (?:fd|sr)\d"  # floppy, optical drive
     # an optional command the device lacks (no data moved; the kernel falls back: dmesg_kinds)
-    r"|operation not supported error, dev \S{1,40} sector \d{1,20} op 0x[0-9a-f]{1,4}:\((?:WRITE_ZEROES|DISCARD|SECURE_ERASE|WRITE_SAME|ZONE_[A-Z_]{2,20})\)"
+    rf"|operation not supported error, dev \S{{1,40}} sector \d{{1,20}} op 0x[0-9a-f]{{1,4}}:\((?:{NO_DATA_OPS})\)"
     r"|ata\d{1,3}(?:\.\d\d)?: (?:ACPI cmd .{1,80}(?:filtered out|rejected by device)|failed to resume link"
     r" \(SControl 0\)|limiting SATA link speed)"
     r"|\bdisabling ANA support\b"  # nvme: a controller without ANA (a local drive)
